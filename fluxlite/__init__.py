@@ -1,0 +1,34 @@
+"""fluxlite: a graph-based, hierarchical resource scheduler in the style of Fluxion."""
+
+from fluxlite.errors import (
+    BusyError,
+    CommandError,
+    FluxliteError,
+    GraphFormatError,
+    InputError,
+    JobspecError,
+    MatchError,
+    PlannerError,
+    RpcError,
+    StateError,
+    UnknownJobError,
+    UnsatisfiableError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BusyError",
+    "CommandError",
+    "FluxliteError",
+    "GraphFormatError",
+    "InputError",
+    "JobspecError",
+    "MatchError",
+    "PlannerError",
+    "RpcError",
+    "StateError",
+    "UnknownJobError",
+    "UnsatisfiableError",
+    "__version__",
+]

@@ -1,0 +1,227 @@
+"""The Python API: one object that loads a graph and matches, allocates, cancels.
+
+:class:`Engine` bundles a :class:`~fluxlite.graph.ResourceGraph`, a
+:class:`~fluxlite.match.Traverser` configured with a match policy and
+pruning filters, and the match writers.  It offers the operations of
+Fluxion's resource-query as plain methods::
+
+    from fluxlite import Engine, load_jobspec
+
+    eng = Engine.from_file("cluster.graphml", policy="low")
+    r = eng.allocate(load_jobspec("job.yaml"))      # raises BusyError / UnsatisfiableError
+    print(r.jobid, r.at, r.text)                     # text in the chosen match format
+    eng.cancel(r.jobid)
+
+Every failed operation leaves the engine's state exactly as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fluxlite.errors import (
+    BusyError,
+    CommandError,
+    InputError,
+    MatchError,
+    StateError,
+    UnknownJobError,
+    UnsatisfiableError,
+)
+from fluxlite.graph import DOWN, UP, ResourceGraph
+from fluxlite.match import Traverser, parse_policy
+
+__all__ = ["Engine", "MatchResult"]
+
+
+@dataclass
+class MatchResult:
+    """Outcome of one match request."""
+
+    ok: bool
+    jobid: int
+    at: int = 0
+    text: str = ""
+    satisfiable: bool = True
+    errno: str | int = 0
+    error: str = ""
+    reserved: bool = False
+
+    @property
+    def busy(self) -> bool:
+        """The request can be satisfied by this graph, just not now."""
+        return not self.ok and self.satisfiable
+
+
+class Engine:
+    """A resource graph plus a matcher: the operations of resource-query as methods."""
+
+    def __init__(
+        self,
+        graph: ResourceGraph,
+        policy: str = "first",
+        subsystems: Sequence[str] = ("containment",),
+        prune_filters: str = "ALL:core,ALL:node",
+    ) -> None:
+        self.graph = graph
+        self.policy = parse_policy(policy)
+        self.traverser = Traverser(graph, self.policy, subsystems, prune_filters)
+        try:
+            self.traverser.initialize()
+        except LookupError as exc:
+            raise InputError(str(exc)) from exc
+        self._writers: dict[str, Any] = {}
+        #: jobid -> "allocated" | "reserved"
+        self.jobs: dict[int, str] = {}
+        self.job_at: dict[int, int] = {}
+        self._next_jobid = 1
+
+    # -------------------------------------------------------------- construction
+    @classmethod
+    def from_file(
+        cls,
+        path: str | Path,
+        format: str = "grug",
+        policy: str = "first",
+        subsystems: Sequence[str] = ("containment",),
+        prune_filters: str = "ALL:core,ALL:node",
+        allowlist: str | None = None,
+    ) -> Engine:
+        """Load a graph file (GRUG, JGF, R/rv1exec or hwloc XML) and build an engine on it."""
+        from fluxlite.readers import load_graph
+
+        graph = load_graph(Path(path), format=format, allowlist=allowlist)
+        return cls(graph, policy=policy, subsystems=subsystems, prune_filters=prune_filters)
+
+    @property
+    def dom(self) -> str:
+        return self.traverser.dom
+
+    @property
+    def preorder_count(self) -> int:
+        return self.traverser.total_preorder
+
+    @property
+    def postorder_count(self) -> int:
+        return self.traverser.total_postorder
+
+    def _writer(self, fmt: str) -> Any:
+        w = self._writers.get(fmt)
+        if w is None:
+            from fluxlite.writers import create_writer
+
+            w = self._writers[fmt] = create_writer(fmt)
+        return w
+
+    # -------------------------------------------------------------- matching
+    def match(self, jobspec: Any, op: str = "allocate", jobid: int | None = None, fmt: str = "simple",
+              at: int = 0) -> MatchResult:
+        """Run one match; never raises for a request that cannot be placed (see ``ok``/``errno``).
+
+        ``op`` is ``allocate``, ``allocate_orelse_reserve``,
+        ``allocate_with_satisfiability`` or ``satisfiability``.
+        """
+        if jobid is None:
+            jobid = self._next_jobid
+        if jobid in self.jobs:
+            raise StateError(f"job id {jobid} is already allocated or reserved", jobid=jobid)
+        tr = self.traverser
+        w = self._writer(fmt)
+        w.reset()
+        rc, got_at = tr.run(jobspec, w, op, jobid, at)
+        errno = tr.errno
+        error = ""
+        if tr.err_msg:
+            error = f"match_allocate: ERROR: {tr.err_msg}\n"
+        ok = rc == 0 and op != "satisfiability" and not error
+        if rc == 0 and op == "satisfiability":
+            errno = 0
+        text = w.emit() if (rc == 0 and not error) else ""
+        if not ok:
+            w.reset()
+        sat = errno not in ("ENODEV", "ENOENT")
+        if op != "satisfiability" and not error:
+            self._next_jobid = max(self._next_jobid, jobid + 1)
+        res = MatchResult(ok=ok, jobid=jobid, at=got_at if ok else 0, text=text, satisfiable=sat,
+                          errno=0 if ok else errno, error=error, reserved=ok and got_at != 0)
+        if ok:
+            self.jobs[jobid] = "reserved" if got_at != 0 else "allocated"
+            self.job_at[jobid] = got_at
+        return res
+
+    def _place(self, jobspec: Any, op: str, jobid: int | None, fmt: str) -> MatchResult:
+        r = self.match(jobspec, op=op, jobid=jobid, fmt=fmt)
+        if r.ok:
+            return r
+        if r.error:
+            raise MatchError(r.error.strip(), jobid=r.jobid)
+        if r.satisfiable:
+            raise BusyError("resources exist but are not free now", jobid=r.jobid)
+        raise UnsatisfiableError("no state of this graph can satisfy the request", jobid=r.jobid)
+
+    def allocate(self, jobspec: Any, jobid: int | None = None, fmt: str = "simple") -> MatchResult:
+        """Allocate now; raise :class:`BusyError` or :class:`UnsatisfiableError` otherwise."""
+        return self._place(jobspec, "allocate_with_satisfiability", jobid, fmt)
+
+    def allocate_orelse_reserve(self, jobspec: Any, jobid: int | None = None, fmt: str = "simple") -> MatchResult:
+        """Allocate now or reserve at the earliest time; raise :class:`UnsatisfiableError` if impossible."""
+        return self._place(jobspec, "allocate_orelse_reserve", jobid, fmt)
+
+    def satisfiable(self, jobspec: Any) -> bool:
+        """True if this graph could ever satisfy ``jobspec`` (no state changes)."""
+        tr = self.traverser
+        w = self._writer("simple")
+        w.reset()
+        rc, _ = tr.run(jobspec, w, "satisfiability", self._next_jobid, 0)
+        w.reset()
+        return rc == 0
+
+    def cancel(self, jobid: int) -> None:
+        """Free everything ``jobid`` holds; raise :class:`UnknownJobError` for an unknown id."""
+        if jobid not in self.jobs:
+            raise UnknownJobError(f"nonexistent job {jobid}", jobid=jobid)
+        self.remove_job(jobid)
+
+    def remove_job(self, jobid: int) -> None:
+        """Remove whatever state ``jobid`` holds in the graph (no error if it holds none)."""
+        tr = self.traverser
+        tr.err_msg = ""
+        rc = tr.remove(jobid)
+        if rc != 0:
+            msg = tr.err_msg.strip() or "traverser failed to remove the job"
+            raise StateError(msg, jobid=jobid)
+        self.jobs.pop(jobid, None)
+        self.job_at.pop(jobid, None)
+
+    # -------------------------------------------------------------- status, find
+    def _vertex(self, path: str) -> int:
+        v = self.graph.vertex_by_path(path)
+        if v is None:
+            raise CommandError(f"could not find path {path} in resource graph")
+        return v
+
+    def set_status(self, path: str, status: str) -> None:
+        """Mark the vertex at ``path`` up or down (its subtree is skipped by matches while down)."""
+        if status not in ("up", "down"):
+            raise CommandError(f"unrecognized status {status!r}: expected up or down")
+        self.traverser.mark(self._vertex(path), status == "up")
+
+    def get_status(self, path: str) -> str:
+        return "up" if self.graph.v_status[self._vertex(path)] == UP else "down"
+
+    def find_text(self, criteria: str, fmt: str = "simple") -> str:
+        """Resources matching ``criteria`` (resource-query's ``find``), in the given format."""
+        from fluxlite.match.find import find
+
+        w = self._writer(fmt)
+        w.reset()
+        find(self.traverser, w, criteria)
+        from fluxlite.writers import format_find_output
+
+        return format_find_output(w.emit_json())
+
+
+_ = DOWN

@@ -1,0 +1,71 @@
+"""The ``fluxlite`` command: one entry point, one subcommand per tool.
+
+``fluxlite query``      resource-query compatible command loop (the main tool)
+``fluxlite graph``      generate, convert and inspect resource graphs
+``fluxlite bench``      benchmarks (``bench match``, ``bench hierarchy``)
+``fluxlite instance``   run a scheduler instance as a gRPC service
+``fluxlite hierarchy``  launch / stop a tree of instances
+``fluxlite grow``       MatchGrow a job at a running instance
+``fluxlite shrink``     release part of a job at a running instance
+
+Errors in user input are printed as one line on standard error and the exit
+status is non-zero; there is never a traceback for bad input.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+__all__ = ["main"]
+
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "query": ("fluxlite.cli.query", "resource-query compatible command loop on a resource graph"),
+    "graph": ("fluxlite.cli.graph", "generate, convert and inspect resource graphs"),
+    "bench": ("fluxlite.cli.bench", "benchmarks: match (engine), hierarchy (nested instances)"),
+    "instance": ("hierarchy.cli", "run one scheduler instance as a gRPC service"),
+    "hierarchy": ("hierarchy.cli", "launch or stop a tree of scheduler instances"),
+    "grow": ("hierarchy.cli", "MatchGrow a running job at an instance"),
+    "shrink": ("hierarchy.cli", "release part of a running job at an instance"),
+}
+
+
+def _usage() -> str:
+    lines = ["usage: fluxlite <command> [options]", "", "commands:"]
+    for name, (_mod, desc) in SUBCOMMANDS.items():
+        lines.append(f"  {name:<10} {desc}")
+    lines += ["", "Run 'fluxlite <command> --help' for the options of a command."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help", "help"):
+        sys.stdout.write(_usage())
+        return 0
+    if args[0] in ("-V", "--version"):
+        from fluxlite import __version__
+
+        sys.stdout.write(f"fluxlite {__version__}\n")
+        return 0
+    cmd = args[0]
+    entry = SUBCOMMANDS.get(cmd)
+    if entry is None:
+        sys.stderr.write(f"fluxlite: unknown command {cmd!r}\n{_usage()}")
+        return 2
+    try:
+        mod = importlib.import_module(entry[0])
+    except ImportError as exc:
+        sys.stderr.write(f"fluxlite {cmd}: not available: {exc}\n")
+        return 2
+    func = getattr(mod, f"main_{cmd}", None) or mod.main
+    try:
+        return int(func(args[1:]) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

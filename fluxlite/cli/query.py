@@ -1,0 +1,679 @@
+"""``fluxlite query``: a resource-query compatible command loop.
+
+Loads a resource graph, then reads commands (``match allocate job.yaml``,
+``cancel 1``, ``find status=down``, ...) from a terminal, with line editing
+and history, or from standard input, and prints exactly what Fluxion's
+``resource-query`` prints, so existing command files and their expected
+outputs keep working.  Match results and INFO lines go to the file named by
+``-t`` (or standard output); errors go to standard error, one line each, and
+never stop the loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from fluxlite.errors import FluxliteError
+
+__all__ = ["QueryContext", "build_parser", "main", "run_commands"]
+
+PROMPT = "resource-query> "
+
+
+@dataclass
+class JobInfo:
+    jobid: int
+    state: str
+    scheduled_at: int
+    jobspec_fn: str
+    overhead: float
+
+
+@dataclass
+class Perf:
+    min: float = float("inf")
+    max: float = 0.0
+    accum: float = 0.0
+
+
+@dataclass
+class QueryContext:
+    """State of one query session (Fluxion's resource_query_t)."""
+
+    engine: Any
+    match_format: str
+    out: IO[str]
+    err: IO[str]
+    elapse: bool = False
+    jobid_counter: int = 1
+    jobs: dict[int, JobInfo] = field(default_factory=dict)
+    allocations: dict[int, int] = field(default_factory=dict)
+    reservations: dict[int, int] = field(default_factory=dict)
+    perf: Perf = field(default_factory=Perf)
+    load_format: str = "grug"
+    stdout: IO[str] = field(default_factory=lambda: sys.stdout)
+
+
+def _fmt_double(x: float) -> str:
+    """std::to_string(double): fixed with 6 decimals."""
+    return f"{x:.6f}"
+
+
+def _fmt_ostream_double(x: float) -> str:
+    """operator<<(double) with default precision 6 (%g)."""
+    return f"{x:g}"
+
+
+# --------------------------------------------------------------------------- match
+def _print_sat_info(ctx: QueryContext, sat: bool, elapse: float) -> None:
+    out = ctx.out
+    out.write("INFO: =============================\n")
+    out.write(f"INFO: {'Satisfiable' if sat else 'Unsatisfiable'} request\n")
+    out.write("INFO: =============================\n")
+    if ctx.elapse:
+        so = ctx.stdout
+        so.write(f"INFO: ELAPSE={_fmt_double(elapse)}\n")
+        so.write(f"INFO: PREORDER VISIT COUNT={ctx.engine.preorder_count}\n")
+        so.write(f"INFO: POSTORDER VISIT COUNT={ctx.engine.postorder_count}\n")
+
+
+def _print_schedule_info(
+    ctx: QueryContext, jobid: int, jobspec_fn: str, matched: bool, at: int, sat: bool, elapse: float
+) -> None:
+    out = ctx.out
+    so = ctx.stdout
+    if matched:
+        mode = "ALLOCATED" if at == 0 else "RESERVED"
+        out.write("INFO: =============================\n")
+        out.write(f"INFO: JOBID={jobid}\n")
+        out.write(f"INFO: RESOURCES={mode}\n")
+        out.write(f"INFO: SCHEDULED AT={'Now' if at == 0 else at}\n")
+        if ctx.elapse:
+            so.write(f"INFO: ELAPSE={_fmt_double(elapse)}\n")
+            so.write(f"INFO: PREORDER VISIT COUNT={ctx.engine.preorder_count}\n")
+            so.write(f"INFO: POSTORDER VISIT COUNT={ctx.engine.postorder_count}\n")
+        out.write("INFO: =============================\n")
+        ctx.jobs[jobid] = JobInfo(jobid, mode, at, jobspec_fn, elapse)
+        if at == 0:
+            ctx.allocations[jobid] = jobid
+        else:
+            ctx.reservations[jobid] = jobid
+    else:
+        out.write("INFO: =============================\n")
+        out.write("INFO: No matching resources found\n")
+        if not sat:
+            out.write("INFO: Unsatisfiable request\n")
+        out.write(f"INFO: JOBID={jobid}\n")
+        if ctx.elapse:
+            out.write(f"INFO: ELAPSE={_fmt_double(elapse)}\n")
+            so.write(f"INFO: PREORDER VISIT COUNT={ctx.engine.preorder_count}\n")
+            so.write(f"INFO: POSTORDER VISIT COUNT={ctx.engine.postorder_count}\n")
+        out.write("INFO: =============================\n")
+
+
+def _run_match(ctx: QueryContext, jobid: int, op: str, jobspec_fn: str) -> int:
+    from fluxlite.jobspec import load_jobspec
+
+    t0 = time.perf_counter()
+    try:
+        jobspec = load_jobspec(jobspec_fn)
+    except OSError as exc:
+        ctx.err.write(f"ERROR: can't open {jobspec_fn}: {exc.strerror or exc}\n")
+        return 0
+    except FluxliteError as exc:
+        ctx.err.write(f"ERROR: Jobspec error for {jobid}: {exc}\n")
+        return -1
+    res = ctx.engine.match(jobspec, op=op, jobid=jobid, fmt=ctx.match_format)
+    elapse = time.perf_counter() - t0
+    # Report exactly as resource-query does: the outcome is read from errno.
+    errno = 0 if res.ok else res.errno
+    matched = errno not in ("ENODEV", "EBUSY", "EINVAL", "ENOENT")
+    sat = errno not in ("ENODEV", "ENOENT")
+    if res.error:
+        ctx.err.write(res.error)
+    ctx.out.write(res.text)
+    if op != "satisfiability":
+        _print_schedule_info(ctx, jobid, jobspec_fn, matched, res.at, sat, elapse)
+        if not res.error:
+            _update_perf(ctx, elapse)
+            ctx.jobid_counter += 1
+    else:
+        _print_sat_info(ctx, sat, elapse)
+    return 0 if matched else -1
+
+
+def _update_perf(ctx: QueryContext, elapse: float) -> None:
+    p = ctx.perf
+    p.min = min(p.min, elapse)
+    p.max = max(p.max, elapse)
+    p.accum += elapse
+
+
+_MATCH_OPS = ("allocate", "allocate_orelse_reserve", "allocate_with_satisfiability", "satisfiability")
+
+
+def _match_op(ctx: QueryContext, sub: str) -> str | None:
+    if sub in _MATCH_OPS:
+        return sub
+    if sub == "without_allocating":
+        return "satisfiability"
+    ctx.err.write(f"ERROR: unknown subcmd {sub}\n")
+    return None
+
+
+def cmd_match(ctx: QueryContext, args: list[str]) -> int:
+    if len(args) != 3:
+        ctx.err.write("ERROR: malformed command: usage: match <allocate|allocate_orelse_reserve|"
+                      "allocate_with_satisfiability|satisfiability> JOBSPEC\n")
+        return 0
+    op = _match_op(ctx, args[1])
+    if op is None:
+        return 0
+    _run_match(ctx, ctx.jobid_counter, op, args[2])
+    return 0
+
+
+def cmd_match_multi(ctx: QueryContext, args: list[str]) -> int:
+    if len(args) <= 3:
+        ctx.err.write("ERROR: malformed command: usage: multi-match <subcmd> JOBSPEC1 JOBSPEC2 ...\n")
+        return 0
+    op = _match_op(ctx, args[1])
+    if op is None:
+        return 0
+    for fn in args[2:]:
+        if _run_match(ctx, ctx.jobid_counter, op, fn) != 0:
+            break
+    return 0
+
+
+# --------------------------------------------------------------------------- cancel / info
+def cmd_cancel(ctx: QueryContext, args: list[str]) -> int:
+    if len(args) < 2 or len(args) > 3:
+        ctx.err.write("ERROR: malformed command: usage: cancel JOBID [stats]\n")
+        return 0
+    jobid = _parse_jobid(ctx, args[1])
+    if jobid is None:
+        return 0
+    if jobid in ctx.allocations or jobid in ctx.reservations:
+        try:
+            ctx.engine.remove_job(jobid)
+        except FluxliteError as exc:
+            ctx.err.write(f"cancel: ERROR: error encountered while removing job {jobid}: {exc}\n")
+            return 0
+        ctx.allocations.pop(jobid, None)
+        ctx.reservations.pop(jobid, None)
+        info = ctx.jobs.get(jobid)
+        if info is not None:
+            info.state = "CANCELED"
+    else:
+        ctx.err.write(f"cancel: ERROR: nonexistent job {jobid}\n")
+        return 0
+    if len(args) == 3 and args[2] == "stats":
+        out = ctx.out
+        out.write("INFO: =============================\n")
+        out.write(f'INFO: CANCEL PREORDER COUNT="{ctx.engine.preorder_count}"\n')
+        out.write(f'INFO: CANCEL POSTORDER COUNT="{ctx.engine.postorder_count}"\n')
+        out.write("INFO: =============================\n")
+    return 0
+
+
+def _parse_jobid(ctx: QueryContext, s: str) -> int | None:
+    try:
+        v = int(s, 10)
+    except ValueError:
+        ctx.err.write(f"ERROR: invalid job id {s!r}: expected a non-negative integer\n")
+        return None
+    if v < 0:
+        ctx.err.write(f"ERROR: invalid job id {s!r}: expected a non-negative integer\n")
+        return None
+    return v
+
+
+def cmd_info(ctx: QueryContext, args: list[str]) -> int:
+    if len(args) != 2:
+        ctx.err.write("ERROR: malformed command: usage: info JOBID\n")
+        return 0
+    try:
+        jobid = int(args[1])
+    except ValueError:
+        jobid = -1
+    info = ctx.jobs.get(jobid)
+    if info is None:
+        ctx.stdout.write(f"ERROR: jobid doesn't exist: {args[1]}\n")
+        return 0
+    ctx.stdout.write(
+        f"INFO: {info.jobid}, {info.state}, {info.scheduled_at}, {info.jobspec_fn}, "
+        f"{_fmt_ostream_double(info.overhead)}\n"
+    )
+    return 0
+
+
+def cmd_list(ctx: QueryContext, args: list[str]) -> int:
+    for jobid in sorted(ctx.jobs):
+        info = ctx.jobs[jobid]
+        ctx.stdout.write(
+            f"INFO: {info.jobid}, {info.state}, {info.scheduled_at}, {info.jobspec_fn}, "
+            f"{_fmt_ostream_double(info.overhead)}\n"
+        )
+    return 0
+
+
+def cmd_stat(ctx: QueryContext, args: list[str]) -> int:
+    if len(args) != 1:
+        ctx.err.write("ERROR: malformed command: usage: stat\n")
+        return 0
+    n = len(ctx.jobs)
+    avg = ctx.perf.accum / n if n else 0.0
+    mn = ctx.perf.min if n else 0.0
+    so = ctx.stdout
+    so.write(f"INFO: Num. of Jobs Matched: {n}\n")
+    so.write(f"INFO: Min. Match Time: {_fmt_ostream_double(mn)}\n")
+    so.write(f"INFO: Max. Match Time: {_fmt_ostream_double(ctx.perf.max)}\n")
+    so.write(f"INFO: Avg. Match Time: {_fmt_ostream_double(avg)}\n")
+    return 0
+
+
+def cmd_cat(ctx: QueryContext, args: list[str]) -> int:
+    if len(args) != 2:
+        ctx.err.write("ERROR: malformed command: usage: cat JOBSPEC\n")
+        return 0
+    try:
+        text = Path(args[1]).read_text()
+    except OSError as exc:
+        ctx.err.write(f"ERROR: can't open {args[1]}: {exc.strerror or exc}\n")
+        return 0
+    for line in text.splitlines():
+        ctx.stdout.write(line + "\n")
+    ctx.stdout.write(f"INFO: Jobspec in {args[1]}\n")
+    return 0
+
+
+# --------------------------------------------------------------------------- find / status / properties
+def cmd_find(ctx: QueryContext, args: list[str]) -> int:
+    if len(args) < 2:
+        ctx.err.write("ERROR: malformed command: usage: find CRITERIA (e.g. status=down and sched-now=allocated)\n")
+        return 0
+    criteria = " ".join(args[1:])
+    try:
+        text = ctx.engine.find_text(criteria, fmt=ctx.match_format)
+    except FluxliteError as exc:
+        ctx.err.write(f"find: {exc}\n")
+        return 0
+    out = ctx.out
+    out.write(text)
+    out.write("INFO: =============================\n")
+    out.write(f'INFO: EXPRESSION="{criteria}"\n')
+    out.write("INFO: =============================\n")
+    return 0
+
+
+def cmd_set_status(ctx: QueryContext, args: list[str]) -> int:
+    if len(args) != 3:
+        ctx.err.write("ERROR: malformed command: usage: set-status PATH up|down\n")
+        return 0
+    path, status = args[1], args[2]
+    if ctx.engine.graph.vertex_by_path(path) is None:
+        ctx.out.write(f"Could not find path {path} in resource graph.\n")
+        return 0
+    if status not in ("up", "down"):
+        ctx.err.write("ERROR: unrecognized status\n")
+        return 0
+    ctx.engine.set_status(path, status)
+    return 0
+
+
+def cmd_get_status(ctx: QueryContext, args: list[str]) -> int:
+    if len(args) != 2:
+        ctx.err.write("ERROR: malformed command: usage: get-status PATH\n")
+        return 0
+    path = args[1]
+    if ctx.engine.graph.vertex_by_path(path) is None:
+        ctx.out.write(f"Could not find path {path} in resource graph.\n")
+        return 0
+    ctx.out.write(f"{path} is {ctx.engine.get_status(path)}\n")
+    return 0
+
+
+def cmd_set_property(ctx: QueryContext, args: list[str]) -> int:
+    if len(args) != 3:
+        ctx.err.write("ERROR: malformed command: usage: set-property PATH PROPERTY=VALUE\n")
+        return 0
+    path, kv = args[1], args[2]
+    pos = kv.find("=")
+    if pos <= 0 or pos == len(kv) - 1:
+        ctx.out.write("Incorrect input format. \nPlease use `set-property <resource> PROPERTY=VALUE`.\n")
+        return 0
+    v = ctx.engine.graph.vertex_by_path(path)
+    if v is None:
+        ctx.out.write(f"Couldn't find path {path} in resource graph.\n")
+        return 0
+    ctx.engine.graph.set_property(v, kv[:pos], kv[pos + 1 :])
+    return 0
+
+
+def cmd_get_property(ctx: QueryContext, args: list[str]) -> int:
+    if len(args) != 2:
+        ctx.err.write("ERROR: malformed command: usage: get-property PATH\n")
+        return 0
+    path = args[1]
+    g = ctx.engine.graph
+    v = g.vertex_by_path(path)
+    if v is None:
+        ctx.out.write(f"Could not find path {path} in resource graph.\n")
+        return 0
+    props = g.properties(v)
+    if not props:
+        ctx.out.write(f"No properties were found for {path} (vtx's uniq_id={g.v_uniq[v]}).\n")
+    else:
+        for k in sorted(props):
+            ctx.out.write(f"{k}={props[k]}\n")
+    return 0
+
+
+# --------------------------------------------------------------------------- help / quit
+@dataclass(frozen=True)
+class Command:
+    name: str
+    abbr: str
+    func: Callable[[QueryContext, list[str]], int]
+    note: str
+
+
+def cmd_help(ctx: QueryContext, args: list[str]) -> int:
+    multi = len(args) != 2
+    wanted = args[1] if len(args) == 2 else ""
+    found = False
+    for c in COMMANDS:
+        if multi or wanted in (c.name, c.abbr):
+            ctx.stdout.write(f"INFO: {c.name} ({c.abbr}) -- {c.note}\n")
+            found = True
+    if not multi and not found:
+        ctx.stdout.write(f"ERROR: unknown command: {wanted}\n")
+    return 0
+
+
+def cmd_quit(ctx: QueryContext, args: list[str]) -> int:
+    return -1
+
+
+COMMANDS: list[Command] = [
+    Command("match", "m", cmd_match,
+            "Allocate or reserve matching resources (subcmd: allocate | allocate_with_satisfiability | "
+            "allocate_orelse_reserve) | satisfiability: resource-query> match allocate jobspec"),
+    Command("multi-match", "M", cmd_match_multi,
+            "Allocate or reserve for multiple jobspecs (subcmd: allocate | allocate_with_satisfiability | "
+            "allocate_orelse_reserve): resource-query> multi-match allocate jobspec1 jobspec2 ..."),
+    Command("find", "f", cmd_find,
+            "Find resources matched with criteria (predicates: status={up|down} sched-now={allocated|free} "
+            "sched-future={reserved|free} agfilter={true|false} names=hostlist jobid-alloc=jobid "
+            "jobid-span=jobid jobid-tag=jobid jobid-reserved=jobid property=name): "
+            "resource-query> find status=down and sched-now=allocated"),
+    Command("cancel", "c", cmd_cancel,
+            "Cancel an allocation or reservation: resource-query> cancel jobid (optional subcmd: stats)"),
+    Command("set-property", "p", cmd_set_property,
+            "Add a property to a resource: resource-query> set-property resource PROPERTY=VALUE"),
+    Command("get-property", "g", cmd_get_property,
+            "Get all properties of a resource: resource-query> get-property resource"),
+    Command("set-status", "t", cmd_set_status,
+            "Set resource status on vertex: resource-query> set-status PATH_TO_VERTEX {up|down}"),
+    Command("get-status", "e", cmd_get_status,
+            "Get the graph resource vertex status: resource-query> get-status PATH_TO_VERTEX"),
+    Command("list", "l", cmd_list, "List all jobs: resource-query> list"),
+    Command("info", "i", cmd_info, "Print info on a jobid: resource-query> info jobid"),
+    Command("stat", "s", cmd_stat, "Print overall stats: resource-query> stat jobid"),
+    Command("cat", "a", cmd_cat, "Print jobspec file: resource-query> cat jobspec"),
+    Command("help", "h", cmd_help, "Print help message: resource-query> help"),
+    Command("quit", "q", cmd_quit, "Quit the session: resource-query> quit"),
+]
+
+
+def find_command(name: str) -> Command | None:
+    for c in COMMANDS:
+        if name in (c.name, c.abbr):
+            return c
+    return None
+
+
+def register_command(cmd: Command, before: str = "find") -> None:
+    """Add a command (used by the elasticity commands); refuses a duplicate name."""
+    if find_command(cmd.name) is not None:
+        raise ValueError(f"command {cmd.name!r} already exists")
+    idx = next((i for i, c in enumerate(COMMANDS) if c.name == before), len(COMMANDS))
+    COMMANDS.insert(idx, cmd)
+
+
+def run_line(ctx: QueryContext, line: str) -> bool:
+    """Run one command line; return False when the session should end."""
+    tokens = line.split()
+    if not tokens:
+        return True
+    cmd = find_command(tokens[0])
+    if cmd is None:
+        ctx.err.write(f"ERROR: unknown command: {tokens[0]} (type 'help' for the list)\n")
+        return True
+    try:
+        return cmd.func(ctx, tokens) == 0
+    except FluxliteError as exc:
+        ctx.err.write(f"ERROR: {tokens[0]}: {exc}\n")
+    except (OSError, ValueError, KeyError, IndexError) as exc:  # never a traceback for bad input
+        ctx.err.write(f"ERROR: {tokens[0]}: {exc}\n")
+    return True
+
+
+def run_commands(ctx: QueryContext, lines: Any, interactive: bool = False, prompt: str = PROMPT) -> None:
+    """Run commands from an iterable of lines (or a terminal when ``interactive``)."""
+    if interactive:
+        _interactive_loop(ctx, prompt)
+        return
+    for line in lines:
+        if not run_line(ctx, line):
+            break
+        ctx.out.flush()
+
+
+def _interactive_loop(ctx: QueryContext, prompt: str) -> None:
+    try:
+        import readline  # noqa: F401  (line editing and history for input())
+    except ImportError:  # pragma: no cover - platform without readline
+        pass
+    hist = Path(os.environ.get("FLUXLITE_HISTORY", Path.home() / ".fluxlite_history"))
+    try:
+        import readline as rl
+
+        if hist.exists():
+            rl.read_history_file(str(hist))
+    except (ImportError, OSError):
+        pass
+    try:
+        while True:
+            try:
+                line = input(prompt)
+            except EOFError:
+                ctx.stdout.write("\n")
+                break
+            except KeyboardInterrupt:
+                ctx.stdout.write("\n")
+                continue
+            if not run_line(ctx, line):
+                break
+            ctx.out.flush()
+    finally:
+        try:
+            import readline as rl
+
+            rl.write_history_file(str(hist))
+        except (ImportError, OSError):
+            pass
+
+
+# --------------------------------------------------------------------------- options
+HELP_EPILOG = """\
+commands (type 'help' in the loop):
+  match allocate|allocate_orelse_reserve|allocate_with_satisfiability|satisfiability JOBSPEC
+  multi-match SUBCMD JOBSPEC...   cancel JOBID [stats]   info JOBID   list   stat
+  find CRITERIA                   set-status PATH up|down   get-status PATH
+  set-property PATH K=V           get-property PATH         cat JOBSPEC   help   quit
+
+examples:
+  fluxlite query                                   # bundled default cluster
+  fluxlite query -L cluster.graphml -P low -t out.txt < cmds.txt
+  echo 'match allocate job.yaml' | fluxlite query -L graph.json -f jgf -F jgf
+"""
+
+
+def build_parser(prog: str = "fluxlite query") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description=(
+            "Match job requests (Flux jobspec, RFC 14/25) to a resource graph with a resource-query "
+            "compatible command loop. Reads commands from a terminal or standard input."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=HELP_EPILOG,
+    )
+    p.add_argument("-L", "--load-file", metavar="FILE",
+                   help="resource graph to load (default: the bundled 2-rack cluster)")
+    p.add_argument("-f", "--load-format", default="grug", metavar="FMT",
+                   help="format of the load file: grug | jgf | rv1exec | hwloc (default: grug)")
+    p.add_argument("-W", "--load-allowlist", action="append", default=[], metavar="TYPES",
+                   help="only load these resource types (comma separated)")
+    p.add_argument("-S", "--match-subsystems", default="CA", metavar="SPEC",
+                   help="subsystems to match on: CA (containment), PA (power), C+PA, IBA, ... (default: CA)")
+    p.add_argument("-P", "--match-policy", default="first", metavar="POLICY",
+                   help="match policy: first, firstnodex, low, high, lonode, hinode, lonodex, hinodex, "
+                        "locality, or a custom 'policy=low node_centric=true ...' (default: first)")
+    p.add_argument("-F", "--match-format", default="simple", metavar="FMT",
+                   help="output format of matches: simple | pretty_simple | jgf | jgf_shorthand | rlite | "
+                        "rv1 | rv1_nosched (default: simple)")
+    p.add_argument("-g", "--graph-format", default="dot", metavar="FMT",
+                   help="format of the graph written by -o: dot | graphml (default: dot)")
+    p.add_argument("-o", "--graph-output", metavar="BASENAME",
+                   help="write the matcher's graph to BASENAME.dot or BASENAME.graphml on exit")
+    p.add_argument("-p", "--prune-filters", action="append", default=[], metavar="HL:LL,...",
+                   help="subtree aggregates for pruning, e.g. ALL:core,ALL:node or rack:node "
+                        "(default: ALL:core,ALL:node)")
+    p.add_argument("-t", "--test-output", metavar="FILE",
+                   help="write match results and INFO lines to FILE instead of standard output")
+    p.add_argument("-r", "--reserve-vtx-vec", type=int, default=0, metavar="N",
+                   help="accepted for compatibility (vertex storage grows on demand)")
+    p.add_argument("-e", "--elapse-time", action="store_true", help="print the elapsed time of every operation")
+    p.add_argument("-d", "--disable-prompt", action="store_true", help="do not print the prompt")
+    return p
+
+
+SUBSYSTEM_SPECS: dict[str, tuple[str, ...]] = {
+    "CA": ("containment",),
+    "IBA": ("ibnet",),
+    "IBBA": ("ibnetbw",),
+    "PA": ("power",),
+    "PFS1BA": ("pfs1bw",),
+    "C+IBA": ("containment", "ibnet"),
+    "C+IBBA": ("containment", "ibnetbw"),
+    "C+PA": ("containment", "power"),
+    "C+PFS1BA": ("containment", "pfs1bw"),
+    "IB+IBBA": ("ibnet", "ibnetbw"),
+    "C+P+IBA": ("containment", "power", "ibnet"),
+    "V+PFS1BA": ("virtual1", "pfs1bw"),
+    "VA": ("virtual1",),
+    "ALL": ("containment", "ibnet", "ibnetbw", "pfs1bw", "power"),
+}
+
+
+def parse_subsystems(spec: str) -> tuple[str, ...]:
+    got = SUBSYSTEM_SPECS.get(spec) or SUBSYSTEM_SPECS.get(spec.upper())
+    if got is None:
+        raise FluxliteError(
+            f"unknown --match-subsystems {spec!r} (known: {', '.join(SUBSYSTEM_SPECS)})"
+        )
+    return got
+
+
+def default_graph_path() -> Path:
+    return Path(__file__).resolve().parent.parent / "data" / "default.graphml"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from fluxlite.api import Engine
+
+    parser = build_parser()
+    opts = parser.parse_args(argv)
+    err = sys.stderr
+    prune = ",".join(p for p in opts.prune_filters if p.strip()) or "ALL:core,ALL:node"
+    load_file = opts.load_file or str(default_graph_path())
+    if opts.load_file is None and opts.load_format != "grug":
+        err.write("ERROR: --load-format needs --load-file\n")
+        return 2
+    try:
+        if not Path(load_file).exists():
+            err.write(f"ERROR: file does not exist for --load-file: {load_file}\n")
+            return 2
+        if Path(load_file).is_dir():
+            err.write(f"ERROR: path passed to --load-file is a directory: {load_file}\n")
+            return 2
+        allow = ",".join(opts.load_allowlist) or None
+        t0 = time.perf_counter()
+        engine = Engine.from_file(
+            load_file,
+            format=opts.load_format,
+            policy=opts.match_policy,
+            subsystems=parse_subsystems(opts.match_subsystems),
+            prune_filters=prune,
+            allowlist=allow,
+        )
+        load_time = time.perf_counter() - t0
+        from fluxlite.writers import known_format
+
+        if not known_format(opts.match_format):
+            err.write(f"ERROR: unknown format for --match-format: {opts.match_format}\n")
+            return 2
+        if opts.graph_format not in ("dot", "graphml"):
+            err.write(f"ERROR: unknown format for --graph-format: {opts.graph_format}\n")
+            return 2
+    except FluxliteError as exc:
+        err.write(f"ERROR: {exc}\n")
+        return 1
+    out: IO[str]
+    if opts.test_output:
+        try:
+            out = open(opts.test_output, "w")  # noqa: SIM115
+        except OSError as exc:
+            err.write(f"ERROR: can't open --test-output {opts.test_output}: {exc.strerror}\n")
+            return 1
+    else:
+        out = sys.stdout
+    ctx = QueryContext(engine=engine, match_format=opts.match_format, out=out, err=err,
+                       elapse=opts.elapse_time, load_format=opts.load_format)
+    if opts.elapse_time:
+        g = engine.graph
+        sys.stdout.write(f"INFO: Graph Load Time: {_fmt_ostream_double(load_time)}\n")
+        sys.stdout.write(f"INFO: Vertex Count: {len(g)}\n")
+        sys.stdout.write(f"INFO: Edge Count: {g.num_edges}\n")
+    from fluxlite.cli import elastic_cmds  # registers attach/remove/partial-cancel/update/grow
+
+    elastic_cmds.install()
+    interactive = sys.stdin.isatty()
+    prompt = "" if opts.disable_prompt else PROMPT
+    try:
+        run_commands(ctx, sys.stdin, interactive=interactive, prompt=prompt)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if opts.test_output:
+            out.close()
+        else:
+            out.flush()
+    if opts.graph_output:
+        from fluxlite.writers.graph import write_dot, write_graphml
+
+        fn = f"{opts.graph_output}.{opts.graph_format}"
+        sys.stdout.write("INFO: Write the target graph of the matcher...\n")
+        text = write_dot(engine.graph, engine.dom) if opts.graph_format == "dot" else write_graphml(engine.graph)
+        Path(fn).write_text(text)
+    return 0

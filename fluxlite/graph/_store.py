@@ -1,0 +1,697 @@
+"""The resource graph store: structure in rustworkx, attributes in columns.
+
+A :class:`ResourceGraph` is a directed multigraph whose vertices are resources
+(cluster, rack, node, socket, core, gpu, memory, ...) and whose edges carry a
+*subsystem* label (``containment`` is the dominant tree; ``power``,
+``network`` ... are extra relations on the same vertices).
+
+Structure lives in a :class:`rustworkx.PyDiGraph` (``graph.rx``) so that users
+can run any rustworkx algorithm on it; node payloads are the vertex handles
+and edge payloads the edge handles.  Attributes live in plain Python lists
+indexed by the vertex handle (*columns*), which keeps a million-vertex graph
+in a few hundred MiB and makes the matcher's inner loop a list lookup instead
+of an attribute fetch on a per-vertex object.
+
+Handles (``vid``/``eid``) are rustworkx indices and are reused after removal:
+they are never resource *identity*.  Identity is ``uniq_id`` and the path in
+each subsystem; :attr:`ResourceGraph.by_path` maps a path to its vertex in
+O(1), which is what makes attaching a subgraph cost O(subgraph), not O(graph).
+
+Observers (the scheduler state that keeps per-vertex planners) register with
+:meth:`ResourceGraph.add_observer` and are told about added and removed
+vertices so their own columns stay aligned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol
+
+import rustworkx as rx
+
+from fluxlite.errors import GraphFormatError
+
+__all__ = ["CONTAINMENT", "DOWN", "UP", "GraphObserver", "ResourceGraph"]
+
+CONTAINMENT = "containment"
+UP = 0
+DOWN = 1
+STATUS_NAMES = {UP: "up", DOWN: "down"}
+STATUS_VALUES = {"up": UP, "down": DOWN}
+
+_EMPTY: tuple[int, ...] = ()
+
+
+def _interned_column(values: Sequence[str], intern: Any) -> list[str]:
+    """``values`` with every string replaced by its interned copy.  O(n)."""
+    table = {v: intern(v) for v in set(values)}
+    return [table[v] for v in values]
+
+
+class GraphObserver(Protocol):
+    """Something that keeps per-vertex columns aligned with a graph."""
+
+    def vertex_added(self, vid: int) -> None:
+        """Called after vertex ``vid`` was created (its handle may be a reused one)."""
+
+    def vertex_removed(self, vid: int) -> None:
+        """Called before vertex ``vid`` is deleted."""
+
+
+class ResourceGraph:
+    """A resource graph: rustworkx structure plus columnar vertex attributes.
+
+    Complexity: adding a vertex or edge is O(1); ``vertex_by_path`` is O(1);
+    ``ancestors`` is O(depth).
+    """
+
+    __slots__ = (
+        "_interned",
+        "_observers",
+        "by_path",
+        "by_rank",
+        "e_dst",
+        "e_rel",
+        "e_src",
+        "e_ss",
+        "out",
+        "parent_edge",
+        "paths",
+        "roots",
+        "rx",
+        "v_basename",
+        "v_id",
+        "v_name",
+        "v_props",
+        "v_rank",
+        "v_size",
+        "v_status",
+        "v_type",
+        "v_uniq",
+        "v_unit",
+        "_live",
+        "_next_uniq",
+        "version",
+    )
+
+    def __init__(self) -> None:
+        self.rx: rx.PyDiGraph = rx.PyDiGraph(multigraph=True)
+        self.v_type: list[str] = []
+        self.v_basename: list[str] = []
+        self.v_name: list[str] = []
+        self.v_id: list[int] = []
+        self.v_uniq: list[int] = []
+        self.v_rank: list[int] = []
+        self.v_size: list[int] = []
+        self.v_unit: list[str] = []
+        self.v_status: list[int] = []
+        self.v_props: dict[int, dict[str, str]] = {}
+        self._live: list[bool] = []
+        #: subsystem -> {vid: path}
+        self.paths: dict[str, dict[int, str]] = {}
+        #: path -> vid (paths of every subsystem)
+        self.by_path: dict[str, int] = {}
+        #: rank -> vids in creation order
+        self.by_rank: dict[int, list[int]] = {}
+        #: subsystem -> root vid
+        self.roots: dict[str, int] = {}
+        # edges
+        self.e_src: list[int] = []
+        self.e_dst: list[int] = []
+        self.e_ss: list[str] = []
+        self.e_rel: list[str] = []
+        #: subsystem -> per-vertex list of out-edge ids in insertion order
+        self.out: dict[str, list[Any]] = {}
+        #: subsystem -> per-vertex first in-edge id (-1: none)
+        self.parent_edge: dict[str, list[int]] = {}
+        self._observers: list[GraphObserver] = []
+        self._interned: dict[str, str] = {}
+        self._next_uniq = 0
+        #: bumped on every structural change (attach/remove); caches key on it
+        self.version = 0
+
+    # ------------------------------------------------------------------ build
+    def _intern(self, s: str) -> str:
+        got = self._interned.get(s)
+        if got is None:
+            self._interned[s] = s
+            got = s
+        return got
+
+    def add_observer(self, obs: GraphObserver) -> None:
+        """Register an observer; it is told about every later vertex addition/removal."""
+        self._observers.append(obs)
+
+    def remove_observer(self, obs: GraphObserver) -> None:
+        if obs in self._observers:
+            self._observers.remove(obs)
+
+    def add_vertex(
+        self,
+        type: str,
+        basename: str,
+        name: str,
+        id: int,
+        uniq_id: int | None = None,
+        rank: int = -1,
+        size: int = 1,
+        unit: str = "",
+        status: int = UP,
+        properties: Mapping[str, str] | None = None,
+        paths: Mapping[str, str] | None = None,
+    ) -> int:
+        """Create a vertex and return its handle.
+
+        ``paths`` maps subsystem name to the vertex's canonical path in that
+        subsystem; each path is indexed.  A path already present is an error
+        (identity is the path).  ``uniq_id`` defaults to the next unused one.
+        O(1).
+        """
+        if paths:
+            for p in paths.values():
+                if p in self.by_path:
+                    raise GraphFormatError(f"duplicate vertex path {p}", name=name)
+        vid = self.rx.add_node(None)
+        self.rx[vid] = vid
+        if uniq_id is None:
+            uniq_id = self._next_uniq
+        if uniq_id >= self._next_uniq:
+            self._next_uniq = uniq_id + 1
+        t = self._intern(type)
+        row = (
+            t,
+            self._intern(basename),
+            name,
+            id,
+            uniq_id,
+            rank,
+            size,
+            self._intern(unit),
+            status,
+        )
+        if vid == len(self.v_type):
+            self.v_type.append(row[0])
+            self.v_basename.append(row[1])
+            self.v_name.append(row[2])
+            self.v_id.append(row[3])
+            self.v_uniq.append(row[4])
+            self.v_rank.append(row[5])
+            self.v_size.append(row[6])
+            self.v_unit.append(row[7])
+            self.v_status.append(row[8])
+            self._live.append(True)
+            for col in self.out.values():
+                col.append(_EMPTY)
+            for pcol in self.parent_edge.values():
+                pcol.append(-1)
+        else:
+            (
+                self.v_type[vid],
+                self.v_basename[vid],
+                self.v_name[vid],
+                self.v_id[vid],
+                self.v_uniq[vid],
+                self.v_rank[vid],
+                self.v_size[vid],
+                self.v_unit[vid],
+                self.v_status[vid],
+            ) = row
+            self._live[vid] = True
+            for col in self.out.values():
+                col[vid] = _EMPTY
+            for pcol in self.parent_edge.values():
+                pcol[vid] = -1
+        if properties:
+            self.v_props[vid] = dict(properties)
+        if paths:
+            for ss, p in paths.items():
+                ss = self._intern(ss)
+                self.paths.setdefault(ss, {})[vid] = p
+                self.by_path[p] = vid
+        self.by_rank.setdefault(rank, []).append(vid)
+        for obs in self._observers:
+            obs.vertex_added(vid)
+        return vid
+
+    def add_vertices_bulk(
+        self,
+        types: Sequence[str],
+        basenames: Sequence[str],
+        names: Sequence[str],
+        ids: Sequence[int],
+        ranks: Sequence[int],
+        sizes: Sequence[int],
+        units: Sequence[str],
+        *,
+        uniq_ids: Sequence[int] | None = None,
+        statuses: Sequence[int] | None = None,
+        paths: Mapping[str, Sequence[str | None]] | None = None,
+        properties: Mapping[int, Mapping[str, str]] | None = None,
+    ) -> list[int]:
+        """Create many vertices at once; return their handles in order.
+
+        All sequences are aligned (one entry per new vertex).  ``paths`` maps
+        a subsystem to a sequence of paths aligned with the vertices (None:
+        not a member); ``properties`` maps a position to a property dict.
+        ``uniq_ids`` default to consecutive new ids.  Equivalent to calling
+        :meth:`add_vertex` for each entry, but checks every path first (a
+        path already present or repeated raises :class:`GraphFormatError`
+        and changes nothing) and builds the columns in bulk.  O(n).
+        """
+        n = len(types)
+        if not (len(basenames) == len(names) == len(ids) == len(ranks) == len(sizes) == len(units) == n):
+            raise ValueError("add_vertices_bulk: columns differ in length")
+        if uniq_ids is not None and len(uniq_ids) != n:
+            raise ValueError("add_vertices_bulk: uniq_ids has the wrong length")
+        if statuses is not None and len(statuses) != n:
+            raise ValueError("add_vertices_bulk: statuses has the wrong length")
+        paths = paths or {}
+        bp = self.by_path
+        all_new: list[str] = []
+        for ss, col in paths.items():
+            if len(col) != n:
+                raise ValueError(f"add_vertices_bulk: paths[{ss!r}] has the wrong length")
+            if None in col:
+                all_new.extend(p for p in col if p is not None)
+            else:
+                all_new.extend(col)  # type: ignore[arg-type]
+        uniq_new = set(all_new)
+        if len(uniq_new) != len(all_new) or not bp.keys().isdisjoint(uniq_new):
+            self._raise_duplicate_path(paths, names)
+        if n == 0:
+            return []
+        if uniq_ids is None:
+            base = self._next_uniq
+            uniq_ids = range(base, base + n)
+            top = base + n - 1
+        else:
+            top = max(uniq_ids)
+        intern = self._intern
+        start = len(self.v_type)
+        contiguous = self.rx.num_nodes() == start  # no holes: new handles are start.. in order
+        if contiguous:
+            got = self.rx.add_nodes_from(range(start, start + n))
+            vids = list(got)
+            if vids != list(range(start, start + n)):
+                for v in vids:
+                    self.rx[v] = v
+                contiguous = False
+        else:
+            vids = []
+            for _ in range(n):
+                v = self.rx.add_node(None)
+                self.rx[v] = v
+                vids.append(v)
+        tcol = _interned_column(types, intern)
+        bcol = _interned_column(basenames, intern)
+        ucol = _interned_column(units, intern)
+        scol = list(statuses) if statuses is not None else [UP] * n
+        if contiguous and vids and vids[0] == len(self.v_type):
+            self.v_type.extend(tcol)
+            self.v_basename.extend(bcol)
+            self.v_name.extend(names)
+            self.v_id.extend(ids)
+            self.v_uniq.extend(uniq_ids)
+            self.v_rank.extend(ranks)
+            self.v_size.extend(sizes)
+            self.v_unit.extend(ucol)
+            self.v_status.extend(scol)
+            self._live.extend([True] * n)
+            for col in self.out.values():
+                col.extend([_EMPTY] * n)
+            for pcol in self.parent_edge.values():
+                pcol.extend([-1] * n)
+        else:
+            uq = list(uniq_ids)
+            for k, vid in enumerate(vids):
+                row = (tcol[k], bcol[k], names[k], ids[k], uq[k], ranks[k], sizes[k], ucol[k], scol[k])
+                if vid == len(self.v_type):
+                    self.v_type.append(row[0])
+                    self.v_basename.append(row[1])
+                    self.v_name.append(row[2])
+                    self.v_id.append(row[3])
+                    self.v_uniq.append(row[4])
+                    self.v_rank.append(row[5])
+                    self.v_size.append(row[6])
+                    self.v_unit.append(row[7])
+                    self.v_status.append(row[8])
+                    self._live.append(True)
+                    for col in self.out.values():
+                        col.append(_EMPTY)
+                    for pcol in self.parent_edge.values():
+                        pcol.append(-1)
+                else:
+                    (
+                        self.v_type[vid],
+                        self.v_basename[vid],
+                        self.v_name[vid],
+                        self.v_id[vid],
+                        self.v_uniq[vid],
+                        self.v_rank[vid],
+                        self.v_size[vid],
+                        self.v_unit[vid],
+                        self.v_status[vid],
+                    ) = row
+                    self._live[vid] = True
+                    for col in self.out.values():
+                        col[vid] = _EMPTY
+                    for pcol in self.parent_edge.values():
+                        pcol[vid] = -1
+        if top >= self._next_uniq:
+            self._next_uniq = top + 1
+        if properties:
+            for k, props in properties.items():
+                if props:
+                    self.v_props[vids[k]] = dict(props)
+        for ss, col in paths.items():
+            ss = intern(ss)
+            self._ensure_subsystem(ss)
+            pcol2 = self.paths[ss]
+            if None in col:
+                pairs = [(vids[k], p) for k, p in enumerate(col) if p is not None]
+                pcol2.update(pairs)
+                bp.update((p, v) for v, p in pairs)
+            else:
+                pcol2.update(zip(vids, col))
+                bp.update(zip(col, vids))  # type: ignore[arg-type]
+        by_rank = self.by_rank
+        last_rank = None
+        lst: list[int] = []
+        for vid, r in zip(vids, ranks):
+            if r != last_rank:
+                lst = by_rank.setdefault(r, [])
+                last_rank = r
+            lst.append(vid)
+        if self._observers:
+            for vid in vids:
+                for obs in self._observers:
+                    obs.vertex_added(vid)
+        return vids
+
+    def _raise_duplicate_path(self, paths: Mapping[str, Sequence[str | None]], names: Sequence[str]) -> None:
+        seen: set[str] = set()
+        for col in paths.values():
+            for k, p in enumerate(col):
+                if p is None:
+                    continue
+                if p in self.by_path or p in seen:
+                    raise GraphFormatError(f"duplicate vertex path {p}", name=names[k])
+                seen.add(p)
+
+    def add_edges_bulk(
+        self,
+        sources: Sequence[int],
+        targets: Sequence[int],
+        subsystem: str | Sequence[str] = CONTAINMENT,
+        relation: str | Sequence[str] = "contains",
+    ) -> list[int]:
+        """Add edges ``sources[k] -> targets[k]``; return their handles in order.
+
+        ``subsystem`` and ``relation`` are one value for all edges or one per
+        edge.  Equivalent to :meth:`add_edge` per pair, in order (so each
+        vertex's out-edge order is the order given).  O(m).
+        """
+        m = len(sources)
+        if len(targets) != m:
+            raise ValueError("add_edges_bulk: sources and targets differ in length")
+        if m == 0:
+            return []
+        intern = self._intern
+        if isinstance(subsystem, str):
+            ss_col = [intern(subsystem)] * m
+        else:
+            if len(subsystem) != m:
+                raise ValueError("add_edges_bulk: subsystem has the wrong length")
+            ss_col = _interned_column(subsystem, intern)
+        if isinstance(relation, str):
+            rel_col = [intern(relation)] * m
+        else:
+            if len(relation) != m:
+                raise ValueError("add_edges_bulk: relation has the wrong length")
+            rel_col = _interned_column(relation, intern)
+        for ss in set(ss_col):
+            self._ensure_subsystem(ss)
+        e0 = len(self.e_src)
+        expected = list(range(e0, e0 + m))
+        if self.rx.num_edges() == e0:  # no holes: new handles are e0.. in order
+            got = list(self.rx.add_edges_from(list(zip(sources, targets, expected))))
+        else:
+            got = list(self.rx.add_edges_from_no_data(list(zip(sources, targets))))
+        if got != expected:
+            for e in got:
+                self.rx.update_edge_by_index(e, e)
+        if got == expected:
+            self.e_src.extend(sources)
+            self.e_dst.extend(targets)
+            self.e_ss.extend(ss_col)
+            self.e_rel.extend(rel_col)
+        else:
+            for e, s, d, ss, rel in zip(got, sources, targets, ss_col, rel_col):
+                if e == len(self.e_src):
+                    self.e_src.append(s)
+                    self.e_dst.append(d)
+                    self.e_ss.append(ss)
+                    self.e_rel.append(rel)
+                else:
+                    self.e_src[e] = s
+                    self.e_dst[e] = d
+                    self.e_ss[e] = ss
+                    self.e_rel[e] = rel
+        last_ss = None
+        col: list[Any] = []
+        pcol: list[int] = []
+        for e, s, d, ss in zip(got, sources, targets, ss_col):
+            if ss is not last_ss:
+                col = self.out[ss]
+                pcol = self.parent_edge[ss]
+                last_ss = ss
+            lst = col[s]
+            if lst is _EMPTY:
+                col[s] = [e]
+            else:
+                lst.append(e)
+            if pcol[d] == -1:
+                pcol[d] = e
+        return got
+
+    def _ensure_subsystem(self, ss: str) -> None:
+        if ss not in self.out:
+            n = len(self.v_type)
+            self.out[ss] = [_EMPTY] * n
+            self.parent_edge[ss] = [-1] * n
+            self.paths.setdefault(ss, {})
+
+    def add_edge(self, src: int, dst: int, subsystem: str = CONTAINMENT, relation: str = "contains") -> int:
+        """Add an edge ``src -> dst`` in ``subsystem``; return its handle.  O(1)."""
+        ss = self._intern(subsystem)
+        self._ensure_subsystem(ss)
+        eid = self.rx.add_edge(src, dst, None)
+        self.rx.update_edge_by_index(eid, eid)
+        rel = self._intern(relation)
+        if eid == len(self.e_src):
+            self.e_src.append(src)
+            self.e_dst.append(dst)
+            self.e_ss.append(ss)
+            self.e_rel.append(rel)
+        else:
+            self.e_src[eid] = src
+            self.e_dst[eid] = dst
+            self.e_ss[eid] = ss
+            self.e_rel[eid] = rel
+        col = self.out[ss]
+        lst = col[src]
+        if lst is _EMPTY:
+            col[src] = [eid]
+        else:
+            lst.append(eid)
+        pcol = self.parent_edge[ss]
+        if pcol[dst] == -1:
+            pcol[dst] = eid
+        return eid
+
+    def set_root(self, subsystem: str, vid: int) -> None:
+        """Declare ``vid`` the root of ``subsystem`` (at most one root per subsystem)."""
+        ss = self._intern(subsystem)
+        self._ensure_subsystem(ss)
+        self.roots[ss] = vid
+
+    def set_path(self, vid: int, subsystem: str, path: str) -> None:
+        """Give ``vid`` a path in ``subsystem`` (replacing an old one)."""
+        ss = self._intern(subsystem)
+        self._ensure_subsystem(ss)
+        col = self.paths[ss]
+        old = col.get(vid)
+        if old is not None and self.by_path.get(old) == vid:
+            del self.by_path[old]
+        col[vid] = path
+        self.by_path[path] = vid
+
+    # --------------------------------------------------------------- removal
+    def remove_vertices(self, vids: Iterable[int]) -> None:
+        """Delete vertices and every edge touching them.  O(removed + their edges)."""
+        vids = list(vids)
+        dead = set(vids)
+        for vid in vids:
+            for obs in self._observers:
+                obs.vertex_removed(vid)
+        eids: set[int] = set()
+        for vid in vids:
+            eids.update(self.rx.out_edge_indices(vid))
+            eids.update(self.rx.in_edge_indices(vid))
+        for eid in sorted(eids):
+            self._forget_edge(eid, dead)
+        for vid in vids:
+            for ss, col in self.paths.items():
+                p = col.pop(vid, None)
+                if p is not None and self.by_path.get(p) == vid:
+                    del self.by_path[p]
+                if self.roots.get(ss) == vid:
+                    del self.roots[ss]
+            lst = self.by_rank.get(self.v_rank[vid])
+            if lst is not None:
+                try:
+                    lst.remove(vid)
+                except ValueError:
+                    pass
+                if not lst:
+                    del self.by_rank[self.v_rank[vid]]
+            self.v_props.pop(vid, None)
+            for col2 in self.out.values():
+                col2[vid] = _EMPTY
+            for pcol in self.parent_edge.values():
+                pcol[vid] = -1
+            self._live[vid] = False
+            self.rx.remove_node(vid)
+        self.version += 1
+
+    def _forget_edge(self, eid: int, dead: set[int]) -> None:
+        ss = self.e_ss[eid]
+        if ss is None:
+            return
+        src, dst = self.e_src[eid], self.e_dst[eid]
+        if src not in dead:
+            lst = self.out[ss][src]
+            if lst is not _EMPTY and eid in lst:
+                lst.remove(eid)
+                if not lst:
+                    self.out[ss][src] = _EMPTY
+        if dst not in dead and self.parent_edge[ss][dst] == eid:
+            nxt = [e for e in self.rx.in_edge_indices(dst) if e != eid and self.e_ss[e] == ss]
+            self.parent_edge[ss][dst] = nxt[0] if nxt else -1
+        self.e_ss[eid] = None  # type: ignore[call-overload]
+
+    # ----------------------------------------------------------------- query
+    def __len__(self) -> int:
+        return self.rx.num_nodes()
+
+    @property
+    def num_edges(self) -> int:
+        return self.rx.num_edges()
+
+    def vertices(self) -> Iterator[int]:
+        """Live vertex handles in ascending order."""
+        return iter(sorted(self.rx.node_indices()))
+
+    def is_live(self, vid: int) -> bool:
+        return 0 <= vid < len(self._live) and self._live[vid]
+
+    def edges(self) -> Iterator[int]:
+        return iter(sorted(self.rx.edge_indices()))
+
+    def vertex_by_path(self, path: str) -> int | None:
+        """The vertex whose path (in any subsystem) is ``path``, or None.  O(1)."""
+        return self.by_path.get(path)
+
+    def path(self, vid: int, subsystem: str = CONTAINMENT) -> str:
+        return self.paths.get(subsystem, {}).get(vid, "")
+
+    def vertex_paths(self, vid: int) -> dict[str, str]:
+        """Paths of ``vid`` in every subsystem it belongs to, ordered by subsystem name."""
+        return {ss: col[vid] for ss, col in sorted(self.paths.items()) if vid in col}
+
+    def out_edges(self, vid: int, subsystem: str = CONTAINMENT) -> list[int] | tuple[int, ...]:
+        col = self.out.get(subsystem)
+        return col[vid] if col is not None else _EMPTY
+
+    def children(self, vid: int, subsystem: str = CONTAINMENT) -> list[int]:
+        dst = self.e_dst
+        return [dst[e] for e in self.out_edges(vid, subsystem)]
+
+    def parent(self, vid: int, subsystem: str = CONTAINMENT) -> int | None:
+        pcol = self.parent_edge.get(subsystem)
+        if pcol is None:
+            return None
+        e = pcol[vid]
+        return None if e < 0 else self.e_src[e]
+
+    def ancestors(self, vid: int, subsystem: str = CONTAINMENT) -> list[int]:
+        """Ancestors of ``vid`` from its parent up to the root.  O(depth)."""
+        out = []
+        pcol = self.parent_edge.get(subsystem)
+        if pcol is None:
+            return out
+        src = self.e_src
+        e = pcol[vid]
+        while e >= 0:
+            vid = src[e]
+            out.append(vid)
+            e = pcol[vid]
+        return out
+
+    def subtree(self, vid: int, subsystem: str = CONTAINMENT) -> list[int]:
+        """``vid`` and its descendants in ``subsystem``, in depth-first pre-order."""
+        out: list[int] = []
+        col = self.out.get(subsystem)
+        if col is None:
+            return [vid]
+        dst = self.e_dst
+        stack = [vid]
+        seen: set[int] = set()
+        while stack:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            out.append(v)
+            stack.extend(dst[e] for e in reversed(col[v]))
+        return out
+
+    def subsystems(self) -> list[str]:
+        return list(self.out)
+
+    def properties(self, vid: int) -> dict[str, str]:
+        return self.v_props.get(vid, {})
+
+    def set_property(self, vid: int, key: str, value: str) -> None:
+        self.v_props.setdefault(vid, {})[key] = value
+
+    def vertex_dict(self, vid: int) -> dict[str, Any]:
+        """All attributes of one vertex as a plain dict (for writers and debugging)."""
+        return {
+            "type": self.v_type[vid],
+            "basename": self.v_basename[vid],
+            "name": self.v_name[vid],
+            "id": self.v_id[vid],
+            "uniq_id": self.v_uniq[vid],
+            "rank": self.v_rank[vid],
+            "size": self.v_size[vid],
+            "unit": self.v_unit[vid],
+            "status": STATUS_NAMES.get(self.v_status[vid], "unknown"),
+            "properties": dict(self.properties(vid)),
+            "paths": self.vertex_paths(vid),
+        }
+
+    def types(self) -> dict[str, int]:
+        """Count of live vertices per type."""
+        counts: dict[str, int] = {}
+        vt = self.v_type
+        for v in self.rx.node_indices():
+            counts[vt[v]] = counts.get(vt[v], 0) + 1
+        return counts
+
+    def by_type(self, type: str) -> list[int]:
+        vt = self.v_type
+        return [v for v in self.vertices() if vt[v] == type]
+
+    def next_uniq_id(self) -> int:
+        return self._next_uniq

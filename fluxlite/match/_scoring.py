@@ -1,0 +1,289 @@
+"""Scoring bookkeeping of the depth-first-and-up (DFU) match walk.
+
+While the traverser walks the resource graph, every vertex that *could* serve
+a jobspec request reports an *edge group* to its parent: its score (higher or
+lower is better depending on the policy), how many units it offers, whether it
+is wanted exclusively, and the graph edges that lead to it.  A vertex that
+matched a jobspec resource with children then picks the best ``k`` edge
+groups of each requested child type (``choose_best_k``); the chosen edges are
+marked so that the update walk later allocates exactly them.
+
+The selection must order edge groups exactly as Fluxion does, including how
+ties between equal scores are broken, because fluxlite's outputs are compared
+byte for byte with Fluxion's.  Fluxion sorts with ``std::sort`` from GNU
+libstdc++ (introsort, not stable); :func:`std_sort` reproduces that algorithm
+step by step, and is only used when a tie is actually present (otherwise any
+correct sort gives the same order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["MATCH_MET", "MATCH_UNMET", "Dfu", "Evals", "std_sort"]
+
+MATCH_UNMET = 0
+MATCH_MET = 1
+
+# An edge group is a tuple (score, count, exclusive, root, edges) where edges is
+# a tuple of (count, needs, exclusive, eid) tuples.  Egroup fields by index:
+SCORE, COUNT, EXCL, ROOT, EDGES = 0, 1, 2, 3, 4
+
+
+class Evals:
+    """All edge groups of one resource type seen below one vertex."""
+
+    __slots__ = ("best_i", "best_k", "egroups", "iter_cur", "qual_count", "total_count")
+
+    def __init__(self) -> None:
+        self.egroups: list[tuple] = []
+        self.qual_count = 0
+        self.total_count = 0
+        self.best_k = 0
+        self.best_i = 0
+        self.iter_cur = 0
+
+    def add(self, eg: tuple) -> None:
+        self.total_count += eg[COUNT]
+        if eg[SCORE] > 0:  # cutline is 0
+            self.qual_count += eg[COUNT]
+        self.egroups.append(eg)
+
+    def merge(self, o: Evals) -> None:
+        self.qual_count += o.qual_count
+        self.total_count += o.total_count
+        self.egroups.extend(o.egroups)
+
+    def choose_best_k(self, k: int, descending: bool) -> bool:
+        """Order the edge groups best-first and mark the first ones covering ``k`` units."""
+        if k == 0 or k > self.qual_count:
+            return False
+        sort_egroups(self.egroups, descending)
+        i = 0
+        left = k
+        egs = self.egroups
+        while left > 0:
+            left -= egs[i][COUNT]
+            i += 1
+        self.best_k = k
+        self.best_i = i
+        return True
+
+
+def sort_egroups(egs: list[tuple], descending: bool) -> None:
+    """Sort edge groups by score exactly as libstdc++'s std::sort would."""
+    n = len(egs)
+    if n < 2:
+        return
+    scores = [eg[0] for eg in egs]
+    if len(set(scores)) == n or n <= 16:
+        # No ties: the sorted order is unique.  Ties with n <= 16: libstdc++
+        # uses insertion sort, which is stable -- so is Python's sort.
+        egs.sort(key=_score, reverse=descending)
+        return
+    if descending:
+        std_sort(egs, lambda a, b: a[0] > b[0])
+    else:
+        std_sort(egs, lambda a, b: a[0] < b[0])
+
+
+def _score(eg: tuple) -> int:
+    return eg[0]
+
+
+class Dfu:
+    """The scoring API object of one vertex visit (Fluxion's ``scoring_api_t``).
+
+    ``evals`` maps a resource type to its :class:`Evals`; ``overall_score``
+    and ``avail`` are how a child passes its result up to the parent.
+    """
+
+    __slots__ = ("avail", "evals", "hier_constrain_now", "overall_score")
+
+    def __init__(self) -> None:
+        self.evals: dict[str, Evals] = {}
+        self.hier_constrain_now = False
+        self.overall_score = -1
+        self.avail = 0
+
+    def get(self, t: str) -> Evals:
+        ev = self.evals.get(t)
+        if ev is None:
+            ev = self.evals[t] = Evals()
+        return ev
+
+    def add(self, t: str, eg: tuple) -> None:
+        ev = self.evals.get(t)
+        if ev is None:
+            ev = self.evals[t] = Evals()
+        ev.add(eg)
+
+    def qualified_count(self, t: str) -> int:
+        ev = self.evals.get(t)
+        return 0 if ev is None else ev.qual_count
+
+    def total_count(self, t: str) -> int:
+        ev = self.evals.get(t)
+        return 0 if ev is None else ev.total_count
+
+    def merge(self, o: Dfu) -> None:
+        for t, oev in o.evals.items():
+            ev = self.evals.get(t)
+            if ev is None:
+                ev = self.evals[t] = Evals()
+            ev.merge(oev)
+
+    def choose_accum_best_k(self, t: str, k: int, descending: bool) -> None:
+        ev = self.get(t)
+        if ev.choose_best_k(k, descending):
+            self.hier_constrain_now = True
+
+    def choose_accum_all(self, t: str, descending: bool) -> None:
+        ev = self.get(t)
+        if ev.choose_best_k(ev.qual_count, descending):
+            self.hier_constrain_now = True
+
+
+# ---------------------------------------------------------------------------
+# libstdc++ std::sort, step by step (bits/stl_algo.h, bits/stl_heap.h)
+
+_THRESHOLD = 16
+
+
+def std_sort(a: list[Any], comp: Callable[[Any, Any], bool]) -> None:
+    """Sort ``a`` in place exactly as GNU libstdc++'s ``std::sort(begin, end, comp)``."""
+    n = len(a)
+    if n < 2:
+        return
+    _introsort_loop(a, 0, n, 2 * (n.bit_length() - 1), comp)
+    _final_insertion_sort(a, 0, n, comp)
+
+
+def _introsort_loop(a: list, first: int, last: int, depth: int, comp: Callable) -> None:
+    while last - first > _THRESHOLD:
+        if depth == 0:
+            _partial_sort(a, first, last, last, comp)
+            return
+        depth -= 1
+        cut = _unguarded_partition_pivot(a, first, last, comp)
+        _introsort_loop(a, cut, last, depth, comp)
+        last = cut
+
+
+def _move_median_to_first(a: list, result: int, x: int, y: int, z: int, comp: Callable) -> None:
+    if comp(a[x], a[y]):
+        if comp(a[y], a[z]):
+            a[result], a[y] = a[y], a[result]
+        elif comp(a[x], a[z]):
+            a[result], a[z] = a[z], a[result]
+        else:
+            a[result], a[x] = a[x], a[result]
+    elif comp(a[x], a[z]):
+        a[result], a[x] = a[x], a[result]
+    elif comp(a[y], a[z]):
+        a[result], a[z] = a[z], a[result]
+    else:
+        a[result], a[y] = a[y], a[result]
+
+
+def _unguarded_partition(a: list, first: int, last: int, pivot: int, comp: Callable) -> int:
+    while True:
+        while comp(a[first], a[pivot]):
+            first += 1
+        last -= 1
+        while comp(a[pivot], a[last]):
+            last -= 1
+        if not first < last:
+            return first
+        a[first], a[last] = a[last], a[first]
+        first += 1
+
+
+def _unguarded_partition_pivot(a: list, first: int, last: int, comp: Callable) -> int:
+    mid = first + (last - first) // 2
+    _move_median_to_first(a, first, first + 1, mid, last - 1, comp)
+    return _unguarded_partition(a, first + 1, last, first, comp)
+
+
+def _insertion_sort(a: list, first: int, last: int, comp: Callable) -> None:
+    if first == last:
+        return
+    for i in range(first + 1, last):
+        if comp(a[i], a[first]):
+            val = a[i]
+            a[first + 1 : i + 1] = a[first:i]
+            a[first] = val
+        else:
+            _unguarded_linear_insert(a, i, comp)
+
+
+def _unguarded_linear_insert(a: list, last: int, comp: Callable) -> None:
+    val = a[last]
+    nxt = last - 1
+    while comp(val, a[nxt]):
+        a[last] = a[nxt]
+        last = nxt
+        nxt -= 1
+    a[last] = val
+
+
+def _final_insertion_sort(a: list, first: int, last: int, comp: Callable) -> None:
+    if last - first > _THRESHOLD:
+        _insertion_sort(a, first, first + _THRESHOLD, comp)
+        for i in range(first + _THRESHOLD, last):
+            _unguarded_linear_insert(a, i, comp)
+    else:
+        _insertion_sort(a, first, last, comp)
+
+
+def _adjust_heap(a: list, first: int, hole: int, length: int, value: Any, comp: Callable) -> None:
+    top = hole
+    child = hole
+    while child < (length - 1) // 2:
+        child = 2 * (child + 1)
+        if comp(a[first + child], a[first + child - 1]):
+            child -= 1
+        a[first + hole] = a[first + child]
+        hole = child
+    if (length & 1) == 0 and child == (length - 2) // 2:
+        child = 2 * (child + 1)
+        a[first + hole] = a[first + child - 1]
+        hole = child - 1
+    # __push_heap
+    parent = (hole - 1) // 2
+    while hole > top and comp(a[first + parent], value):
+        a[first + hole] = a[first + parent]
+        hole = parent
+        parent = (hole - 1) // 2
+    a[first + hole] = value
+
+
+def _make_heap(a: list, first: int, last: int, comp: Callable) -> None:
+    length = last - first
+    if length < 2:
+        return
+    parent = (length - 2) // 2
+    while True:
+        value = a[first + parent]
+        _adjust_heap(a, first, parent, length, value, comp)
+        if parent == 0:
+            return
+        parent -= 1
+
+
+def _pop_heap(a: list, first: int, last: int, result: int, comp: Callable) -> None:
+    value = a[result]
+    a[result] = a[first]
+    _adjust_heap(a, first, 0, last - first, value, comp)
+
+
+def _partial_sort(a: list, first: int, middle: int, last: int, comp: Callable) -> None:
+    _make_heap(a, first, middle, comp)
+    for i in range(middle, last):
+        if comp(a[i], a[first]):
+            _pop_heap(a, first, middle, i, comp)
+    # sort_heap
+    while middle - first > 1:
+        middle -= 1
+        _pop_heap(a, first, middle, middle, comp)

@@ -1,0 +1,1195 @@
+"""The depth-first-and-up (DFU) traverser: match, allocate, reserve, cancel.
+
+This is fluxlite's engine.  It walks the dominant subsystem of the resource
+graph depth first, asks the match policy to score every vertex that can serve
+the jobspec, picks the best ones bottom-up, and then walks the chosen edges
+once more to record the allocation (update) and emit it through a match
+writer.  The algorithm and its corner cases follow Fluxion's ``dfu_impl``
+closely, because fluxlite must produce the same selections as Fluxion for the
+same inputs.
+
+State per vertex (columns indexed by the vertex handle, kept aligned with the
+graph through the observer interface):
+
+``vspans``
+    the vertex's own timeline (exclusive allocations/reservations of it),
+``allocs`` / ``resvs``
+    job id -> span id of those,
+``tags`` / ``xspans``
+    jobs that use the vertex or anything below it (exclusivity checks),
+``subplan`` / ``job2span``
+    the subtree aggregate planner (pruning filter) and each job's span in it.
+
+Complexity: an allocation touches O(allocated + depth) vertices; pruning by
+aggregates keeps a match from descending into subtrees that cannot serve it.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fluxlite.graph import UP, ResourceGraph
+from fluxlite.match._prune import PruneFilters, TypeOrder
+from fluxlite.match._scoring import MATCH_MET, MATCH_UNMET, Dfu
+from fluxlite.match._vplan import avail_during, overlaps
+from fluxlite.match.policies import MatchPolicy
+from fluxlite.planner import PlannerMulti
+
+__all__ = [
+    "AT_ALLOC",
+    "AT_RESERVE",
+    "AT_SATISFIABILITY",
+    "SYSTEM_DEFAULT_DURATION",
+    "SYSTEM_MAX_DURATION",
+    "JobMeta",
+    "Traverser",
+    "calc_count",
+    "calc_effective_max",
+]
+
+SYSTEM_DEFAULT_DURATION = 43200
+SYSTEM_MAX_DURATION = 3153600000
+UINT_MAX = 4294967295
+UINT64_MAX = 18446744073709551615
+
+AT_ALLOC = 0
+AT_RESERVE = 1
+AT_SATISFIABILITY = 2
+
+# match kinds
+_RESOURCE_MATCH, _SLOT_MATCH, _NONE_MATCH, _PRISTINE_NONE_MATCH = 0, 1, 2, 3
+
+# tristate values of Resource.exclusive (compared by name to stay decoupled)
+_TRUE = "TRUE"
+_FALSE = "FALSE"
+
+
+def _tri(r: Any) -> str:
+    ex = r.exclusive
+    return getattr(ex, "name", str(ex))
+
+
+def calc_count(r: Any, qc: int) -> int:
+    """How many units of resource request ``r`` to select when ``qc`` qualify (Fluxion's calc_count)."""
+    c = r.count
+    lo, hi = c.min, c.max
+    if lo > hi or lo > qc:
+        return 0
+    op = c.oper
+    operand = c.operand
+    if op == "+":
+        count = qc if qc < hi else hi
+        rng = count - lo
+        return count - (rng % operand if operand else 0)
+    if op == "*":
+        if operand == 1:
+            return lo
+        count = 0
+        cur = lo
+        while cur <= qc and cur <= hi:
+            count = cur
+            cur *= operand
+            if operand == 0:
+                break
+        return count
+    if op == "^":
+        if operand < 2 or lo == 1:
+            return lo
+        count = 0
+        cur = lo
+        while cur <= qc and cur <= hi:
+            base = cur
+            count = cur
+            for _ in range(1, operand):
+                cur *= base
+        return count
+    return 0
+
+
+def calc_effective_max(r: Any) -> int:
+    return calc_count(r, UINT_MAX)
+
+
+@dataclass(slots=True)
+class JobMeta:
+    """What one match is for: job id, window and kind (Fluxion's jobmeta_t)."""
+
+    jobid: int
+    at: int
+    now: int
+    duration: int
+    alloc_type: int = AT_ALLOC
+    constraint: Any = None
+    queue: str = ""
+
+
+class _ScoreFactor:
+    __slots__ = ("add_by", "factor", "multiply_by")
+
+    def __init__(self, add_by: int, multiply_by: int) -> None:
+        self.add_by = add_by
+        self.multiply_by = multiply_by
+        self.factor = 0
+
+    def calc(self, base: int, tie: int) -> int:
+        mul = (base + self.add_by) * self.multiply_by
+        t = abs(_cmod(tie, self.multiply_by) - 1)
+        self.factor = mul + t
+        return self.factor
+
+
+def _cmod(a: int, b: int) -> int:
+    """C's % (truncates toward zero)."""
+    r = abs(a) % b
+    return -r if a < 0 else r
+
+
+class Traverser:
+    """Fluxion-compatible DFU traverser over a :class:`ResourceGraph`."""
+
+    def __init__(
+        self,
+        graph: ResourceGraph,
+        policy: MatchPolicy,
+        subsystems: Sequence[str] = ("containment",),
+        prune_filters: str = "ALL:core,ALL:node",
+        graph_start: int = 0,
+        graph_end: int = SYSTEM_MAX_DURATION,
+    ) -> None:
+        self.g = graph
+        self.policy = policy
+        self.subsystems = list(subsystems)
+        self.dom = self.subsystems[0]
+        self.graph_start = graph_start
+        self.graph_end = graph_end
+        self.types = TypeOrder()
+        for v in graph.vertices():
+            self.types.intern(graph.v_type[v])
+        self.prune = PruneFilters(prune_filters, self.types)
+        self.descending = policy.descending
+        self.factors: dict[str, _ScoreFactor] = {}
+        if policy.node_centric:
+            self.factors["node"] = _ScoreFactor(1, 10000)
+        self.base_exclusive_types: set[str] = {"node"} if policy.node_exclusive else set()
+        self.exclusive_types: set[str] = set(self.base_exclusive_types)
+        self.stop_on_k = policy.stop_on_first
+        self.multilevel = 0
+        # traversal bookkeeping
+        self.token = 0
+        self.trav_level = 0
+        self.preorder = 0
+        self.postorder = 0
+        self.total_preorder = 0
+        self.total_postorder = 0
+        self.err_msg = ""
+        self.errno: str | int = 0
+        self._colors: dict[str, dict[int, int]] = {}
+        self._color_base = 0
+        # per-vertex state columns
+        n = len(graph.v_type)
+        self.vspans: list[dict[int, tuple[int, int, int]] | None] = [None] * n
+        self.allocs: list[dict[int, int] | None] = [None] * n
+        self.resvs: list[dict[int, int] | None] = [None] * n
+        self.tags: list[dict[int, int] | None] = [None] * n
+        self.xspans: list[dict[int, tuple[int, int]] | None] = [None] * n
+        self.subplan: dict[str, list[PlannerMulti | None]] = {}
+        self.job2span: dict[str, list[dict[int, int] | None]] = {}
+        self._span_seq = 0
+        # per-edge marks of the last select (needs, exclusive, token)
+        ne = len(graph.e_src)
+        self.e_needs: list[int] = [0] * ne
+        self.e_excl: list[bool] = [False] * ne
+        self.e_token: list[int] = [0] * ne
+        self.e_weight: list[int] = [UINT64_MAX] * ne
+        # root virtual edges: subsystem -> (needs, excl, token)
+        self.v_rt_edges: dict[str, tuple[int, bool, int]] = {}
+        # by_outedges: vid -> sorted keys (-weight, -uniq_id, eid); built lazily
+        self._outedges: dict[int, list[tuple[int, int, int]]] = {}
+        self._outedges_built = False
+        self.nodes_up = 0
+        graph.add_observer(self)
+        self.initialized = False
+
+    # ------------------------------------------------------------ observers
+    def vertex_added(self, vid: int) -> None:
+        self.types.intern(self.g.v_type[vid])
+        cols: list[list[Any]] = [self.vspans, self.allocs, self.resvs, self.tags, self.xspans]
+        cols.extend(self.subplan.values())
+        cols.extend(self.job2span.values())
+        for col in cols:
+            if vid == len(col):
+                col.append(None)
+            elif vid < len(col):
+                col[vid] = None
+            else:
+                col.extend([None] * (vid + 1 - len(col)))
+        self._outedges.pop(vid, None)
+
+    def vertex_removed(self, vid: int) -> None:
+        for col in (self.vspans, self.allocs, self.resvs, self.tags, self.xspans):
+            if vid < len(col):
+                col[vid] = None
+        for col in (*self.subplan.values(), *self.job2span.values()):
+            if vid < len(col):
+                col[vid] = None
+        self._outedges.pop(vid, None)
+
+    def _sync_edges(self) -> None:
+        n = len(self.g.e_src)
+        if len(self.e_needs) < n:
+            k = n - len(self.e_needs)
+            self.e_needs.extend([0] * k)
+            self.e_excl.extend([False] * k)
+            self.e_token.extend([0] * k)
+            self.e_weight.extend([UINT64_MAX] * k)
+
+    # ------------------------------------------------------------ colors
+    def _reset_color(self) -> None:
+        self._colors = {}
+
+    def _stop_explore(self, tgt: int, ss: str) -> bool:
+        c = self._colors.get(ss)
+        return c is not None and tgt in c
+
+    def _set_color(self, v: int, ss: str) -> None:
+        c = self._colors.get(ss)
+        if c is None:
+            c = self._colors[ss] = {}
+        c[v] = 1
+
+    def tick(self) -> None:
+        self.token += 1
+        self._reset_color()
+
+    # ------------------------------------------------------------ initialize
+    def initialize(self) -> None:
+        """(Re)build every subtree aggregate from the graph (Fluxion's prime_pruning_filter).
+
+        O(V).  Existing job spans in aggregates are dropped, so call it only on a
+        graph without allocations (load, attach of free resources, removal).
+        """
+        self._sync_edges()
+        n = len(self.g.v_type)
+        for col in (self.vspans, self.allocs, self.resvs, self.tags, self.xspans):
+            if len(col) < n:
+                col.extend([None] * (n - len(col)))
+        self._reset_color()
+        for ss in self.subsystems:
+            if ss not in self.g.roots:
+                raise LookupError(f"subsystem {ss!r} has no root in this graph")
+            old = self.subplan.get(ss)
+            self.subplan[ss] = [None] * n
+            j2s = self.job2span.get(ss)
+            if j2s is None or len(j2s) < n:
+                self.job2span[ss] = (j2s or []) + [None] * (n - len(j2s or []))
+            self._prime(ss, self.g.roots[ss], {}, old)
+        self._reset_color()
+        self._count_nodes_up()
+        self.initialized = True
+
+    def _count_nodes_up(self) -> None:
+        vt, st = self.g.v_type, self.g.v_status
+        self.nodes_up = sum(1 for v in self.g.vertices() if vt[v] == "node" and st[v] == UP)
+
+    def _accum_if(self, t: str, count: int, acc: dict[str, int]) -> None:
+        if t in self.prune.total:
+            acc[t] = acc.get(t, 0) + count
+
+    def _prime(self, ss: str, u: int, to_parent: dict[str, int], old: list | None) -> None:
+        g = self.g
+        self._set_color(u, ss)
+        t = g.v_type[u]
+        self._accum_if(t, g.v_size[u], to_parent)
+        if not any(g.out[s][u] for s in g.out):
+            return
+        dfv: dict[str, int] = {}
+        dst = g.e_dst
+        col = self._colors[ss]
+        for e in g.out[ss][u]:
+            v = dst[e]
+            if v in col:
+                continue
+            self._prime(ss, v, dfv, old)
+        for tt, c in dfv.items():
+            self._accum_if(tt, c, to_parent)
+        ptypes = self.prune.types_for(t)
+        if not ptypes:
+            return
+        avail = [dfv.get(pt, 0) for pt in ptypes]
+        self.subplan[ss][u] = PlannerMulti(self.graph_start, self.graph_end - self.graph_start, avail, ptypes)
+
+    # ------------------------------------------------------------ outedges (first policy)
+    def _build_outedges(self) -> None:
+        g = self.g
+        uniq = g.v_uniq
+        self._outedges = {}
+        for ss_col in g.out.values():
+            for u, lst in enumerate(ss_col):
+                if lst:
+                    keys = self._outedges.setdefault(u, [])
+                    for e in lst:
+                        keys.append((-self.e_weight[e], -uniq[g.e_dst[e]], e))
+        for keys in self._outedges.values():
+            keys.sort()
+        self._outedges_built = True
+
+    def _outedge_order(self, u: int) -> list[tuple[int, int, int]] | None:
+        if not self._outedges_built:
+            self._build_outedges()
+        keys = self._outedges.get(u)
+        if keys is None:
+            g = self.g
+            lst = [e for col in g.out.values() for e in col[u]]
+            if not lst:
+                return None
+            keys = sorted((-self.e_weight[e], -g.v_uniq[g.e_dst[e]], e) for e in lst)
+            self._outedges[u] = keys
+        return keys
+
+    def _upd_by_outedges(self, ss: str, meta: JobMeta, u: int, e: int) -> None:
+        g = self.g
+        tgt = g.e_dst[e]
+        col = self.subplan.get(ss)
+        p = col[tgt] if col is not None else None
+        if p is None:
+            return
+        n = p.resources_len
+        if n == 0:
+            return
+        avail = p.avail_resources_at(meta.now, n - 1)
+        if avail == 0 and p.span_size == 0:
+            return
+        keys = self._outedge_order(u)
+        if keys is None:
+            return
+        old = (-self.e_weight[e], -g.v_uniq[tgt], e)
+        i = bisect.bisect_left(keys, old)
+        if i < len(keys) and keys[i] == old:
+            del keys[i]
+        w = 0 if avail < 0 else avail
+        self.e_weight[e] = w
+        bisect.insort(keys, (-w, -g.v_uniq[tgt], e))
+
+    # ------------------------------------------------------------ jobspec priming
+    def prime_jobspec(self, resources: Sequence[Any], to_parent: dict[str, int], ud: dict[int, dict[str, int]]) -> None:
+        """Aggregate requested pruning-type counts into each request node (Fluxion's user_data)."""
+        for r in resources:
+            self.types.intern(r.type)
+            if _tri(r) == _TRUE:
+                self.exclusive_types.add(r.type)
+            self._accum_if(r.type, r.count.min, to_parent)
+            mine = ud.setdefault(id(r), {})
+            self.prime_jobspec(r.with_, mine, ud)
+            for t, c in mine.items():
+                self._accum_if(t, r.count.min * c, to_parent)
+
+    # ------------------------------------------------------------ pruning
+    def _exclusivity(self, resources: Sequence[Any], u: int) -> bool:
+        t = self.g.v_type[u]
+        ex = False
+        for r in resources:
+            if r.type == t and _tri(r) == _TRUE:
+                ex = True
+        return ex
+
+    def _avail(self, u: int, at: int, duration: int) -> int:
+        return avail_during(self.vspans[u], self.g.v_size[u], at, duration)
+
+    def _by_excl(self, meta: JobMeta, u: int, excl_in: bool, r: Any) -> int:
+        tri = _tri(r)
+        if excl_in and tri == _FALSE:
+            self.errno = "EINVAL"
+            self.err_msg += f"by_excl: exclusivity conflicts at jobspec={r.label} : vertex={self.g.v_name[u]}"
+            return -1
+        if excl_in or tri == _TRUE:
+            if meta.alloc_type == AT_ALLOC and self.allocs[u]:
+                return -1
+            if overlaps(self.xspans[u], meta.at, meta.duration):
+                return -1
+        return 0
+
+    def _by_subplan(self, meta: JobMeta, ss: str, u: int, r: Any) -> int:
+        col = self.subplan.get(ss)
+        p = col[u] if col is not None else None
+        if p is None:
+            return 0
+        ud = self._ud.get(id(r))
+        if not ud:
+            return 0
+        counts = [ud.get(t, 0) for t in p.resource_types]
+        return 0 if p.avail_during(meta.at, meta.duration, counts) else -1
+
+    def _prune(self, meta: JobMeta, excl: bool, ss: str, u: int, resources: Sequence[Any]) -> int:
+        g = self.g
+        if meta.alloc_type != AT_SATISFIABILITY and g.v_status[u] != UP:
+            return -1
+        t = g.v_type[u]
+        if meta.constraint is not None and t == "node" and not self._constraint_match(meta.constraint, u):
+            return -1
+        if self._avail(u, meta.at, meta.duration) == 0:
+            return -1
+        for r in resources:
+            rt = r.type
+            if t != rt and rt != "slot":
+                continue
+            if rt != "slot" and self._by_excl(meta, u, excl, r) == -1:
+                return -1
+            if self._by_subplan(meta, ss, u, r) == -1:
+                return -1
+        return 0
+
+    def _constraint_match(self, constraint: Any, u: int) -> bool:
+        g = self.g
+        return bool(constraint.match(g.properties(u), g.v_name[u], g.v_rank[u]))
+
+    # ------------------------------------------------------------ match tests
+    def _test(self, u: int, resources: Sequence[Any], pristine: bool) -> tuple[int, Sequence[Any], int, bool, str]:
+        t = self.g.v_type[u]
+        slot_r = None
+        match_r = None
+        nslots = 0
+        matched = False
+        for r in resources:
+            if r.type == t:
+                if matched:
+                    self.err_msg += f"test: siblings in jobspec request same resource type : {t}.\n"
+                    return _NONE_MATCH, resources, nslots, pristine, ""
+                match_r = r
+                for c in r.with_:
+                    if c.type == "slot":
+                        slot_r = c
+                        nslots = calc_effective_max(c)
+                matched = True
+            elif r.type == "slot":
+                if matched:
+                    self.err_msg += f"test: siblings in jobspec request same resource type : {t}.\n"
+                    return _NONE_MATCH, resources, nslots, pristine, ""
+                slot_r = r
+                nslots = calc_effective_max(r)
+                matched = True
+        if slot_r is not None and self._slot_match(u, slot_r):
+            return _SLOT_MATCH, slot_r.with_, nslots, False, slot_r.label
+        if match_r is not None:
+            return _RESOURCE_MATCH, match_r.with_, nslots, False, ""
+        return (_PRISTINE_NONE_MATCH if pristine else _NONE_MATCH), resources, nslots, pristine, ""
+
+    def _slot_match(self, u: int, slot_r: Any) -> bool:
+        g = self.g
+        vt, dst = g.v_type, g.e_dst
+        child_types = {vt[dst[e]] for col in g.out.values() for e in col[u]}
+        return all(c.type in child_types for c in slot_r.with_)
+
+    # ------------------------------------------------------------ policy callbacks
+    def _dom_discover_vtx(self, u: int) -> int:
+        f = self.factors.get(self.g.v_type[u])
+        if f is not None:
+            vid = self.g.v_id[u]
+            if vid < -1:
+                return -1
+            self.multilevel += f.calc(vid + 1, self.g.v_uniq[u])
+        return 0
+
+    def _dom_finish_vtx(self, u: int, resources: Sequence[Any], dfu: Dfu) -> int:
+        g = self.g
+        t = g.v_type[u]
+        score = MATCH_MET
+        desc = self.descending
+        for r in resources:
+            if r.type != t:
+                continue
+            for c in r.with_:
+                qc = dfu.qualified_count(c.type)
+                count = calc_count(c, qc)
+                if count == 0:
+                    score = MATCH_UNMET
+                    break
+                dfu.choose_accum_best_k(c.type, count, desc)
+        if self.policy.order == "locality":
+            overall = (score + g.v_id[u] + 1) if score == MATCH_MET else score
+        else:
+            f = self.factors.get(t)
+            if f is not None:
+                self.multilevel -= f.factor
+            overall = (score + self.multilevel + g.v_id[u] + 1) if score == MATCH_MET else score
+        dfu.overall_score = overall
+        return 0 if score == MATCH_MET else -1
+
+    def _dom_finish_graph(self, resources: Sequence[Any], dfu: Dfu) -> int:
+        score = MATCH_MET
+        for r in resources:
+            qc = dfu.qualified_count(r.type)
+            count = calc_count(r, qc)
+            if count == 0:
+                score = MATCH_UNMET
+                break
+            if self.policy.order == "locality":
+                self._choose_locality(dfu, r.type, count)
+            else:
+                dfu.choose_accum_best_k(r.type, count, self.descending)
+        dfu.overall_score = score
+        self.multilevel = 0
+        return 0 if score == MATCH_MET else -1
+
+    def _choose_locality(self, dfu: Dfu, t: str, count: int) -> None:
+        """Prefer scores in the highest contiguous run (Fluxion's interval_greater)."""
+        ev = dfu.get(t)
+        scores = sorted({eg[0] for eg in ev.egroups})
+        runs: dict[int, tuple[int, int]] = {}
+        i = 0
+        while i < len(scores):
+            j = i
+            while j + 1 < len(scores) and scores[j + 1] == scores[j] + 1:
+                j += 1
+            for k in range(i, j + 1):
+                runs[scores[k]] = (scores[i], scores[j])
+            i = j + 1
+        from fluxlite.match._scoring import std_sort
+
+        if k := count:
+            if k > ev.qual_count:
+                return
+            std_sort(ev.egroups, lambda a, b: runs[a[0]] > runs[b[0]])
+            left = k
+            i = 0
+            while left > 0:
+                left -= ev.egroups[i][1]
+                i += 1
+            ev.best_k = k
+            ev.best_i = i
+            dfu.hier_constrain_now = True
+
+    # ------------------------------------------------------------ select
+    def select(self, resources: Sequence[Any], root: int, meta: JobMeta, excl: bool) -> int:
+        self.tick()
+        self.preorder = 0
+        self.postorder = 0
+        dfu = Dfu()
+        rc, x_in = self._dom_dfv(meta, root, resources, True, excl, dfu)
+        if rc == 0:
+            avail = dfu.avail
+            dfu.add(self.g.v_type[root], (dfu.overall_score, avail, excl, True, ((avail, avail, excl, -1),)))
+            rc, needs = self._resolve_graph(root, resources, dfu, excl)
+            self.v_rt_edges[self.dom] = (needs, x_in, self.token)
+        return rc
+
+    def _dom_dfv(
+        self, meta: JobMeta, u: int, resources: Sequence[Any], pristine: bool, excl: bool, to_parent: Dfu
+    ) -> tuple[int, bool]:
+        x_in = excl or self._exclusivity(resources, u)
+        sm, nxt, nslots, check_pres, _label = self._test(u, resources, pristine)
+        self.preorder += 1
+        if sm == _NONE_MATCH:
+            return -1, excl
+        dom = self.dom
+        if self._prune(meta, x_in, dom, u, resources) == -1 or self._dom_discover_vtx(u) != 0:
+            return -1, excl
+        if self._need_colors:
+            self._set_color(u, dom)
+        dfu = Dfu()
+        if sm == _SLOT_MATCH:
+            self._dom_slot(meta, u, nxt, nslots, check_pres, dfu)
+        else:
+            self._dom_exp(meta, u, nxt, check_pres, x_in, dfu)
+        avail = self._avail(u, meta.at, meta.duration)
+        if avail == 0:
+            return -1, x_in
+        if self._dom_finish_vtx(u, resources, dfu) != 0:
+            return -1, x_in
+        rc = self._resolve(dfu, to_parent)
+        if rc != 0:
+            return rc, x_in
+        to_parent.avail = avail
+        to_parent.overall_score = dfu.overall_score
+        self.postorder += 1
+        return 0, x_in
+
+    def _dom_exp(self, meta: JobMeta, u: int, resources: Sequence[Any], pristine: bool, excl: bool, dfu: Dfu) -> int:
+        rc = -1
+        for ss in self.subsystems:
+            rc = self._explore(meta, u, ss, resources, pristine, excl, ss == self.dom, dfu, 1)
+        return rc
+
+    def _explore(
+        self,
+        meta: JobMeta,
+        u: int,
+        ss: str,
+        resources: Sequence[Any],
+        pristine: bool,
+        excl: bool,
+        dfv: bool,
+        dfu: Dfu,
+        multiplier: int,
+    ) -> int:
+        if self.stop_on_k:
+            return self._explore_dynamically(meta, u, ss, resources, pristine, excl, dfv, dfu, multiplier)
+        return self._explore_statically(meta, u, ss, resources, pristine, excl, dfv, dfu)
+
+    def _visit_child(
+        self, meta: JobMeta, tgt: int, ss: str, resources: Sequence[Any], pristine: bool, excl: bool, dfv: bool, dfu: Dfu
+    ) -> tuple[int, bool]:
+        if dfv:
+            return self._dom_dfv(meta, tgt, resources, pristine, excl, dfu)
+        return self._aux_upv(meta, tgt, ss, resources, pristine, excl, dfu)
+
+    def _explore_statically(
+        self, meta: JobMeta, u: int, ss: str, resources: Sequence[Any], pristine: bool, excl: bool, dfv: bool, dfu: Dfu
+    ) -> int:
+        g = self.g
+        rc2 = -1
+        col = g.out.get(ss)
+        if col is None:
+            return rc2
+        dst, vt = g.e_dst, g.v_type
+        colors = self._colors.get(ss) if self._need_colors else None
+        for e in col[u]:
+            tgt = dst[e]
+            if colors is not None and tgt in colors:
+                continue
+            rc, x = self._visit_child(meta, tgt, ss, resources, pristine, excl, dfv, dfu)
+            if rc == 0:
+                count = dfu.avail
+                eg = (dfu.overall_score, count, x, False, ((count, count, x, e),))
+                if dfv:
+                    dfu.add(vt[tgt], eg)
+                else:
+                    dfu.add((ss, vt[tgt]), eg)  # type: ignore[arg-type]
+                rc2 = 0
+        return rc2
+
+    def _explore_dynamically(
+        self,
+        meta: JobMeta,
+        u: int,
+        ss: str,
+        resources: Sequence[Any],
+        pristine: bool,
+        excl: bool,
+        dfv: bool,
+        dfu: Dfu,
+        multiplier: int,
+    ) -> int:
+        g = self.g
+        keys = self._outedge_order(u)
+        if keys is None:
+            return -1
+        dst, vt, ess = g.e_dst, g.v_type, g.e_ss
+        sat_types: set[str] = set()
+        required = [(r.type, multiplier * calc_effective_max(r)) for r in resources]
+        colors = self._colors.get(ss) if self._need_colors else None
+        rc2 = -1
+        for _w, _uq, e in keys:
+            if ess[e] != ss:
+                continue
+            tgt = dst[e]
+            if colors is not None and tgt in colors:
+                continue
+            if vt[tgt] in sat_types:
+                continue
+            rc, x = self._visit_child(meta, tgt, ss, resources, pristine, excl, dfv, dfu)
+            if rc == 0:
+                count = dfu.avail
+                key = vt[tgt] if dfv else (ss, vt[tgt])
+                dfu.add(key, (dfu.overall_score, count, x, False, ((count, count, x, e),)))  # type: ignore[arg-type]
+                enough = True
+                for t, req in required:
+                    k = t if dfv else (ss, t)
+                    if dfu.total_count(k) >= req:  # type: ignore[arg-type]
+                        sat_types.add(t)
+                    else:
+                        enough = False
+                rc2 = 0
+                if enough:
+                    break
+        return rc2
+
+    def _aux_upv(
+        self, meta: JobMeta, u: int, aux: str, resources: Sequence[Any], pristine: bool, excl: bool, to_parent: Dfu
+    ) -> tuple[int, bool]:
+        if aux not in self.g.roots:
+            return -1, excl
+        if self._prune(meta, excl, aux, u, resources) == -1:
+            return -1, excl
+        upv = Dfu()
+        if u != self.g.roots[aux]:
+            self._explore(meta, u, aux, resources, pristine, excl, False, upv, 1)
+        if self._avail(u, meta.at, meta.duration) == 0:
+            return -1, excl
+        return self._resolve(upv, to_parent), excl
+
+    def _cnt_slot(self, slot_shape: Sequence[Any], dfu_slot: Dfu) -> int:
+        qual = UINT_MAX
+        for elem in slot_shape:
+            ev = dfu_slot.evals.get(elem.type)
+            qc = ev.qual_count if ev is not None else 0
+            qg = len(ev.egroups) if ev is not None else 0
+            count = calc_count(elem, qc)
+            fit = 0 if count == 0 else qc // count
+            if fit > qg:
+                fit = qg
+            if fit < qual:
+                qual = fit
+        return qual
+
+    def _dom_slot(
+        self, meta: JobMeta, u: int, slot_shape: Sequence[Any], nslots: int, pristine: bool, dfu: Dfu
+    ) -> int:
+        dfu_slot = Dfu()
+        rc = self._explore(meta, u, self.dom, slot_shape, pristine, True, True, dfu_slot, nslots)
+        if rc != 0:
+            return -1
+        for t in list(dfu_slot.evals):
+            dfu_slot.choose_accum_all(t, self.descending)
+        qual = self._cnt_slot(slot_shape, dfu_slot)
+        groups = []
+        iters: dict[str, int] = {}
+        for _ in range(qual):
+            score = MATCH_MET
+            edges = []
+            for elem in slot_shape:
+                ev = dfu_slot.evals.get(elem.type)
+                qc = ev.qual_count if ev is not None else 0
+                count = calc_count(elem, qc)
+                j = 0
+                while j < count:
+                    i = iters.get(elem.type, 0)
+                    if ev is None or i >= len(ev.egroups):
+                        self.err_msg += "dom_slot: not enough slots.\n"
+                        return -1
+                    iters[elem.type] = i + 1
+                    eg = ev.egroups[i]
+                    ecount, _n, _x, eid = eg[4][0]
+                    edges.append((ecount, ecount, True, eid))
+                    score += eg[0]
+                    j += ecount
+            groups.append((score, 1, True, False, tuple(edges)))
+        for grp in groups:
+            dfu.add("slot", grp)
+        return 0 if qual else -1
+
+    # ------------------------------------------------------------ resolve
+    def _resolve(self, dfu: Dfu, to_parent: Dfu) -> int:
+        if dfu.overall_score > MATCH_UNMET:
+            if dfu.hier_constrain_now:
+                for ss in self.subsystems:
+                    self._enforce(ss, dfu, False)
+            else:
+                to_parent.merge(dfu)
+        return 0
+
+    def _enforce(self, ss: str, dfu: Dfu, unconstrained: bool) -> None:
+        g = self.g
+        dom = ss == self.dom
+        token = self.token
+        e_needs, e_excl, e_token = self.e_needs, self.e_excl, self.e_token
+        for key, ev in dfu.evals.items():
+            if dom:
+                if isinstance(key, tuple):
+                    continue
+            elif not (isinstance(key, tuple) and key[0] == ss):
+                continue
+            if not ev.best_k:
+                continue
+            egs = ev.egroups
+            for i in range(ev.best_i):
+                eg = egs[i]
+                if eg[3]:  # root
+                    continue
+                for _c, needs, x, eid in eg[4]:
+                    e_needs[eid] = needs
+                    e_excl[eid] = bool(x)
+                    e_token[eid] = token
+                    if unconstrained and dom:
+                        self._mark_unconstrained_up(ss, g.e_src[eid], dfu)
+
+    def _mark_unconstrained_up(self, ss: str, parent_v: int, dfu: Dfu) -> None:
+        g = self.g
+        pcol = g.parent_edge.get(ss)
+        if pcol is None:
+            return
+        token = self.token
+        pe = pcol[parent_v]
+        while pe >= 0:
+            if self.e_token[pe] == token:
+                break
+            parent_v = g.e_src[pe]
+            tgt = g.e_dst[pe]
+            tt = g.v_type[tgt]
+            ev = dfu.evals.get(tt)
+            if ev is not None and not ev.best_k:
+                self.e_needs[pe] = g.v_size[tgt]
+                self.e_excl[pe] = False
+                self.e_token[pe] = token
+            pe = pcol[parent_v]
+
+    def _resolve_graph(self, root: int, resources: Sequence[Any], dfu: Dfu, excl: bool) -> tuple[int, int]:
+        if self._dom_finish_graph(resources, dfu) != 0:
+            return -1, 0
+        needs = 1
+        rt = self.g.v_type[root]
+        for r in resources:
+            if r.type == rt:
+                count = calc_count(r, dfu.avail)
+                if count == 0:
+                    return -1, 0
+                needs = count
+        for ev in dfu.evals.values():
+            if ev.qual_count == 0:
+                return -1, 0
+        for ss in self.subsystems:
+            self._enforce(ss, dfu, True)
+        return 0, needs
+
+    # ------------------------------------------------------------ update (allocate)
+    def _level(self) -> str:
+        return "      " + "---" * self.trav_level
+
+    def update(self, root: int, writer: Any, meta: JobMeta) -> int:
+        rt = self.v_rt_edges.get(self.dom)
+        if rt is None or rt[2] != self.token:
+            self.err_msg += "update: resource state wasn't properly set up for update.\n"
+            return -1
+        needs, excl, _tok = rt
+        self._reset_color()
+        emit_shadow = self.g.v_type[root] in self.exclusive_types
+        self.trav_level = 0
+        n = self._upd_dfv(root, writer, needs, excl, meta, True, {}, emit_shadow)
+        if n > 0:
+            writer.emit_tm(meta.at, meta.at + meta.duration)
+            if meta.queue:
+                writer.emit_attrs("queue", meta.queue)
+        return 0 if n > 0 else -1
+
+    def _upd_dfv(
+        self,
+        u: int,
+        writer: Any,
+        needs: int,
+        excl: bool,
+        meta: JobMeta,
+        full: bool,
+        to_parent: dict[str, int],
+        emit_shadow: bool,
+    ) -> int:
+        g = self.g
+        n_plans = 0
+        acc: dict[str, int] = {}
+        mod = emit_shadow or g.v_type[u] in self.exclusive_types
+        excl = excl or mod
+        self.trav_level += 1
+        token = self.token
+        dom = self.dom
+        dst = g.e_dst
+        for ss in self.subsystems:
+            col = g.out.get(ss)
+            if col is None:
+                continue
+            for e in col[u]:
+                if self.e_token[e] != token and not mod:
+                    continue
+                tgt = dst[e]
+                x = self.e_excl[e] or mod
+                nd = g.v_size[tgt] if mod else self.e_needs[e]
+                if ss == dom:
+                    sub = self._upd_dfv(tgt, writer, nd, x, meta, full, acc, mod)
+                else:
+                    sub = 0
+                if sub > 0:
+                    if self.stop_on_k:
+                        self._upd_by_outedges(ss, meta, u, e)
+                    writer.emit_edg(self._level(), g, e)
+                    n_plans += sub
+        return self._upd_sched(u, writer, dom, needs, excl, n_plans, meta, full, acc, to_parent)
+
+    def _new_span_id(self) -> int:
+        self._span_seq += 1
+        return self._span_seq
+
+    def _upd_sched(
+        self,
+        u: int,
+        writer: Any,
+        ss: str,
+        needs: int,
+        excl: bool,
+        n: int,
+        meta: JobMeta,
+        full: bool,
+        acc: dict[str, int],
+        to_parent: dict[str, int],
+    ) -> int:
+        g = self.g
+        if excl:
+            n += 1
+            if full and meta.alloc_type != AT_SATISFIABILITY:
+                sid = self._new_span_id()
+                sp = self.vspans[u]
+                if sp is None:
+                    sp = self.vspans[u] = {}
+                sp[sid] = (meta.at, meta.at + meta.duration, needs)
+                table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
+                d = table[u]
+                if d is None:
+                    d = table[u] = {}
+                d[meta.jobid] = sid
+        if n > 0:
+            jobid = meta.jobid
+            tg = self.tags[u]
+            if tg is None:
+                tg = self.tags[u] = {}
+            tg[jobid] = jobid
+            xs = self.xspans[u]
+            if xs is None:
+                xs = self.xspans[u] = {}
+            xs[jobid] = (meta.at, meta.at + meta.duration)
+            col = self.subplan.get(ss)
+            p = col[u] if col is not None else None
+            if p is not None and acc:
+                counts = [acc.get(t, 0) for t in p.resource_types]
+                span = p.add_span(meta.at, meta.duration, counts)
+                j2s = self.job2span[ss]
+                d2 = j2s[u]
+                if d2 is None:
+                    d2 = j2s[u] = {}
+                d2[jobid] = span
+            if excl:
+                self._accum_if(g.v_type[u], g.v_size[u], to_parent)
+            else:
+                self._accum_if(g.v_type[u], g.v_size[u] - needs, to_parent)
+            for t, c in acc.items():
+                self._accum_if(t, c, to_parent)
+            writer.emit_vtx(self._level(), g, u, needs, None, excl)
+        self.trav_level -= 1
+        return n
+
+    # ------------------------------------------------------------ cancel
+    def remove(self, jobid: int) -> int:
+        """Free everything job ``jobid`` holds (Fluxion's traverser remove).  O(job's vertices)."""
+        root = self.g.roots[self.dom]
+        self.preorder = 0
+        self.postorder = 0
+        self._reset_color()
+        tg = self.tags[root]
+        if tg is not None and jobid in tg:
+            rc = self._mod_dfv(root, jobid)
+        else:
+            rc = self._mod_exv(jobid)
+        self.total_preorder = self.preorder
+        self.total_postorder = self.postorder
+        return rc
+
+    def _mod_dfv(self, u: int, jobid: int) -> int:
+        self.preorder += 1
+        tg = self.tags[u]
+        if tg is None or jobid not in tg:
+            return 0
+        del tg[jobid]
+        if not tg:
+            self.tags[u] = None
+        xs = self.xspans[u]
+        if xs is None or jobid not in xs:
+            self.err_msg += "rem_exclusive_filter: jobid isn't found in x_spans table.\n "
+            return -1
+        del xs[jobid]
+        if not xs:
+            self.xspans[u] = None
+        dom = self.dom
+        j2s = self.job2span.get(dom)
+        d2 = j2s[u] if j2s is not None else None
+        if d2 is not None and jobid in d2:
+            p = self.subplan[dom][u]
+            if p is not None:
+                p.rem_span(d2[jobid])
+            del d2[jobid]
+            if not d2:
+                j2s[u] = None  # type: ignore[index]
+        self._rem_plan(u, jobid)
+        rc = 0
+        g = self.g
+        for ss in self.subsystems:
+            if ss != dom:
+                continue
+            for e in g.out[ss][u]:
+                rc += self._mod_dfv(g.e_dst[e], jobid)
+        self.postorder += 1
+        return rc
+
+    def _rem_plan(self, u: int, jobid: int) -> int | None:
+        for table in (self.allocs, self.resvs):
+            d = table[u]
+            if d is not None and jobid in d:
+                sid = d.pop(jobid)
+                if not d:
+                    table[u] = None
+                sp = self.vspans[u]
+                amount = None
+                if sp is not None and sid in sp:
+                    amount = sp.pop(sid)[2]
+                    if not sp:
+                        self.vspans[u] = None
+                return amount
+        return None
+
+    def _mod_exv(self, jobid: int) -> int:
+        for v in self.g.vertices():
+            self._rem_plan(v, jobid)
+        return 0
+
+    # ------------------------------------------------------------ status
+    def mark(self, u: int, up: bool) -> None:
+        """Set the status of vertex ``u`` (only that vertex, as Fluxion's ``set-status``)."""
+        g = self.g
+        old = g.v_status[u]
+        new = 0 if up else 1
+        g.v_status[u] = new
+        if g.v_type[u] == "node" and old != new:
+            self.nodes_up += 1 if up else -1
+
+    # ------------------------------------------------------------ run
+    def _reset_exclusive_types(self, saved: set[str]) -> None:
+        self.exclusive_types = set(saved)
+
+    @property
+    def _need_colors(self) -> bool:
+        return len(self.subsystems) > 1
+
+    def run(self, jobspec: Any, writer: Any, op: str, jobid: int, at: int = 0) -> tuple[int, int]:
+        """Match ``jobspec`` with ``op``; return (rc, at).  On failure ``self.errno`` says why."""
+        self.err_msg = ""
+        self.errno = 0
+        g = self.g
+        dom = self.dom
+        if dom not in g.roots or not jobspec.resources:
+            self.errno = "EINVAL"
+            return -1, at
+        root = g.roots[dom]
+        graph_dur = self.graph_end - self.graph_start
+        x = self._exclusivity(jobspec.resources, root)
+        saved = set(self.exclusive_types)
+        dfv: dict[str, int] = {}
+        self._ud: dict[int, dict[str, int]] = {}
+        self.prime_jobspec(jobspec.resources, dfv, self._ud)
+        dur = jobspec.duration
+        if dur > graph_dur:
+            self.errno = "EINVAL"
+            self._reset_exclusive_types(saved)
+            return -1, at
+        duration = graph_dur if dur == 0 else int(dur)
+        meta = JobMeta(jobid=jobid, at=at, now=at, duration=duration, constraint=jobspec.constraint)
+        meta.queue = getattr(jobspec, "queue", "") or ""
+        rc = -1
+        if op == "satisfiability":
+            rc = self._is_satisfiable(jobspec, meta, x, root, dfv)
+            if rc == 0:
+                self._reset_color()
+        else:
+            rc = self._schedule(jobspec, meta, x, op, root, dfv)
+            if rc == 0:
+                at = meta.at
+                if at == self.graph_end:
+                    self._reset_exclusive_types(saved)
+                    self.errno = "EBUSY"
+                    return -1, at
+                if at < 0 or at > self.graph_end:
+                    self._reset_exclusive_types(saved)
+                    self.errno = "EINVAL"
+                    return -1, at
+                if at + meta.duration > self.graph_end:
+                    meta.duration = self.graph_end - at
+                rc = self.update(root, writer, meta)
+        self._reset_exclusive_types(saved)
+        return rc, meta.at
+
+    def _root_subplan(self, root: int) -> PlannerMulti | None:
+        col = self.subplan.get(self.dom)
+        return col[root] if col is not None else None
+
+    def _is_satisfiable(self, jobspec: Any, meta: JobMeta, x: bool, root: int, dfv: dict[str, int]) -> int:
+        meta.alloc_type = AT_SATISFIABILITY
+        p = self._root_subplan(root)
+        base, dur = (p.base_time, p.duration) if p is not None else (self.graph_start, self.graph_end - self.graph_start)
+        meta.at = base + dur - meta.duration - 1
+        self.errno = 0
+        rc = self.select(jobspec.resources, root, meta, x)
+        if rc < 0:
+            rc = -1
+            if not self.errno:
+                self.errno = "ENODEV"
+            self._reset_color()
+        self.total_preorder = self.preorder
+        self.total_postorder = self.postorder
+        return rc
+
+    def _schedule(self, jobspec: Any, meta: JobMeta, x: bool, op: str, root: int, dfv: dict[str, int]) -> int:
+        resources = jobspec.resources
+        rc = self.select(resources, root, meta, x)
+        self.total_preorder = self.preorder
+        self.total_postorder = self.postorder
+        if rc == 0:
+            return 0
+        p = self._root_subplan(root)
+        base, gdur = (p.base_time, p.duration) if p is not None else (self.graph_start, self.graph_end - self.graph_start)
+        if op == "allocate_with_satisfiability":
+            self.errno = "EBUSY"
+            meta.alloc_type = AT_SATISFIABILITY
+            meta.at = base + gdur - meta.duration - 1
+            if self.select(resources, root, meta, x) < 0:
+                if self.errno == "EBUSY":
+                    self.errno = "ENODEV"
+                self._reset_color()
+            self.total_preorder += self.preorder
+            self.total_postorder += self.postorder
+        elif op == "allocate_orelse_reserve":
+            self.errno = 0
+            meta.alloc_type = AT_RESERVE
+            duration = meta.duration
+            if p is not None:
+                agg = [dfv.get(t, 0) for t in p.resource_types]
+                t = p.avail_time_first(meta.at + 1, duration, agg)
+                if t is None:
+                    self.errno = p.errno or "ENOENT"
+                while t is not None and rc and not self.errno:
+                    meta.at = t
+                    rc = self.select(resources, root, meta, x)
+                    self.total_preorder += self.preorder
+                    self.total_postorder += self.postorder
+                    if rc and not self.errno:
+                        t = p.avail_time_next()
+                        if t is None:
+                            self.errno = p.errno or "ENOENT"
+            else:
+                self.errno = "ENOENT"
+            if rc < 0 and self.errno in ("ENOENT", "ERANGE"):
+                self.errno = "EBUSY"
+                meta.alloc_type = AT_SATISFIABILITY
+                meta.at = base + gdur - duration - 1
+                if self.select(resources, root, meta, x) < 0:
+                    if self.errno == "EBUSY":
+                        self.errno = "ENODEV"
+                    self._reset_color()
+                self.total_preorder += self.preorder
+                self.total_postorder += self.postorder
+        elif op == "allocate":
+            self.errno = "EBUSY"
+        return rc
+
+    # ------------------------------------------------------------ helpers
+    def job_vertices(self, jobid: int) -> list[int]:
+        """Vertices that hold state of ``jobid`` (allocated, reserved or tagged)."""
+        out = []
+        tags = self.tags
+        for v in self.g.vertices():
+            tg = tags[v]
+            if tg is not None and jobid in tg:
+                out.append(v)
+        return out
+
+    def iter_jobs(self) -> Iterable[int]:
+        seen: set[int] = set()
+        for tg in self.tags:
+            if tg:
+                seen.update(tg)
+        return sorted(seen)

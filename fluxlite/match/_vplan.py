@@ -1,0 +1,50 @@
+"""Per-vertex timelines: how much of one vertex is taken, and by which job, over time.
+
+Every vertex has a pool of ``size`` units (1 for a core, 16 for a 16 GB memory
+vertex).  Almost all vertices carry no span or a handful (one per job using
+them), so a timeline here is a plain dict ``span_id -> (start, end, amount)``
+and queries scan it: O(k) for k spans, with no per-vertex object at all for
+a vertex that was never allocated (the common case costs nothing).
+
+This is the "schedule" of Fluxion's resource vertices; the subtree aggregates
+(pruning filters), which do see many spans, use the full planner in
+:mod:`fluxlite.planner`.
+"""
+
+from __future__ import annotations
+
+__all__ = ["avail_during", "overlaps"]
+
+
+def avail_during(spans: dict[int, tuple[int, int, int]] | None, size: int, at: int, duration: int) -> int:
+    """Minimum number of free units over ``[at, at + duration)``.  O(k^2) for k spans, k tiny."""
+    if not spans:
+        return size
+    end = at + duration
+    # Usage is piecewise constant; its maximum over the window is reached at
+    # ``at`` or at the start of a span inside the window.
+    live = [(s, e, a) for (s, e, a) in spans.values() if s < end and e > at]
+    if not live:
+        return size
+    if len(live) == 1:
+        return size - live[0][2]
+    worst = 0
+    for t in {at, *(s for s, _, _ in live if s > at)}:
+        used = 0
+        for s, e, a in live:
+            if s <= t < e:
+                used += a
+        if used > worst:
+            worst = used
+    return size - worst
+
+
+def overlaps(spans: dict[int, tuple[int, int]] | None, at: int, duration: int) -> bool:
+    """True if any ``(start, end)`` in ``spans`` intersects ``[at, at + duration)``.  O(k)."""
+    if not spans:
+        return False
+    end = at + duration
+    for s, e in spans.values():
+        if s < end and e > at:
+            return True
+    return False

@@ -1,0 +1,345 @@
+"""JGF reader and writer: Fluxion's ``jgf`` format for whole graphs and subgraphs.
+
+Reading follows Fluxion's ``resource_reader_jgf.cpp``:
+
+* Vertices are created in document order with the document's ``uniq_id``,
+  id, name, rank, size, unit, status, properties and paths (defaults as in
+  :mod:`jgf`).  A path with exactly one ``/`` makes its vertex the root of
+  that subsystem; a second root for a subsystem is an error reported with
+  Fluxion's message (``add_graph_metadata: failed to add root metadata for
+  containment subsystem. Possible duplicate root.``).
+* A node whose path (in any subsystem) already exists in the graph *with
+  the same rank* is that vertex: it is reused, not duplicated, and its
+  attributes are not compared (Fluxion's ``unpack_at``).  The same path
+  with a different rank is an error here (Fluxion would create a second
+  vertex with the same path, which the path index cannot hold).
+* An edge is added only when it touches at least one new vertex, in
+  document order, so out-edge order is edge order in the document.  Both
+  endpoints must be nodes of the document.
+* Loading is all or nothing: everything is checked before the graph is
+  touched.
+
+Writing (:func:`graph_to_jgf`) produces the layout of Fluxion's JGF files:
+vertices in creation order, edges in creation order, jansson spacing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import jgf as _jgf
+from fluxlite.errors import GraphFormatError
+from fluxlite.graph import DOWN, ResourceGraph
+from fluxlite.readers._common import fail, no_gc
+
+__all__ = [
+    "DEFAULT_RELATIONS",
+    "DuplicateRootError",
+    "JgfReader",
+    "attach_jgf",
+    "graph_to_jgf",
+    "locate_vertices",
+    "parse_jgf",
+    "read_vertices",
+]
+
+#: Relation recorded for an edge of a subsystem when the JGF edge names none.
+DEFAULT_RELATIONS = {"containment": "contains", "power": "supplies_to", "ibnet": "connected_down"}
+
+
+def _root_message(subsystem: str) -> str:
+    return (
+        f"add_graph_metadata: failed to add root metadata for {subsystem} subsystem. Possible duplicate root."
+    )
+
+
+class DuplicateRootError(GraphFormatError):
+    """A JGF subgraph brings a second root for a subsystem.
+
+    ``fluxion_message`` is the text Fluxion's reader reports for this case.
+    """
+
+    def __init__(self, message: str, subsystem: str) -> None:
+        self.subsystem = subsystem
+        self.fluxion_message = _root_message(subsystem)
+        super().__init__(message)
+
+
+def parse_jgf(text: str | bytes, *, source: str = "<string>", check_edges: bool = True) -> _jgf.Document:
+    """Parse and validate JGF text; errors become GraphFormatError naming ``source``."""
+    try:
+        return _jgf.read(text, check_edges=check_edges)
+    except _jgf.JGFError as exc:
+        raise fail(source, "", str(exc)) from exc
+
+
+def read_vertices(text: str | bytes, *, source: str = "<string>") -> list[_jgf.Node]:
+    """The vertices of a JGF document as records, without building a graph.
+
+    Each :class:`jgf.Node` has ``paths``, ``rank``, ``type``, ``size``,
+    ``uniq_id``, ``id``, ``name``, ``exclusive``... with Fluxion's defaults.
+    Edges are not checked against the nodes (partial-cancel documents list
+    edges to vertices they leave out).
+    """
+    return parse_jgf(text, source=source, check_edges=False).nodes
+
+
+def _is_root(path: str) -> bool:
+    return path.count("/") == 1
+
+
+def _where(node: _jgf.Node) -> str:
+    return f'nodes[{node.index}] (id "{node.key}")'
+
+
+def _unpack(graph: ResourceGraph, doc: _jgf.Document, source: str, *, require_root: bool) -> list[int]:
+    """Plan (checking everything), then commit.  Returns new vertex handles."""
+    by_path = graph.by_path
+    v_rank = graph.v_rank
+    planned_paths: dict[str, int] = {}  # path -> node index in doc
+    new_nodes: list[_jgf.Node] = []
+    new_roots: dict[str, int] = {}  # subsystem -> local index
+    ref: dict[str, int] = {}  # JGF key -> local index (>= 0) or -1 - existing vid
+    for node in doc.nodes:
+        existing = None
+        clash = None
+        for ss, p in node.paths.items():
+            v = by_path.get(p)
+            if v is None:
+                continue
+            if v_rank[v] == node.rank:
+                existing = v
+                break
+            if clash is None:
+                clash = (ss, p, v)
+        if existing is None and clash is not None:
+            ss, p, v = clash
+            raise fail(
+                source,
+                _where(node),
+                f"path {p} ({ss}) already belongs to vertex {graph.v_name[v]} with rank {v_rank[v]}, "
+                f"not {node.rank}",
+            )
+        if existing is not None:
+            ref[node.key] = -1 - existing
+            continue
+        k = len(new_nodes)
+        for ss, p in node.paths.items():
+            first = planned_paths.setdefault(p, node.index)
+            if first != node.index:
+                raise fail(source, _where(node), f"duplicate path {p} (also nodes[{first}])")
+            if _is_root(p):
+                if ss in graph.roots or ss in new_roots:
+                    raise DuplicateRootError(f"{source}: {_where(node)}: {_root_message(ss)}", ss)
+                new_roots[ss] = k
+        ref[node.key] = k
+        new_nodes.append(node)
+    if require_root and not new_roots and not graph.roots:
+        raise fail(source, "graph", "no root vertex (no node has a path with a single '/')")
+
+    e_src: list[int] = []
+    e_dst: list[int] = []
+    e_ss: list[str] = []
+    e_rel: list[str] = []
+    for e in doc.edges:
+        s = ref.get(e.source)
+        d = ref.get(e.target)
+        if s is None or d is None:  # only when the document skipped edge checks
+            missing = e.source if s is None else e.target
+            raise fail(
+                source, f'edges[{e.index}] ("{e.source}" -> "{e.target}")', f'"{missing}" is not a node id'
+            )
+        if s < 0 and d < 0:
+            continue
+        e_src.append(s)
+        e_dst.append(d)
+        e_ss.append(e.subsystem)
+        e_rel.append(e.relation or DEFAULT_RELATIONS.get(e.subsystem, "*"))
+
+    # ---- commit (nothing above touched the graph)
+    n = len(new_nodes)
+    subsystems: list[str] = []
+    for node in new_nodes:
+        for ss in node.paths:
+            if ss not in subsystems:
+                subsystems.append(ss)
+    paths = {ss: [node.paths.get(ss) for node in new_nodes] for ss in subsystems}
+    props = {k: node.properties for k, node in enumerate(new_nodes) if node.properties}
+    try:
+        vids = (
+            graph.add_vertices_bulk(
+                [x.type for x in new_nodes],
+                [x.basename for x in new_nodes],
+                [x.name for x in new_nodes],
+                [x.id for x in new_nodes],
+                [x.rank for x in new_nodes],
+                [x.size for x in new_nodes],
+                [x.unit for x in new_nodes],
+                uniq_ids=[x.uniq_id for x in new_nodes],
+                statuses=[x.status for x in new_nodes],
+                paths=paths,
+                properties=props,
+            )
+            if n
+            else []
+        )
+    except GraphFormatError as exc:  # pragma: no cover - paths were checked above
+        raise fail(source, "", str(exc)) from exc
+
+    def real(x: int) -> int:
+        return vids[x] if x >= 0 else -1 - x
+
+    if e_src:
+        graph.add_edges_bulk([real(x) for x in e_src], [real(x) for x in e_dst], e_ss, e_rel)
+    for ss, k in new_roots.items():
+        graph.set_root(ss, vids[k])
+    if n or e_src:
+        graph.version += 1
+    return vids
+
+
+class JgfReader:
+    """Fluxion's ``jgf`` reader (see the module docstring)."""
+
+    name = "jgf"
+    supports_allowlist = False
+
+    def load(
+        self,
+        text: str | bytes,
+        graph: ResourceGraph | None = None,
+        *,
+        rank: int = -1,
+        source: str = "<string>",
+    ) -> ResourceGraph:
+        """Load a JGF document into ``graph`` (a new one by default).
+
+        Into an existing graph this is :func:`attach_jgf`.  ``rank`` must be
+        -1 (Fluxion: "rank != -1 unsupported for JGF unpack").
+        """
+        if rank != -1:
+            raise fail(source, "", f"rank {rank} given: JGF carries its own ranks (only -1 is supported)")
+        g = ResourceGraph() if graph is None else graph
+        with no_gc():
+            doc = parse_jgf(text, source=source)
+            _unpack(g, doc, source, require_root=len(g) == 0)
+        return g
+
+
+def attach_jgf(graph: ResourceGraph, text: str | bytes, *, source: str = "<string>") -> list[int]:
+    """Attach a JGF subgraph to ``graph`` (Fluxion's ``unpack_at``).
+
+    Vertices whose path and rank exist are reused; the others are created
+    (their handles are returned in creation order); edges touching a new
+    vertex are added.  On any error the graph is left unchanged.
+    O(subgraph) plus the path-index lookups.
+    """
+    with no_gc():
+        doc = parse_jgf(text, source=source)
+        return _unpack(graph, doc, source, require_root=False)
+
+
+def locate_vertices(
+    graph: ResourceGraph, nodes: Sequence[_jgf.Node] | str | bytes, *, source: str = "<string>"
+) -> list[int]:
+    """Find the graph vertex of each JGF node the way Fluxion's updater does.
+
+    Every path of the node must exist with the node's rank and lead to the
+    same vertex, and the vertex must agree on type, basename, size, rank,
+    id, name, properties and paths (``find_vtx`` in Fluxion).  Returns
+    handles in node order; a mismatch raises GraphFormatError naming the
+    node.  O(nodes).
+    """
+    recs = read_vertices(nodes, source=source) if isinstance(nodes, str | bytes) else nodes
+    out: list[int] = []
+    for node in recs:
+        found: int | None = None
+        for ss, p in node.paths.items():
+            v = graph.by_path.get(p)
+            if v is None or graph.v_rank[v] != node.rank:
+                raise fail(source, _where(node), f"inconsistent input vertex: nonexistent path ({p}) in {ss}")
+            if found is None:
+                found = v
+            elif found != v:
+                raise fail(
+                    source, _where(node), f"inconsistent input vertex for {p}: paths name two vertices"
+                )
+        if found is None:
+            raise fail(source, _where(node), "vertex has no paths")
+        v = found
+        diffs = []
+        for attr, have, want in (
+            ("type", graph.v_type[v], node.type),
+            ("basename", graph.v_basename[v], node.basename),
+            ("size", graph.v_size[v], node.size),
+            ("rank", graph.v_rank[v], node.rank),
+            ("id", graph.v_id[v], node.id),
+            ("name", graph.v_name[v], node.name),
+            ("properties", graph.properties(v), node.properties),
+            ("paths", graph.vertex_paths(v), dict(sorted(node.paths.items()))),
+        ):
+            if have != want:
+                diffs.append(f"{attr}=({have}, {want})")
+        if diffs:
+            raise fail(source, _where(node), "inconsistent input vertex: " + " ".join(diffs))
+        out.append(v)
+    return out
+
+
+def graph_to_jgf(
+    graph: ResourceGraph, *, style: Literal["fluxion", "compact", "indent"] = "fluxion"
+) -> bytes:
+    """The whole graph as JGF bytes in Fluxion's layout.
+
+    Vertices in creation (handle) order, edges in creation order; each node
+    ``{"id": "<uniq_id>", "metadata": {type, basename, name, id, uniq_id,
+    rank, exclusive, unit, size, [properties], paths, [status]}}``, each edge
+    ``{"source", "target", "metadata": {"subsystem"}}``.  O(V + E).
+    """
+    with no_gc():
+        return _graph_to_jgf(graph, style)
+
+
+def _graph_to_jgf(graph: ResourceGraph, style: Literal["fluxion", "compact", "indent"]) -> bytes:
+    vt, vb, vn, vi, vu, vr, vs, vun, vst = (
+        graph.v_type,
+        graph.v_basename,
+        graph.v_name,
+        graph.v_id,
+        graph.v_uniq,
+        graph.v_rank,
+        graph.v_size,
+        graph.v_unit,
+        graph.v_status,
+    )
+    subsystems = sorted(graph.paths)
+    pcols = [(ss, graph.paths[ss]) for ss in subsystems]
+    props = graph.v_props
+    nodes: list[dict[str, Any]] = []
+    append = nodes.append
+    for v in graph.vertices():
+        md: dict[str, Any] = {
+            "type": vt[v],
+            "basename": vb[v],
+            "name": vn[v],
+            "id": vi[v],
+            "uniq_id": vu[v],
+            "rank": vr[v],
+            "exclusive": False,
+            "unit": vun[v],
+            "size": vs[v],
+        }
+        pr = props.get(v)
+        if pr:
+            md["properties"] = dict(pr)
+        md["paths"] = {ss: col[v] for ss, col in pcols if v in col}
+        if vst[v] == DOWN:
+            md["status"] = 1
+        append({"id": str(vu[v]), "metadata": md})
+    es, ed, ess = graph.e_src, graph.e_dst, graph.e_ss
+    edges = [
+        {"source": str(vu[es[e]]), "target": str(vu[ed[e]]), "metadata": {"subsystem": ess[e]}}
+        for e in graph.edges()
+    ]
+    return _jgf.write(nodes, edges, style=style)

@@ -1,0 +1,233 @@
+"""The JSON Graph Format match writers: ``jgf`` and ``jgf_shorthand``.
+
+Output (one line, jansson ``JSON_INDENT(0)``, then a newline)::
+
+    {"graph": {"nodes": [NODE, ...], "edges": [EDGE, ...]}}
+
+with nodes and edges each in emission order.  A node is::
+
+    {"id": "<uniq_id>", "metadata": {"type": T, "basename": B, "name": N,
+     "id": <id>, "rank": <rank>, "properties": {..}, "unit": U,
+     "exclusive": true, "size": <needs>, "paths": {..}, "ephemeral": {..},
+     "agfilter": {..}}}
+
+where every key after ``type`` is optional and appears only when it carries
+information, always in this order: ``basename`` if it differs from the type,
+``name`` if it is not basename+id, ``id`` and ``rank`` always,
+``properties`` if any (sorted by key), ``unit`` if not empty, ``exclusive``
+only when true, ``size`` only when ``needs != 1``, ``paths`` if any (one
+entry per subsystem, containment first), ``ephemeral`` and ``agfilter`` if
+given (sorted by key).  An edge is ``{"source": "<uniq>", "target":
+"<uniq>"}`` plus ``"metadata": {"subsystem": S}`` for non-containment edges.
+
+Each node and edge is rendered to text as it is emitted (no per-vertex
+dict); :meth:`JgfWriter.emit_json` parses the assembled text back (orjson
+keeps key order), so ``emit`` and ``find`` output cannot diverge.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import orjson
+
+from fluxlite.writers._jansson import quote
+from fluxlite.writers.base import EmitError
+
+if TYPE_CHECKING:
+    from fluxlite.graph import ResourceGraph
+
+__all__ = ["JgfShorthandWriter", "JgfWriter", "edge_json", "subsystem_order", "vertex_json"]
+
+CONTAINMENT = "containment"
+
+# Fluxion keys vertex paths by interned subsystem name, i.e. in interning
+# order: containment (a static) first, then the names resource-query interns
+# when it sets up its matchers, then anything else in the order it was read.
+_INTERN_ORDER = {
+    n: i for i, n in enumerate(("containment", "ibnet", "pfs1bw", "power", "ibnetbw", "virtual1"))
+}
+
+_QCACHE: dict[str, str] = {}
+
+
+def _q(s: str) -> str:
+    """``quote`` memoised for the small vocabularies (types, basenames, subsystems)."""
+    got = _QCACHE.get(s)
+    if got is None:
+        got = quote(s)
+        if len(_QCACHE) < 4096:
+            _QCACHE[s] = got
+    return got
+
+
+def subsystem_order(g: ResourceGraph) -> list[str]:
+    """Subsystems of ``g`` in the order Fluxion lists a vertex's paths."""
+    names = list(g.paths)
+    if len(names) <= 1:
+        return names
+    known = sorted((n for n in names if n in _INTERN_ORDER), key=_INTERN_ORDER.__getitem__)
+    return known + [n for n in names if n not in _INTERN_ORDER]
+
+
+def _smap(m: Mapping[str, str]) -> str:
+    """A string->string map as a JSON object with keys in byte order (a ``std::map``)."""
+    return (
+        "{"
+        + ", ".join(f"{quote(k)}: {quote(v if isinstance(v, str) else str(v))}" for k, v in sorted(m.items()))
+        + "}"
+    )
+
+
+def vertex_json(
+    g: ResourceGraph,
+    vid: int,
+    needs: int,
+    agfilter: Mapping[str, str] | None,
+    exclusive: bool,
+    ephemeral: Mapping[str, str] | None = None,
+    subsystems: list[str] | None = None,
+) -> str:
+    """One JGF node as jansson text (see the module docstring for the layout)."""
+    t = g.v_type[vid]
+    b = g.v_basename[vid]
+    i = g.v_id[vid]
+    s = f'{{"id": "{g.v_uniq[vid]}", "metadata": {{"type": {_q(t)}'
+    if b != t:
+        s += f', "basename": {_q(b)}'
+    n = g.v_name[vid]
+    if n != f"{b}{i}":
+        s += f', "name": {quote(n)}'
+    s += f', "id": {i}, "rank": {g.v_rank[vid]}'
+    props = g.v_props.get(vid)
+    if props:
+        s += ', "properties": ' + _smap(props)
+    u = g.v_unit[vid]
+    if u:
+        s += f', "unit": {quote(u)}'
+    if exclusive:
+        s += ', "exclusive": true'
+    if needs != 1:
+        s += f', "size": {needs}'
+    paths = g.paths
+    if len(paths) == 1:
+        for ss, col in paths.items():
+            p = col.get(vid)
+            if p is not None:
+                s += f', "paths": {{{_q(ss)}: {quote(p)}}}'
+    elif paths:
+        items = []
+        for ss in subsystems if subsystems is not None else subsystem_order(g):
+            p = paths[ss].get(vid)
+            if p is not None:
+                items.append(f"{_q(ss)}: {quote(p)}")
+        if items:
+            s += ', "paths": {' + ", ".join(items) + "}"
+    if ephemeral:
+        s += ', "ephemeral": ' + _smap(ephemeral)
+    if agfilter:
+        s += ', "agfilter": ' + _smap(agfilter)
+    return s + "}}"
+
+
+def edge_json(g: ResourceGraph, eid: int) -> str:
+    """One JGF edge as jansson text."""
+    uniq = g.v_uniq
+    s = f'{{"source": "{uniq[g.e_src[eid]]}", "target": "{uniq[g.e_dst[eid]]}"'
+    ss = g.e_ss[eid]
+    if ss != CONTAINMENT:
+        s += f', "metadata": {{"subsystem": {_q(ss)}}}'
+    return s + "}"
+
+
+class JgfWriter:
+    """Fluxion's ``jgf`` format (``jgf_match_writers_t``)."""
+
+    __slots__ = ("_e", "_ss", "_v")
+    emit_exclusive_subtrees = True
+
+    def __init__(self) -> None:
+        self._v: list[str] = []
+        self._e: list[str] = []
+        self._ss: tuple[tuple[str, ...], list[str]] = ((), [])
+
+    def _subsystems(self, g: ResourceGraph) -> list[str] | None:
+        if len(g.paths) <= 1:
+            return None
+        key = tuple(g.paths)
+        if self._ss[0] != key:
+            self._ss = (key, subsystem_order(g))
+        return self._ss[1]
+
+    def emit_vtx(
+        self,
+        prefix: str,
+        g: ResourceGraph,
+        vid: int,
+        needs: int,
+        agfilter: Mapping[str, str] | None = None,
+        exclusive: bool = False,
+        ephemeral: Mapping[str, str] | None = None,
+    ) -> None:
+        """Append one node."""
+        self._v.append(vertex_json(g, vid, needs, agfilter, exclusive, ephemeral, self._subsystems(g)))
+
+    def emit_edg(self, prefix: str, g: ResourceGraph, eid: int) -> None:
+        """Append one edge."""
+        self._e.append(edge_json(g, eid))
+
+    def emit_tm(self, start: int, end: int) -> None:
+        """JGF carries no times."""
+
+    def emit_attrs(self, key: str, value: str) -> None:
+        """JGF carries no attributes."""
+
+    def take_text(self) -> str | None:
+        """The graph object as text (None if nothing is pending) and reset.
+
+        Raises :class:`EmitError` (``ENOENT``) and keeps everything when only
+        one of the node and edge lists is empty, as Fluxion does.
+        """
+        nv = len(self._v)
+        ne = len(self._e)
+        if not nv and not ne:
+            return None
+        if not nv or not ne:
+            raise EmitError("JGF needs both vertices and edges", errno.ENOENT, vertices=nv, edges=ne)
+        text = '{"graph": {"nodes": [' + ", ".join(self._v) + '], "edges": [' + ", ".join(self._e) + "]}}"
+        self._v = []
+        self._e = []
+        return text
+
+    def emit(self) -> str:
+        """The JGF line (empty if nothing was emitted); resets."""
+        text = self.take_text()
+        return "" if text is None else text + "\n"
+
+    def emit_json(self) -> object | None:
+        """The JGF object (None if nothing was emitted); resets."""
+        text = self.take_text()
+        return None if text is None else orjson.loads(text)
+
+    def empty(self) -> bool:
+        """True when no node and no edge is pending."""
+        return not self._v and not self._e
+
+    def reset(self) -> None:
+        """Drop pending nodes and edges."""
+        self._v = []
+        self._e = []
+
+
+class JgfShorthandWriter(JgfWriter):
+    """Fluxion's ``jgf_shorthand``: JGF without the insides of exclusive subtrees.
+
+    The text is JGF's; the difference is that the traverser, seeing
+    ``emit_exclusive_subtrees`` False, does not emit the non-root vertices of
+    exclusively allocated subtrees.
+    """
+
+    __slots__ = ()
+    emit_exclusive_subtrees = False

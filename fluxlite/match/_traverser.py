@@ -292,7 +292,7 @@ class Traverser:
 
     def _count_nodes_up(self) -> None:
         vt, st = self.g.v_type, self.g.v_status
-        self.nodes_up = sum(1 for v in self.g.vertices() if vt[v] == "node" and st[v] == UP)
+        self.nodes_up = sum((1 if st[v] == UP else -1) for v in self.g.vertices() if vt[v] == "node")
 
     def _accum_if(self, t: str, count: int, acc: dict[str, int]) -> None:
         if t in self.prune.total:
@@ -424,7 +424,7 @@ class Traverser:
 
     def _prune(self, meta: JobMeta, excl: bool, ss: str, u: int, resources: Sequence[Any]) -> int:
         g = self.g
-        if meta.alloc_type != AT_SATISFIABILITY and g.v_status[u] != UP:
+        if g.v_status[u] != UP:
             return -1
         t = g.v_type[u]
         if meta.constraint is not None and t == "node" and not self._constraint_match(meta.constraint, u):
@@ -1040,12 +1040,18 @@ class Traverser:
 
     # ------------------------------------------------------------ status
     def mark(self, u: int, up: bool) -> None:
-        """Set the status of vertex ``u`` (only that vertex, as Fluxion's ``set-status``)."""
+        """Set the status of vertex ``u`` (only that vertex, as Fluxion's ``set-status``).
+
+        A vertex that is down prunes its whole subtree from every match,
+        including satisfiability checks.  Setting the same status twice is a
+        no-op.
+        """
         g = self.g
-        old = g.v_status[u]
-        new = 0 if up else 1
+        new = UP if up else 1
+        if g.v_status[u] == new:
+            return
         g.v_status[u] = new
-        if g.v_type[u] == "node" and old != new:
+        if g.v_type[u] == "node":
             self.nodes_up += 1 if up else -1
 
     # ------------------------------------------------------------ run
@@ -1123,8 +1129,49 @@ class Traverser:
         self.total_postorder = self.postorder
         return rc
 
+    def _request_feasible(self, meta: JobMeta, op: str, dfv: dict[str, int]) -> int:
+        """Cheap pre-check on the number of nodes a request needs (Fluxion's request_feasible)."""
+        target = dfv.get("node", 0)
+        checking_sat = op in ("allocate_with_satisfiability", "satisfiability")
+        if meta.constraint is None and target <= self.nodes_up:
+            return 0
+        if target > self.nodes_up:
+            if op in ("allocate_orelse_reserve", "allocate"):
+                self.errno = "EBUSY"
+                return -1
+            if checking_sat:
+                self.errno = "ENODEV"
+                return -1
+        g = self.g
+        vt, st = g.v_type, g.v_status
+        target_time = meta.at if op == "allocate" else self.graph_end - 1
+        feasible = 0
+        for v in g.vertices():
+            if vt[v] != "node":
+                continue
+            if meta.constraint is not None and not self._constraint_match(meta.constraint, v):
+                continue
+            if not checking_sat and st[v] != UP:
+                continue
+            if target_time + meta.duration > self.graph_end:
+                continue
+            if self._avail(v, target_time, meta.duration) == 1:
+                feasible += 1
+                if feasible >= target:
+                    break
+        if feasible < target:
+            if op in ("allocate_orelse_reserve", "allocate"):
+                self.errno = "EBUSY"
+                return -1
+            if checking_sat:
+                self.errno = "ENODEV"
+                return -1
+        return 0
+
     def _schedule(self, jobspec: Any, meta: JobMeta, x: bool, op: str, root: int, dfv: dict[str, int]) -> int:
         resources = jobspec.resources
+        if self._request_feasible(meta, op, dfv) < 0:
+            return -1
         rc = self.select(resources, root, meta, x)
         self.total_preorder = self.preorder
         self.total_postorder = self.postorder

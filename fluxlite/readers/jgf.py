@@ -25,8 +25,11 @@ vertices in creation order, edges in creation order, jansson spacing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
+
+import orjson
 
 import jgf as _jgf
 from fluxlite.errors import GraphFormatError
@@ -298,6 +301,8 @@ def graph_to_jgf(
     ``{"source", "target", "metadata": {"subsystem"}}``.  O(V + E).
     """
     with no_gc():
+        if style == "fluxion":
+            return _graph_to_fluxion_text(graph)
         return _graph_to_jgf(graph, style)
 
 
@@ -343,3 +348,68 @@ def _graph_to_jgf(graph: ResourceGraph, style: Literal["fluxion", "compact", "in
         for e in graph.edges()
     ]
     return _jgf.write(nodes, edges, style=style)
+
+
+_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f"\\]')
+
+
+def _quoter() -> Callable[[str], str]:
+    """A JSON string quoter with a bounded cache (names and types repeat)."""
+    cache: dict[str, str] = {}
+
+    def q(s: str) -> str:
+        r = cache.get(s)
+        if r is None:
+            r = orjson.dumps(s).decode() if _NEEDS_ESCAPE.search(s) else f'"{s}"'
+            if len(cache) < 200_000:
+                cache[s] = r
+        return r
+
+    return q
+
+
+def _quote_once(s: str) -> str:
+    return orjson.dumps(s).decode() if _NEEDS_ESCAPE.search(s) else f'"{s}"'
+
+
+def _graph_to_fluxion_text(graph: ResourceGraph) -> bytes:
+    """Fluxion-layout JGF written directly as text (the big-graph fast path).
+
+    Produces the same bytes as building the node/edge objects and calling
+    ``jgf.write(style="fluxion")``, without the intermediate objects.
+    """
+    q = _quoter()
+    vt, vb, vn, vi, vu, vr, vs, vun, vst = (
+        graph.v_type,
+        graph.v_basename,
+        graph.v_name,
+        graph.v_id,
+        graph.v_uniq,
+        graph.v_rank,
+        graph.v_size,
+        graph.v_unit,
+        graph.v_status,
+    )
+    pcols = [(q(ss), graph.paths[ss]) for ss in sorted(graph.paths)]
+    props = graph.v_props
+    parts: list[str] = []
+    ap = parts.append
+    for v in graph.vertices():
+        paths = ", ".join(f"{qss}: {_quote_once(col[v])}" for qss, col in pcols if v in col)
+        pr = props.get(v)
+        ptxt = ""
+        if pr:
+            ptxt = '"properties": {' + ", ".join(f"{q(k)}: {q(x)}" for k, x in pr.items()) + "}, "
+        tail = ', "status": 1' if vst[v] == DOWN else ""
+        ap(
+            f'{{"id": "{vu[v]}", "metadata": {{"type": {q(vt[v])}, "basename": {q(vb[v])}, '
+            f'"name": {q(vn[v])}, "id": {vi[v]}, "uniq_id": {vu[v]}, "rank": {vr[v]}, '
+            f'"exclusive": false, "unit": {q(vun[v])}, "size": {vs[v]}, {ptxt}"paths": {{{paths}}}{tail}}}}}'
+        )
+    es, ed, ess = graph.e_src, graph.e_dst, graph.e_ss
+    eparts = [
+        f'{{"source": "{vu[es[e]]}", "target": "{vu[ed[e]]}", "metadata": {{"subsystem": {q(ess[e])}}}}}'
+        for e in graph.edges()
+    ]
+    text = '{"graph": {"nodes": [' + ", ".join(parts) + '], "edges": [' + ", ".join(eparts) + "]}}"
+    return text.encode()

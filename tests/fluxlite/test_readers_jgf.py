@@ -314,3 +314,18 @@ def test_bad_jgf_files(case: str, text: bytes, expected: str, tmp_path: Path) ->
         load_graph(path, format="jgf")
     msg = str(info.value)
     assert msg.startswith(f"{path}: ") and expected in msg and "\n" not in msg, msg
+
+
+def test_fast_writer_matches_generic_layout() -> None:
+    """The direct-text JGF writer equals the generic orjson-based Fluxion layout."""
+    import jgf
+
+    g = load_graph(need(JGFS / "power.json"), format="jgf")
+    node = g.vertex_by_path("/power0/rack0/node0")
+    assert node is not None
+    g.set_property(node, 'we"ird', "a,b:c\\d")
+    g.v_status[node] = DOWN
+    g.v_name[node] = 'node"0'
+    fast = graph_to_jgf(g)
+    assert fast == jgf.dumps(orjson.loads(graph_to_jgf(g, style="compact")))
+    assert orjson.loads(graph_to_jgf(g, style="indent")) == orjson.loads(fast)

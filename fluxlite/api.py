@@ -196,6 +196,41 @@ class Engine:
         self.jobs.pop(jobid, None)
         self.job_at.pop(jobid, None)
 
+    # -------------------------------------------------------------- partial release
+    def partial_cancel(self, jobid: int, r_text: str | bytes, format: str = "rv1exec") -> bool:
+        """Release part of job ``jobid`` described by an R (``rv1exec``) or ``jgf`` document.
+
+        Returns True when nothing of the job is left (it is then gone).  Raises
+        :class:`UnknownJobError`, :class:`StateError` (reservations, or a
+        release the job cannot satisfy) or :class:`InputError` (bad document);
+        on any error the state is unchanged.
+        """
+        from fluxlite.readers import locate_vertices, parse_rv1exec, read_vertices
+
+        if jobid not in self.jobs:
+            raise UnknownJobError(f"nonexistent job {jobid}", jobid=jobid)
+        if self.jobs[jobid] != "allocated":
+            raise StateError("reservations not currently supported by partial cancel", jobid=jobid)
+        tr = self.traverser
+        if format == "rv1exec":
+            r = parse_rv1exec(r_text, require_nodelist=False)
+            kwargs: dict[str, Any] = {"ranks": sorted(r.ranks)}
+        elif format == "jgf":
+            kwargs = {"vertices": locate_vertices(self.graph, read_vertices(r_text))}
+        else:
+            raise InputError(f"unsupported reader {format!r} (use jgf or rv1exec)")
+        try:
+            plan = tr.plan_partial_release(jobid, **kwargs)
+        except ValueError as exc:
+            raise StateError(str(exc), jobid=jobid) from exc
+        tr.total_preorder = 0
+        tr.total_postorder = 0
+        full = tr.release(jobid, plan)
+        if full:
+            del self.jobs[jobid]
+            self.job_at.pop(jobid, None)
+        return full
+
     # -------------------------------------------------------------- status, find
     def _vertex(self, path: str) -> int:
         v = self.graph.vertex_by_path(path)

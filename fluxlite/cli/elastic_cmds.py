@@ -1,13 +1,67 @@
-"""REPL commands for elasticity: attach, remove, partial-cancel, update, grow, shrink.
+"""REPL commands for elasticity: partial-cancel, attach, remove, update, grow, shrink.
 
 Installed into ``fluxlite query``'s command table by :func:`install`.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from fluxlite.cli import query as q
+from fluxlite.errors import FluxliteError
+
 __all__ = ["install"]
 
 _installed = False
+
+
+def _read(ctx: q.QueryContext, fn: str) -> str | None:
+    try:
+        return Path(fn).read_text()
+    except OSError as exc:
+        ctx.err.write(f"ERROR: can't open {fn}: {exc.strerror or exc}\n")
+        return None
+
+
+def cmd_partial_cancel(ctx: q.QueryContext, args: list[str]) -> int:
+    if len(args) < 4 or len(args) > 5:
+        ctx.err.write("ERROR: malformed command: usage: partial-cancel JOBID jgf|rv1exec FILE [stats]\n")
+        return 0
+    jobid = q._parse_jobid(ctx, args[1])
+    if jobid is None:
+        return 0
+    reader = args[2]
+    if reader not in ("jgf", "rv1exec"):
+        ctx.err.write(f"ERROR: unsupported reader {reader}\n")
+        return 0
+    text = _read(ctx, args[3])
+    if text is None:
+        return 0
+    if jobid in ctx.allocations:
+        try:
+            full = ctx.engine.partial_cancel(jobid, text, reader)
+        except FluxliteError as exc:
+            ctx.stdout.write(f"partial-cancel: {exc}\n")
+            ctx.err.write(f"ERROR: error encountered while removing job {jobid}\n")
+        else:
+            if full:
+                ctx.allocations.pop(jobid, None)
+                info = ctx.jobs.get(jobid)
+                if info is not None:
+                    info.state = "CANCELED"
+    elif jobid in ctx.reservations:
+        ctx.err.write("ERROR: reservations not currently supported by partial cancel\n")
+        return 0
+    else:
+        ctx.err.write(f"ERROR: nonexistent job {jobid}\n")
+        return 0
+    if len(args) == 5 and args[4] == "stats":
+        out = ctx.out
+        out.write("INFO: =============================\n")
+        out.write(f'INFO: PARTIAL CANCEL PREORDER COUNT="{ctx.engine.preorder_count}"\n')
+        out.write(f'INFO: PARTIAL CANCEL POSTORDER COUNT="{ctx.engine.postorder_count}"\n')
+        out.write("INFO: =============================\n")
+    return 0
 
 
 def install() -> None:
@@ -16,3 +70,7 @@ def install() -> None:
     if _installed:
         return
     _installed = True
+    q.register_command(q.Command(
+        "partial-cancel", "pc", cmd_partial_cancel,
+        "Partially release an allocation: resource-query> partial-cancel jobid (file format: jgf | rv1exec) "
+        "R_to_cancel.file (optional subcmd: stats)"), before="set-property")

@@ -1038,6 +1038,182 @@ class Traverser:
             self._rem_plan(v, jobid)
         return 0
 
+    # ------------------------------------------------------------ partial cancel
+    def job_holds(self, u: int, jobid: int) -> bool:
+        """True if vertex ``u`` holds any state of ``jobid``."""
+        for col in (self.tags, self.allocs, self.resvs, self.xspans):
+            d = col[u]
+            if d is not None and jobid in d:
+                return True
+        j2s = self.job2span.get(self.dom)
+        d = j2s[u] if j2s is not None else None
+        return d is not None and jobid in d
+
+    def _rank_root(self, vids: Iterable[int]) -> int | None:
+        """The vertex of a rank with the shortest path (the root of the rank's subtree)."""
+        best = None
+        blen = -1
+        col = self.g.paths.get(self.dom, {})
+        for v in vids:
+            p = col.get(v)
+            if p is not None and (best is None or len(p) < blen):
+                best, blen = v, len(p)
+        return best
+
+    def plan_partial_release(self, jobid: int, ranks: Iterable[int] | None = None,
+                             vertices: Iterable[int] | None = None) -> dict[int, list[int]]:
+        """Validate a partial release and return rank -> vertices to release.
+
+        Either ``ranks`` (release everything the job holds on those broker
+        ranks) or ``vertices`` (release exactly these) is given.  Raises
+        ``ValueError`` naming the problem; nothing is changed.
+        """
+        g = self.g
+        by_rank: dict[int, list[int]] = {}
+        if ranks is not None:
+            for r in ranks:
+                vids = g.by_rank.get(r)
+                if not vids:
+                    raise ValueError(f"rank {r} not found in the resource graph")
+                held = [v for v in vids if self.tags[v] is not None and jobid in self.tags[v]]
+                if not held:
+                    raise ValueError(f"job {jobid} holds nothing on rank {r}")
+                by_rank[r] = held
+        else:
+            for v in vertices or ():
+                if not self.job_holds(v, jobid):
+                    raise ValueError(f"job {jobid} does not hold {g.path(v, self.dom) or g.v_name[v]}")
+                by_rank.setdefault(g.v_rank[v], []).append(v)
+            for r, vids in by_rank.items():
+                if r < 0:
+                    raise ValueError("a vertex without a broker rank cannot be released on its own: "
+                                     + ", ".join(g.path(v, self.dom) for v in vids))
+                root = self._rank_root(g.by_rank.get(r, ()))
+                if root is not None and root not in vids:
+                    raise ValueError(f"the release of rank {r} must include its root {g.path(root, self.dom)}")
+        if not by_rank:
+            raise ValueError("nothing to release")
+        return by_rank
+
+    def release(self, jobid: int, by_rank: dict[int, list[int]]) -> bool:
+        """Release the vertices of :meth:`plan_partial_release`; return True if the job is now gone.
+
+        Released vertices lose the job's spans, tags and aggregate spans; every
+        ancestor's aggregate drops by what was released below it.  When nothing
+        but bookkeeping residue is left, the whole job is purged.  O(released +
+        depth x ranks).
+        """
+        g = self.g
+        dom = self.dom
+        counts: dict[int, dict[str, int]] = {}
+        for r, vids in by_rank.items():
+            rc = counts.setdefault(r, {})
+            for v in vids:
+                amount = self._purge_vertex(v, jobid)
+                if amount is not None:
+                    t = g.v_type[v]
+                    rc[t] = rc.get(t, 0) + amount
+        # accumulate reductions along each rank root's ancestor chain
+        reductions: dict[int, dict[str, int]] = {}
+        depth: dict[int, int] = {}
+        for r in by_rank:
+            root = self._rank_root(g.by_rank.get(r, ()) or by_rank[r])
+            if root is None:
+                continue
+            chain = g.ancestors(root, dom)
+            for i, a in enumerate(chain):
+                depth[a] = len(chain) - 1 - i
+                red = reductions.setdefault(a, {})
+                for t, c in counts[r].items():
+                    red[t] = red.get(t, 0) + c
+        for u in sorted(reductions, key=lambda a: -depth[a]):
+            released_own = self._reduce_ancestor(u, jobid, reductions[u])
+            if released_own:
+                t = g.v_type[u]
+                for a in g.ancestors(u, dom):
+                    red = reductions.get(a)
+                    if red is not None:
+                        red[t] = red.get(t, 0) + released_own
+        root = g.roots[dom]
+        tg = self.tags[root]
+        if tg is not None and jobid in tg:
+            j2s = self.job2span.get(dom)
+            if j2s is not None and self.subplan[dom][root] is not None:
+                return False
+            # no aggregate at the root to tell: the job is gone when what is
+            # left holds no resources (tags and empty placeholder spans only)
+            for v in self.job_vertices(jobid):
+                if j2s is not None and j2s[v] is not None and jobid in j2s[v]:
+                    return False
+                for table in (self.allocs, self.resvs):
+                    d = table[v]
+                    if d is not None and jobid in d:
+                        sp = self.vspans[v]
+                        if sp is not None and sp.get(d[jobid], (0, 0, 0))[2] != 0:
+                            return False
+        for v in self.job_vertices(jobid):
+            self._purge_vertex(v, jobid)
+        return True
+
+    def _purge_vertex(self, u: int, jobid: int) -> int | None:
+        """Remove every piece of ``jobid``'s state on ``u``; return the amount of its own span."""
+        for col in (self.tags, self.xspans):
+            d = col[u]
+            if d is not None and jobid in d:
+                del d[jobid]
+                if not d:
+                    col[u] = None
+        dom = self.dom
+        j2s = self.job2span.get(dom)
+        d2 = j2s[u] if j2s is not None else None
+        if d2 is not None and jobid in d2:
+            p = self.subplan[dom][u]
+            if p is not None:
+                p.rem_span(d2[jobid])
+            del d2[jobid]
+            if not d2:
+                j2s[u] = None  # type: ignore[index]
+        return self._rem_plan(u, jobid)
+
+    def _reduce_ancestor(self, u: int, jobid: int, red: dict[str, int]) -> int:
+        """Shrink ``jobid``'s aggregate span on ancestor ``u``; return the size of ``u`` it released.
+
+        An ancestor whose aggregate span drains completely holds nothing of
+        the job any more and is purged; one that still holds resources below
+        keeps its tag, but an exclusive span of the job on it becomes an empty
+        placeholder so the released resources below are usable again.
+        """
+        dom = self.dom
+        j2s = self.job2span.get(dom)
+        d2 = j2s[u] if j2s is not None else None
+        tg = self.tags[u]
+        if tg is None or jobid not in tg or d2 is None or jobid not in d2:
+            return 0
+        p = self.subplan[dom][u]
+        drained = False
+        if p is not None:
+            span = d2[jobid]
+            planned = {t: p.span_planned_at(span, i) for i, t in enumerate(p.resource_types)}
+            cut = {t: min(c, planned[t]) for t, c in red.items() if t in planned}
+            drained = p.reduce_span(span, cut)
+            if drained:
+                del d2[jobid]
+                if not d2:
+                    j2s[u] = None  # type: ignore[index]
+        own = 0
+        for table in (self.allocs, self.resvs):
+            d = table[u]
+            if d is not None and jobid in d:
+                sp = self.vspans[u]
+                sid = d[jobid]
+                if sp is not None and sid in sp and sp[sid][2] != 0:
+                    start, end, _amount = sp[sid]
+                    sp[sid] = (start, end, 0)
+                    own = self.g.v_size[u]
+        if drained:
+            self._purge_vertex(u, jobid)
+        return own
+
     # ------------------------------------------------------------ status
     def mark(self, u: int, up: bool) -> None:
         """Set the status of vertex ``u`` (only that vertex, as Fluxion's ``set-status``).

@@ -17,7 +17,7 @@ Every failed operation leaves the engine's state exactly as it was.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -195,6 +195,83 @@ class Engine:
             raise StateError(msg, jobid=jobid)
         self.jobs.pop(jobid, None)
         self.job_at.pop(jobid, None)
+
+    # -------------------------------------------------------------- graph elasticity
+    def attach(self, jgf_text: str | bytes, source: str = "<jgf>") -> list[int]:
+        """Attach a JGF subgraph; vertices whose path exists are reused.  Returns new vertex handles.
+
+        All or nothing: a bad document raises and leaves the graph unchanged.
+        Cost O(subgraph + ancestors of the attach points).
+        """
+        from fluxlite.readers import attach_jgf
+
+        new = attach_jgf(self.graph, jgf_text, source=source)
+        self.traverser.attach_update(new)
+        return new
+
+    def holders(self, vids: Iterable[int]) -> dict[int, list[int]]:
+        """Jobs holding state on any of ``vids``: job id -> those vertices."""
+        tr = self.traverser
+        out: dict[int, list[int]] = {}
+        for v in vids:
+            for col in (tr.tags, tr.allocs, tr.resvs):
+                d = col[v]
+                if d:
+                    for j in d:
+                        lst = out.setdefault(j, [])
+                        if not lst or lst[-1] != v:
+                            lst.append(v)
+        return out
+
+    def remove_subgraph(self, path: str | None = None, ranks: Iterable[int] | None = None,
+                        force: bool = False) -> list[int]:
+        """Remove the subtree at ``path`` (or every subtree of broker ``ranks``) from the graph.
+
+        The resources must be free; with ``force``, jobs holding them lose them
+        first (as a partial release, so aggregates stay exact).  Raises
+        :class:`CommandError` for an unknown path/rank and :class:`StateError`
+        naming the jobs that hold the resources.  Returns the removed handles.
+        """
+        g = self.graph
+        tr = self.traverser
+        dom = tr.dom
+        roots: list[int] = []
+        if path is not None:
+            v = g.vertex_by_path(path)
+            if v is None:
+                raise CommandError(f"could not find path {path} in resource graph")
+            roots.append(v)
+        for r in ranks or ():
+            vids = g.by_rank.get(r)
+            if not vids:
+                raise CommandError(f"rank {r} not found in resource graph")
+            root = tr._rank_root(vids)
+            if root is not None and root not in roots:
+                roots.append(root)
+        if not roots:
+            raise CommandError("nothing to remove")
+        if g.roots.get(dom) in roots:
+            raise CommandError("cannot remove the root of the graph")
+        doomed: list[int] = []
+        for r in roots:
+            doomed.extend(g.subtree(r, dom))
+        held = self.holders(doomed)
+        if held and not force:
+            jobs = ", ".join(str(j) for j in sorted(held))
+            raise StateError(f"resources are in use by job(s) {jobs}", path=path or "", ranks=list(ranks or []))
+        for jobid, vids in held.items():
+            groups = []
+            vset = set(vids)
+            for r in roots:
+                sub = [v for v in g.subtree(r, dom) if v in vset]
+                if sub:
+                    groups.append((r, sub))
+            if tr.release_groups(jobid, groups):
+                self.jobs.pop(jobid, None)
+                self.job_at.pop(jobid, None)
+        tr.account_removal(roots)
+        g.remove_vertices(doomed)
+        return doomed
 
     # -------------------------------------------------------------- partial release
     def partial_cancel(self, jobid: int, r_text: str | bytes, format: str = "rv1exec") -> bool:

@@ -64,6 +64,49 @@ def cmd_partial_cancel(ctx: q.QueryContext, args: list[str]) -> int:
     return 0
 
 
+def cmd_attach(ctx: q.QueryContext, args: list[str]) -> int:
+    if len(args) != 2:
+        ctx.err.write("ERROR: malformed command\n")
+        return 0
+    text = _read(ctx, args[1])
+    if text is None:
+        return 0
+    try:
+        ctx.engine.attach(text, source=args[1])
+    except FluxliteError as exc:
+        detail = getattr(exc, "fluxion_message", None) or str(exc)
+        ctx.err.write("ERROR: can't attach JGF subgraph \n")
+        ctx.err.write("ERROR: add_subgraph: ERROR: add subgraph error: Invalid argument\n")
+        ctx.err.write(f"add_subgraph: ERROR: reader returned error: {detail}\n\n\n")
+    return 0
+
+
+def cmd_remove(ctx: q.QueryContext, args: list[str]) -> int:
+    if len(args) != 3:
+        ctx.err.write("ERROR: malformed command: usage: remove PATH true | remove IDSET false\n")
+        return 0
+    target, is_path = args[1], args[2]
+    try:
+        if is_path == "true":
+            ctx.engine.remove_subgraph(path=target, force=True)
+        elif is_path == "false":
+            from fluxlite.writers._idset import decode as idset_decode
+
+            try:
+                ranks = list(idset_decode(target))
+            except (ValueError, FluxliteError):
+                ctx.err.write("ERROR: failed to decode ranks.\n")
+                return 0
+            ctx.engine.remove_subgraph(ranks=ranks, force=True)
+        else:
+            ctx.err.write("ERROR: invalid path boolean input \n")
+            return 0
+    except FluxliteError as exc:
+        ctx.err.write("ERROR: can't remove subgraph \n")
+        ctx.err.write(f"ERROR: {exc}\n")
+    return 0
+
+
 def install() -> None:
     """Register the elasticity commands once."""
     global _installed
@@ -74,3 +117,10 @@ def install() -> None:
         "partial-cancel", "pc", cmd_partial_cancel,
         "Partially release an allocation: resource-query> partial-cancel jobid (file format: jgf | rv1exec) "
         "R_to_cancel.file (optional subcmd: stats)"), before="set-property")
+    q.register_command(q.Command(
+        "attach", "j", cmd_attach,
+        "Attach a JGF subgraph to the resource graph: resource-query> attach jgf_file"), before="find")
+    q.register_command(q.Command(
+        "remove", "r", cmd_remove,
+        "Remove a subgraph from the resource graph, specifying whether the target is a path (true) "
+        "or idset (false): resource-query> remove (/path/to/node/ | idset) (true|false)"), before="find")

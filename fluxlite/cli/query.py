@@ -464,6 +464,8 @@ def run_line(ctx: QueryContext, line: str) -> bool:
         ctx.err.write(f"ERROR: {tokens[0]}: {exc}\n")
     except (OSError, ValueError, KeyError, IndexError) as exc:  # never a traceback for bad input
         ctx.err.write(f"ERROR: {tokens[0]}: {exc}\n")
+    except Exception as exc:  # noqa: BLE001 - the loop must survive; report and go on
+        ctx.err.write(f"ERROR: {tokens[0]}: internal error: {type(exc).__name__}: {exc}\n")
     return True
 
 

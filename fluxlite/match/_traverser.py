@@ -304,6 +304,11 @@ class Traverser:
         t = g.v_type[u]
         self._accum_if(t, g.v_size[u], to_parent)
         if not any(g.out[s][u] for s in g.out):
+            # Like Fluxion, every leaf type is tracked at the cluster level
+            # even when the filter spec does not name it.
+            if t not in self.prune.total:
+                self.prune.add("cluster", t)
+                self._accum_if(t, g.v_size[u], to_parent)
             return
         dfv: dict[str, int] = {}
         dst = g.e_dst
@@ -1038,6 +1043,105 @@ class Traverser:
             self._rem_plan(v, jobid)
         return 0
 
+    # ------------------------------------------------------------ elasticity of the graph
+    def _subtree_counts(self, ss: str, r: int) -> dict[str, int]:
+        """Units of every pruning type in the subtree of ``r`` (``r`` included).  O(subtree)."""
+        g = self.g
+        out: dict[str, int] = {}
+        total = self.prune.total
+        vt, vs, dst = g.v_type, g.v_size, g.e_dst
+        col = g.out.get(ss)
+        stack = [r]
+        while stack:
+            v = stack.pop()
+            t = vt[v]
+            if t in total:
+                out[t] = out.get(t, 0) + vs[v]
+            if col is not None:
+                stack.extend(dst[e] for e in col[v])
+        return out
+
+    def _shift_totals(self, ss: str, a: int, delta: dict[str, int], sign: int) -> None:
+        p = self.subplan[ss][a]
+        if p is None:
+            t = self.g.v_type[a]
+            ptypes = self.prune.types_for(t)
+            if not ptypes or sign < 0:
+                return
+            avail = [delta.get(pt, 0) for pt in ptypes]
+            self.subplan[ss][a] = PlannerMulti(self.graph_start, self.graph_end - self.graph_start, avail, ptypes)
+            return
+        types = p.resource_types
+        totals = [max(0, p.resource_total_at(i) + sign * delta.get(t, 0)) for i, t in enumerate(types)]
+        p.update(totals, types)
+
+    def attach_update(self, new: Sequence[int]) -> None:
+        """Account for vertices just attached to the graph.
+
+        New internal vertices get their own aggregates, and every existing
+        ancestor of a new subtree has its aggregate totals raised; existing
+        job spans are kept.  O(new + ancestors of the attach points).
+        """
+        g = self.g
+        self._sync_edges()
+        n = len(g.v_type)
+        for col in (self.vspans, self.allocs, self.resvs, self.tags, self.xspans):
+            if len(col) < n:
+                col.extend([None] * (n - len(col)))
+        newset = set(new)
+        for ss in self.subsystems:
+            if ss not in self.subplan:
+                continue
+            col = self.subplan[ss]
+            if len(col) < n:
+                col.extend([None] * (n - len(col)))
+            j2s = self.job2span[ss]
+            if len(j2s) < n:
+                j2s.extend([None] * (n - len(j2s)))
+            pcol = g.parent_edge.get(ss)
+            for v in new:
+                pe = pcol[v] if pcol is not None else -1
+                parent = g.e_src[pe] if pe >= 0 else None
+                if parent is not None and parent in newset:
+                    continue
+                self._colors = {}
+                contrib: dict[str, int] = {}
+                self._prime(ss, v, contrib, None)
+                for a in g.ancestors(v, ss):
+                    self._shift_totals(ss, a, contrib, +1)
+        self._reset_color()
+        for v in new:
+            if g.v_type[v] == "node" and g.v_status[v] == UP:
+                self.nodes_up += 1
+        if self._outedges_built:
+            for v in new:
+                self._outedges.pop(v, None)
+                for ss in g.out:
+                    p = g.parent(v, ss)
+                    if p is not None:
+                        self._outedges.pop(p, None)
+
+    def account_removal(self, roots: Sequence[int]) -> None:
+        """Lower ancestors' aggregate totals for subtrees about to be removed.  O(subtrees + depth)."""
+        g = self.g
+        for ss in self.subsystems:
+            if ss not in self.subplan:
+                continue
+            for r in roots:
+                contrib = self._subtree_counts(ss, r)
+                for a in g.ancestors(r, ss):
+                    self._shift_totals(ss, a, contrib, -1)
+        vt, st = g.v_type, g.v_status
+        for r in roots:
+            for v in g.subtree(r, self.dom):
+                if vt[v] == "node" and st[v] == UP:
+                    self.nodes_up -= 1
+        if self._outedges_built:
+            for r in roots:
+                p = g.parent(r, self.dom)
+                if p is not None:
+                    self._outedges.pop(p, None)
+
     # ------------------------------------------------------------ partial cancel
     def job_holds(self, u: int, jobid: int) -> bool:
         """True if vertex ``u`` holds any state of ``jobid``."""
@@ -1096,7 +1200,15 @@ class Traverser:
         return by_rank
 
     def release(self, jobid: int, by_rank: dict[int, list[int]]) -> bool:
-        """Release the vertices of :meth:`plan_partial_release`; return True if the job is now gone.
+        """Release the vertices of :meth:`plan_partial_release`; return True if the job is now gone."""
+        groups = []
+        for r, vids in by_rank.items():
+            root = self._rank_root(self.g.by_rank.get(r, ()) or vids)
+            groups.append((root, vids))
+        return self.release_groups(jobid, groups)
+
+    def release_groups(self, jobid: int, groups: list[tuple[int | None, list[int]]]) -> bool:
+        """Release groups of vertices (each with the root of its subtree); True if the job is gone.
 
         Released vertices lose the job's spans, tags and aggregate spans; every
         ancestor's aggregate drops by what was released below it.  When nothing
@@ -1105,26 +1217,23 @@ class Traverser:
         """
         g = self.g
         dom = self.dom
-        counts: dict[int, dict[str, int]] = {}
-        for r, vids in by_rank.items():
-            rc = counts.setdefault(r, {})
+        # accumulate reductions along each group root's ancestor chain
+        reductions: dict[int, dict[str, int]] = {}
+        depth: dict[int, int] = {}
+        for root, vids in groups:
+            counts: dict[str, int] = {}
             for v in vids:
                 amount = self._purge_vertex(v, jobid)
                 if amount is not None:
                     t = g.v_type[v]
-                    rc[t] = rc.get(t, 0) + amount
-        # accumulate reductions along each rank root's ancestor chain
-        reductions: dict[int, dict[str, int]] = {}
-        depth: dict[int, int] = {}
-        for r in by_rank:
-            root = self._rank_root(g.by_rank.get(r, ()) or by_rank[r])
+                    counts[t] = counts.get(t, 0) + amount
             if root is None:
                 continue
-            chain = g.ancestors(root, dom)
+            chain = [a for a in g.ancestors(root, dom)]
             for i, a in enumerate(chain):
                 depth[a] = len(chain) - 1 - i
                 red = reductions.setdefault(a, {})
-                for t, c in counts[r].items():
+                for t, c in counts.items():
                     red[t] = red.get(t, 0) + c
         for u in sorted(reductions, key=lambda a: -depth[a]):
             released_own = self._reduce_ancestor(u, jobid, reductions[u])

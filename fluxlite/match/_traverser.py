@@ -429,7 +429,7 @@ class Traverser:
 
     def _prune(self, meta: JobMeta, excl: bool, ss: str, u: int, resources: Sequence[Any]) -> int:
         g = self.g
-        if g.v_status[u] != UP:
+        if meta.alloc_type != AT_SATISFIABILITY and g.v_status[u] != UP:
             return -1
         t = g.v_type[u]
         if meta.constraint is not None and t == "node" and not self._constraint_match(meta.constraint, u):
@@ -1325,19 +1325,22 @@ class Traverser:
 
     # ------------------------------------------------------------ status
     def mark(self, u: int, up: bool) -> None:
-        """Set the status of vertex ``u`` (only that vertex, as Fluxion's ``set-status``).
+        """Set the status of vertex ``u`` (Fluxion's ``set-status``).
 
-        A vertex that is down prunes its whole subtree from every match,
-        including satisfiability checks.  Setting the same status twice is a
-        no-op.
+        Only ``u`` changes, but a vertex that is down prunes its whole subtree
+        from allocations, and the count of nodes up (used to reject requests
+        early) drops by every node below it.  Setting the same status twice is
+        a no-op.  O(subtree).
         """
         g = self.g
         new = UP if up else 1
         if g.v_status[u] == new:
             return
         g.v_status[u] = new
-        if g.v_type[u] == "node":
-            self.nodes_up += 1 if up else -1
+        vt, vs = g.v_type, g.v_size
+        for v in g.subtree(u, self.dom):
+            if vt[v] == "node":
+                self.nodes_up += vs[v] if up else -vs[v]
 
     # ------------------------------------------------------------ run
     def _reset_exclusive_types(self, saved: set[str]) -> None:

@@ -117,8 +117,9 @@ class Engine:
         return w
 
     # -------------------------------------------------------------- matching
-    def match(self, jobspec: Any, op: str = "allocate", jobid: int | None = None, fmt: str = "simple",
-              at: int = 0) -> MatchResult:
+    def match(
+        self, jobspec: Any, op: str = "allocate", jobid: int | None = None, fmt: str = "simple", at: int = 0
+    ) -> MatchResult:
         """Run one match; never raises for a request that cannot be placed (see ``ok``/``errno``).
 
         ``op`` is ``allocate``, ``allocate_orelse_reserve``,
@@ -145,8 +146,16 @@ class Engine:
         sat = errno not in ("ENODEV", "ENOENT")
         if op != "satisfiability" and not error:
             self._next_jobid = max(self._next_jobid, jobid + 1)
-        res = MatchResult(ok=ok, jobid=jobid, at=got_at if ok else 0, text=text, satisfiable=sat,
-                          errno=0 if ok else errno, error=error, reserved=ok and got_at != 0)
+        res = MatchResult(
+            ok=ok,
+            jobid=jobid,
+            at=got_at if ok else 0,
+            text=text,
+            satisfiable=sat,
+            errno=0 if ok else errno,
+            error=error,
+            reserved=ok and got_at != 0,
+        )
         if ok:
             self.jobs[jobid] = "reserved" if got_at != 0 else "allocated"
             self.job_at[jobid] = got_at
@@ -166,7 +175,9 @@ class Engine:
         """Allocate now; raise :class:`BusyError` or :class:`UnsatisfiableError` otherwise."""
         return self._place(jobspec, "allocate_with_satisfiability", jobid, fmt)
 
-    def allocate_orelse_reserve(self, jobspec: Any, jobid: int | None = None, fmt: str = "simple") -> MatchResult:
+    def allocate_orelse_reserve(
+        self, jobspec: Any, jobid: int | None = None, fmt: str = "simple"
+    ) -> MatchResult:
         """Allocate now or reserve at the earliest time; raise :class:`UnsatisfiableError` if impossible."""
         return self._place(jobspec, "allocate_orelse_reserve", jobid, fmt)
 
@@ -223,8 +234,9 @@ class Engine:
                             lst.append(v)
         return out
 
-    def remove_subgraph(self, path: str | None = None, ranks: Iterable[int] | None = None,
-                        force: bool = False) -> list[int]:
+    def remove_subgraph(
+        self, path: str | None = None, ranks: Iterable[int] | None = None, force: bool = False
+    ) -> list[int]:
         """Remove the subtree at ``path`` (or every subtree of broker ``ranks``) from the graph.
 
         The resources must be free; with ``force``, jobs holding them lose them
@@ -258,7 +270,9 @@ class Engine:
         held = self.holders(doomed)
         if held and not force:
             jobs = ", ".join(str(j) for j in sorted(held))
-            raise StateError(f"resources are in use by job(s) {jobs}", path=path or "", ranks=list(ranks or []))
+            raise StateError(
+                f"resources are in use by job(s) {jobs}", path=path or "", ranks=list(ranks or [])
+            )
         for jobid, vids in held.items():
             groups = []
             vset = set(vids)

@@ -102,8 +102,7 @@ def cmd_remove(ctx: q.QueryContext, args: list[str]) -> int:
             ctx.err.write("ERROR: invalid path boolean input \n")
             return 0
     except FluxliteError as exc:
-        ctx.err.write("ERROR: can't remove subgraph \n")
-        ctx.err.write(f"ERROR: {exc}\n")
+        ctx.err.write(f"ERROR: can't remove subgraph: {exc}\n")
     return 0
 
 
@@ -113,14 +112,32 @@ def install() -> None:
     if _installed:
         return
     _installed = True
-    q.register_command(q.Command(
-        "partial-cancel", "pc", cmd_partial_cancel,
-        "Partially release an allocation: resource-query> partial-cancel jobid (file format: jgf | rv1exec) "
-        "R_to_cancel.file (optional subcmd: stats)"), before="set-property")
-    q.register_command(q.Command(
-        "attach", "j", cmd_attach,
-        "Attach a JGF subgraph to the resource graph: resource-query> attach jgf_file"), before="find")
-    q.register_command(q.Command(
-        "remove", "r", cmd_remove,
-        "Remove a subgraph from the resource graph, specifying whether the target is a path (true) "
-        "or idset (false): resource-query> remove (/path/to/node/ | idset) (true|false)"), before="find")
+    q.register_command(
+        q.Command(
+            "partial-cancel",
+            "pc",
+            cmd_partial_cancel,
+            "Partially release an allocation: resource-query> partial-cancel jobid (file format: jgf | rv1exec) "
+            "R_to_cancel.file (optional subcmd: stats)",
+        ),
+        before="set-property",
+    )
+    q.register_command(
+        q.Command(
+            "attach",
+            "j",
+            cmd_attach,
+            "Attach a JGF subgraph to the resource graph: resource-query> attach jgf_file",
+        ),
+        before="find",
+    )
+    q.register_command(
+        q.Command(
+            "remove",
+            "r",
+            cmd_remove,
+            "Remove a subgraph from the resource graph, specifying whether the target is a path (true) "
+            "or idset (false): resource-query> remove (/path/to/node/ | idset) (true|false)",
+        ),
+        before="find",
+    )

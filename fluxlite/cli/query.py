@@ -12,6 +12,7 @@ never stop the loop.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -122,6 +123,10 @@ def _run_match(ctx: QueryContext, jobid: int, op: str, jobspec_fn: str) -> int:
     from fluxlite.jobspec import load_jobspec
 
     t0 = time.perf_counter()
+    if not os.path.isfile(jobspec_fn):
+        why = "is a directory" if os.path.isdir(jobspec_fn) else "No such file or directory"
+        ctx.err.write(f"ERROR: can't open {jobspec_fn}: {why}\n")
+        return 0
     try:
         jobspec = load_jobspec(jobspec_fn)
     except OSError as exc:
@@ -170,8 +175,10 @@ def _match_op(ctx: QueryContext, sub: str) -> str | None:
 
 def cmd_match(ctx: QueryContext, args: list[str]) -> int:
     if len(args) != 3:
-        ctx.err.write("ERROR: malformed command: usage: match <allocate|allocate_orelse_reserve|"
-                      "allocate_with_satisfiability|satisfiability> JOBSPEC\n")
+        ctx.err.write(
+            "ERROR: malformed command: usage: match <allocate|allocate_orelse_reserve|"
+            "allocate_with_satisfiability|satisfiability> JOBSPEC\n"
+        )
         return 0
     op = _match_op(ctx, args[1])
     if op is None:
@@ -298,7 +305,9 @@ def cmd_cat(ctx: QueryContext, args: list[str]) -> int:
 # --------------------------------------------------------------------------- find / status / properties
 def cmd_find(ctx: QueryContext, args: list[str]) -> int:
     if len(args) < 2:
-        ctx.err.write("ERROR: malformed command: usage: find CRITERIA (e.g. status=down and sched-now=allocated)\n")
+        ctx.err.write(
+            "ERROR: malformed command: usage: find CRITERIA (e.g. status=down and sched-now=allocated)\n"
+        )
         return 0
     criteria = " ".join(args[1:])
     try:
@@ -404,27 +413,59 @@ def cmd_quit(ctx: QueryContext, args: list[str]) -> int:
 
 
 COMMANDS: list[Command] = [
-    Command("match", "m", cmd_match,
-            "Allocate or reserve matching resources (subcmd: allocate | allocate_with_satisfiability | "
-            "allocate_orelse_reserve) | satisfiability: resource-query> match allocate jobspec"),
-    Command("multi-match", "M", cmd_match_multi,
-            "Allocate or reserve for multiple jobspecs (subcmd: allocate | allocate_with_satisfiability | "
-            "allocate_orelse_reserve): resource-query> multi-match allocate jobspec1 jobspec2 ..."),
-    Command("find", "f", cmd_find,
-            "Find resources matched with criteria (predicates: status={up|down} sched-now={allocated|free} "
-            "sched-future={reserved|free} agfilter={true|false} names=hostlist jobid-alloc=jobid "
-            "jobid-span=jobid jobid-tag=jobid jobid-reserved=jobid property=name): "
-            "resource-query> find status=down and sched-now=allocated"),
-    Command("cancel", "c", cmd_cancel,
-            "Cancel an allocation or reservation: resource-query> cancel jobid (optional subcmd: stats)"),
-    Command("set-property", "p", cmd_set_property,
-            "Add a property to a resource: resource-query> set-property resource PROPERTY=VALUE"),
-    Command("get-property", "g", cmd_get_property,
-            "Get all properties of a resource: resource-query> get-property resource"),
-    Command("set-status", "t", cmd_set_status,
-            "Set resource status on vertex: resource-query> set-status PATH_TO_VERTEX {up|down}"),
-    Command("get-status", "e", cmd_get_status,
-            "Get the graph resource vertex status: resource-query> get-status PATH_TO_VERTEX"),
+    Command(
+        "match",
+        "m",
+        cmd_match,
+        "Allocate or reserve matching resources (subcmd: allocate | allocate_with_satisfiability | "
+        "allocate_orelse_reserve) | satisfiability: resource-query> match allocate jobspec",
+    ),
+    Command(
+        "multi-match",
+        "M",
+        cmd_match_multi,
+        "Allocate or reserve for multiple jobspecs (subcmd: allocate | allocate_with_satisfiability | "
+        "allocate_orelse_reserve): resource-query> multi-match allocate jobspec1 jobspec2 ...",
+    ),
+    Command(
+        "find",
+        "f",
+        cmd_find,
+        "Find resources matched with criteria (predicates: status={up|down} sched-now={allocated|free} "
+        "sched-future={reserved|free} agfilter={true|false} names=hostlist jobid-alloc=jobid "
+        "jobid-span=jobid jobid-tag=jobid jobid-reserved=jobid property=name): "
+        "resource-query> find status=down and sched-now=allocated",
+    ),
+    Command(
+        "cancel",
+        "c",
+        cmd_cancel,
+        "Cancel an allocation or reservation: resource-query> cancel jobid (optional subcmd: stats)",
+    ),
+    Command(
+        "set-property",
+        "p",
+        cmd_set_property,
+        "Add a property to a resource: resource-query> set-property resource PROPERTY=VALUE",
+    ),
+    Command(
+        "get-property",
+        "g",
+        cmd_get_property,
+        "Get all properties of a resource: resource-query> get-property resource",
+    ),
+    Command(
+        "set-status",
+        "t",
+        cmd_set_status,
+        "Set resource status on vertex: resource-query> set-status PATH_TO_VERTEX {up|down}",
+    ),
+    Command(
+        "get-status",
+        "e",
+        cmd_get_status,
+        "Get the graph resource vertex status: resource-query> get-status PATH_TO_VERTEX",
+    ),
     Command("list", "l", cmd_list, "List all jobs: resource-query> list"),
     Command("info", "i", cmd_info, "Print info on a jobid: resource-query> info jobid"),
     Command("stat", "s", cmd_stat, "Print overall stats: resource-query> stat jobid"),
@@ -464,7 +505,7 @@ def run_line(ctx: QueryContext, line: str) -> bool:
         ctx.err.write(f"ERROR: {tokens[0]}: {exc}\n")
     except (OSError, ValueError, KeyError, IndexError) as exc:  # never a traceback for bad input
         ctx.err.write(f"ERROR: {tokens[0]}: {exc}\n")
-    except Exception as exc:  # noqa: BLE001 - the loop must survive; report and go on
+    except Exception as exc:
         ctx.err.write(f"ERROR: {tokens[0]}: internal error: {type(exc).__name__}: {exc}\n")
     return True
 
@@ -481,18 +522,13 @@ def run_commands(ctx: QueryContext, lines: Any, interactive: bool = False, promp
 
 
 def _interactive_loop(ctx: QueryContext, prompt: str) -> None:
-    try:
-        import readline  # noqa: F401  (line editing and history for input())
-    except ImportError:  # pragma: no cover - platform without readline
-        pass
     hist = Path(os.environ.get("FLUXLITE_HISTORY", Path.home() / ".fluxlite_history"))
-    try:
+    # importing readline gives input() line editing and history
+    with contextlib.suppress(ImportError, OSError):
         import readline as rl
 
         if hist.exists():
             rl.read_history_file(str(hist))
-    except (ImportError, OSError):
-        pass
     try:
         while True:
             try:
@@ -540,32 +576,89 @@ def build_parser(prog: str = "fluxlite query") -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=HELP_EPILOG,
     )
-    p.add_argument("-L", "--load-file", metavar="FILE",
-                   help="resource graph to load (default: the bundled 2-rack cluster)")
-    p.add_argument("-f", "--load-format", default="grug", metavar="FMT",
-                   help="format of the load file: grug | jgf | rv1exec | hwloc (default: grug)")
-    p.add_argument("-W", "--load-allowlist", action="append", default=[], metavar="TYPES",
-                   help="only load these resource types (comma separated)")
-    p.add_argument("-S", "--match-subsystems", default="CA", metavar="SPEC",
-                   help="subsystems to match on: CA (containment), PA (power), C+PA, IBA, ... (default: CA)")
-    p.add_argument("-P", "--match-policy", default="first", metavar="POLICY",
-                   help="match policy: first, firstnodex, low, high, lonode, hinode, lonodex, hinodex, "
-                        "locality, or a custom 'policy=low node_centric=true ...' (default: first)")
-    p.add_argument("-F", "--match-format", default="simple", metavar="FMT",
-                   help="output format of matches: simple | pretty_simple | jgf | jgf_shorthand | rlite | "
-                        "rv1 | rv1_nosched (default: simple)")
-    p.add_argument("-g", "--graph-format", default="dot", metavar="FMT",
-                   help="format of the graph written by -o: dot | graphml (default: dot)")
-    p.add_argument("-o", "--graph-output", metavar="BASENAME",
-                   help="write the matcher's graph to BASENAME.dot or BASENAME.graphml on exit")
-    p.add_argument("-p", "--prune-filters", action="append", default=[], metavar="HL:LL,...",
-                   help="subtree aggregates for pruning, e.g. ALL:core,ALL:node or rack:node "
-                        "(default: ALL:core,ALL:node)")
-    p.add_argument("-t", "--test-output", metavar="FILE",
-                   help="write match results and INFO lines to FILE instead of standard output")
-    p.add_argument("-r", "--reserve-vtx-vec", type=int, default=0, metavar="N",
-                   help="accepted for compatibility (vertex storage grows on demand)")
-    p.add_argument("-e", "--elapse-time", action="store_true", help="print the elapsed time of every operation")
+    p.add_argument(
+        "-L",
+        "--load-file",
+        metavar="FILE",
+        help="resource graph to load (default: the bundled 2-rack cluster)",
+    )
+    p.add_argument(
+        "-f",
+        "--load-format",
+        default="grug",
+        metavar="FMT",
+        help="format of the load file: grug | jgf | rv1exec | hwloc (default: grug)",
+    )
+    p.add_argument(
+        "-W",
+        "--load-allowlist",
+        action="append",
+        default=[],
+        metavar="TYPES",
+        help="only load these resource types (comma separated)",
+    )
+    p.add_argument(
+        "-S",
+        "--match-subsystems",
+        default="CA",
+        metavar="SPEC",
+        help="subsystems to match on: CA (containment), PA (power), C+PA, IBA, ... (default: CA)",
+    )
+    p.add_argument(
+        "-P",
+        "--match-policy",
+        default="first",
+        metavar="POLICY",
+        help="match policy: first, firstnodex, low, high, lonode, hinode, lonodex, hinodex, "
+        "locality, or a custom 'policy=low node_centric=true ...' (default: first)",
+    )
+    p.add_argument(
+        "-F",
+        "--match-format",
+        default="simple",
+        metavar="FMT",
+        help="output format of matches: simple | pretty_simple | jgf | jgf_shorthand | rlite | "
+        "rv1 | rv1_nosched (default: simple)",
+    )
+    p.add_argument(
+        "-g",
+        "--graph-format",
+        default="dot",
+        metavar="FMT",
+        help="format of the graph written by -o: dot | graphml (default: dot)",
+    )
+    p.add_argument(
+        "-o",
+        "--graph-output",
+        metavar="BASENAME",
+        help="write the matcher's graph to BASENAME.dot or BASENAME.graphml on exit",
+    )
+    p.add_argument(
+        "-p",
+        "--prune-filters",
+        action="append",
+        default=[],
+        metavar="HL:LL,...",
+        help="subtree aggregates for pruning, e.g. ALL:core,ALL:node or rack:node "
+        "(default: ALL:core,ALL:node)",
+    )
+    p.add_argument(
+        "-t",
+        "--test-output",
+        metavar="FILE",
+        help="write match results and INFO lines to FILE instead of standard output",
+    )
+    p.add_argument(
+        "-r",
+        "--reserve-vtx-vec",
+        type=int,
+        default=0,
+        metavar="N",
+        help="accepted for compatibility (vertex storage grows on demand)",
+    )
+    p.add_argument(
+        "-e", "--elapse-time", action="store_true", help="print the elapsed time of every operation"
+    )
     p.add_argument("-d", "--disable-prompt", action="store_true", help="do not print the prompt")
     return p
 
@@ -591,9 +684,7 @@ SUBSYSTEM_SPECS: dict[str, tuple[str, ...]] = {
 def parse_subsystems(spec: str) -> tuple[str, ...]:
     got = SUBSYSTEM_SPECS.get(spec) or SUBSYSTEM_SPECS.get(spec.upper())
     if got is None:
-        raise FluxliteError(
-            f"unknown --match-subsystems {spec!r} (known: {', '.join(SUBSYSTEM_SPECS)})"
-        )
+        raise FluxliteError(f"unknown --match-subsystems {spec!r} (known: {', '.join(SUBSYSTEM_SPECS)})")
     return got
 
 
@@ -650,8 +741,14 @@ def main(argv: list[str] | None = None) -> int:
             return 1
     else:
         out = sys.stdout
-    ctx = QueryContext(engine=engine, match_format=opts.match_format, out=out, err=err,
-                       elapse=opts.elapse_time, load_format=opts.load_format)
+    ctx = QueryContext(
+        engine=engine,
+        match_format=opts.match_format,
+        out=out,
+        err=err,
+        elapse=opts.elapse_time,
+        load_format=opts.load_format,
+    )
     if opts.elapse_time:
         g = engine.graph
         sys.stdout.write(f"INFO: Graph Load Time: {_fmt_ostream_double(load_time)}\n")
@@ -676,6 +773,8 @@ def main(argv: list[str] | None = None) -> int:
 
         fn = f"{opts.graph_output}.{opts.graph_format}"
         sys.stdout.write("INFO: Write the target graph of the matcher...\n")
-        text = write_dot(engine.graph, engine.dom) if opts.graph_format == "dot" else write_graphml(engine.graph)
+        text = (
+            write_dot(engine.graph, engine.dom) if opts.graph_format == "dot" else write_graphml(engine.graph)
+        )
         Path(fn).write_text(text)
     return 0

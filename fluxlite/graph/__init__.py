@@ -4,6 +4,14 @@ See :class:`ResourceGraph` for the storage model (rustworkx structure, columnar
 attributes, path index).
 """
 
-from fluxlite.graph._store import CONTAINMENT, DOWN, STATUS_NAMES, STATUS_VALUES, UP, GraphObserver, ResourceGraph
+from fluxlite.graph._store import (
+    CONTAINMENT,
+    DOWN,
+    STATUS_NAMES,
+    STATUS_VALUES,
+    UP,
+    GraphObserver,
+    ResourceGraph,
+)
 
 __all__ = ["CONTAINMENT", "DOWN", "STATUS_NAMES", "STATUS_VALUES", "UP", "GraphObserver", "ResourceGraph"]

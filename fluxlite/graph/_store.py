@@ -67,6 +67,8 @@ class ResourceGraph:
 
     __slots__ = (
         "_interned",
+        "_live",
+        "_next_uniq",
         "_observers",
         "by_path",
         "by_rank",
@@ -89,8 +91,6 @@ class ResourceGraph:
         "v_type",
         "v_uniq",
         "v_unit",
-        "_live",
-        "_next_uniq",
         "version",
     )
 
@@ -549,10 +549,8 @@ class ResourceGraph:
                     del self.roots[ss]
             lst = self.by_rank.get(self.v_rank[vid])
             if lst is not None:
-                try:
+                if vid in lst:
                     lst.remove(vid)
-                except ValueError:
-                    pass
                 if not lst:
                     del self.by_rank[self.v_rank[vid]]
             self.v_props.pop(vid, None)

@@ -379,7 +379,9 @@ class Traverser:
         bisect.insort(keys, (-w, -g.v_uniq[tgt], e))
 
     # ------------------------------------------------------------ jobspec priming
-    def prime_jobspec(self, resources: Sequence[Any], to_parent: dict[str, int], ud: dict[int, dict[str, int]]) -> None:
+    def prime_jobspec(
+        self, resources: Sequence[Any], to_parent: dict[str, int], ud: dict[int, dict[str, int]]
+    ) -> None:
         """Aggregate requested pruning-type counts into each request node (Fluxion's user_data)."""
         for r in resources:
             self.types.intern(r.type)
@@ -451,7 +453,9 @@ class Traverser:
         return bool(constraint.match(g.properties(u), g.v_name[u], g.v_rank[u]))
 
     # ------------------------------------------------------------ match tests
-    def _test(self, u: int, resources: Sequence[Any], pristine: bool) -> tuple[int, Sequence[Any], int, bool, str]:
+    def _test(
+        self, u: int, resources: Sequence[Any], pristine: bool
+    ) -> tuple[int, Sequence[Any], int, bool, str]:
         t = self.g.v_type[u]
         slot_r = None
         match_r = None
@@ -611,7 +615,9 @@ class Traverser:
         self.postorder += 1
         return 0, x_in
 
-    def _dom_exp(self, meta: JobMeta, u: int, resources: Sequence[Any], pristine: bool, excl: bool, dfu: Dfu) -> int:
+    def _dom_exp(
+        self, meta: JobMeta, u: int, resources: Sequence[Any], pristine: bool, excl: bool, dfu: Dfu
+    ) -> int:
         rc = -1
         for ss in self.subsystems:
             rc = self._explore(meta, u, ss, resources, pristine, excl, ss == self.dom, dfu, 1)
@@ -634,14 +640,30 @@ class Traverser:
         return self._explore_statically(meta, u, ss, resources, pristine, excl, dfv, dfu)
 
     def _visit_child(
-        self, meta: JobMeta, tgt: int, ss: str, resources: Sequence[Any], pristine: bool, excl: bool, dfv: bool, dfu: Dfu
+        self,
+        meta: JobMeta,
+        tgt: int,
+        ss: str,
+        resources: Sequence[Any],
+        pristine: bool,
+        excl: bool,
+        dfv: bool,
+        dfu: Dfu,
     ) -> tuple[int, bool]:
         if dfv:
             return self._dom_dfv(meta, tgt, resources, pristine, excl, dfu)
         return self._aux_upv(meta, tgt, ss, resources, pristine, excl, dfu)
 
     def _explore_statically(
-        self, meta: JobMeta, u: int, ss: str, resources: Sequence[Any], pristine: bool, excl: bool, dfv: bool, dfu: Dfu
+        self,
+        meta: JobMeta,
+        u: int,
+        ss: str,
+        resources: Sequence[Any],
+        pristine: bool,
+        excl: bool,
+        dfv: bool,
+        dfu: Dfu,
     ) -> int:
         g = self.g
         rc2 = -1
@@ -712,7 +734,14 @@ class Traverser:
         return rc2
 
     def _aux_upv(
-        self, meta: JobMeta, u: int, aux: str, resources: Sequence[Any], pristine: bool, excl: bool, to_parent: Dfu
+        self,
+        meta: JobMeta,
+        u: int,
+        aux: str,
+        resources: Sequence[Any],
+        pristine: bool,
+        excl: bool,
+        to_parent: Dfu,
     ) -> tuple[int, bool]:
         if aux not in self.g.roots:
             return -1, excl
@@ -862,6 +891,14 @@ class Traverser:
         emit_shadow = self.g.v_type[root] in self.exclusive_types
         self.trav_level = 0
         n = self._upd_dfv(root, writer, needs, excl, meta, True, {}, emit_shadow)
+        if n == 0:
+            # Fluxion reports nothing here and prints the job as allocated;
+            # say what went wrong instead.
+            self.err_msg += (
+                "update: the selected resources could not be recorded: below its first match a "
+                "jobspec must follow the graph's containment levels (a slot must sit directly "
+                "above the resources it holds).\n"
+            )
         if n > 0:
             writer.emit_tm(meta.at, meta.at + meta.duration)
             if meta.queue:
@@ -1069,7 +1106,9 @@ class Traverser:
             if not ptypes or sign < 0:
                 return
             avail = [delta.get(pt, 0) for pt in ptypes]
-            self.subplan[ss][a] = PlannerMulti(self.graph_start, self.graph_end - self.graph_start, avail, ptypes)
+            self.subplan[ss][a] = PlannerMulti(
+                self.graph_start, self.graph_end - self.graph_start, avail, ptypes
+            )
             return
         types = p.resource_types
         totals = [max(0, p.resource_total_at(i) + sign * delta.get(t, 0)) for i, t in enumerate(types)]
@@ -1164,8 +1203,9 @@ class Traverser:
                 best, blen = v, len(p)
         return best
 
-    def plan_partial_release(self, jobid: int, ranks: Iterable[int] | None = None,
-                             vertices: Iterable[int] | None = None) -> dict[int, list[int]]:
+    def plan_partial_release(
+        self, jobid: int, ranks: Iterable[int] | None = None, vertices: Iterable[int] | None = None
+    ) -> dict[int, list[int]]:
         """Validate a partial release and return rank -> vertices to release.
 
         Either ``ranks`` (release everything the job holds on those broker
@@ -1190,11 +1230,15 @@ class Traverser:
                 by_rank.setdefault(g.v_rank[v], []).append(v)
             for r, vids in by_rank.items():
                 if r < 0:
-                    raise ValueError("a vertex without a broker rank cannot be released on its own: "
-                                     + ", ".join(g.path(v, self.dom) for v in vids))
+                    raise ValueError(
+                        "a vertex without a broker rank cannot be released on its own: "
+                        + ", ".join(g.path(v, self.dom) for v in vids)
+                    )
                 root = self._rank_root(g.by_rank.get(r, ()))
                 if root is not None and root not in vids:
-                    raise ValueError(f"the release of rank {r} must include its root {g.path(root, self.dom)}")
+                    raise ValueError(
+                        f"the release of rank {r} must include its root {g.path(root, self.dom)}"
+                    )
         if not by_rank:
             raise ValueError("nothing to release")
         return by_rank
@@ -1404,7 +1448,11 @@ class Traverser:
     def _is_satisfiable(self, jobspec: Any, meta: JobMeta, x: bool, root: int, dfv: dict[str, int]) -> int:
         meta.alloc_type = AT_SATISFIABILITY
         p = self._root_subplan(root)
-        base, dur = (p.base_time, p.duration) if p is not None else (self.graph_start, self.graph_end - self.graph_start)
+        base, dur = (
+            (p.base_time, p.duration)
+            if p is not None
+            else (self.graph_start, self.graph_end - self.graph_start)
+        )
         meta.at = base + dur - meta.duration - 1
         self.errno = 0
         rc = self.select(jobspec.resources, root, meta, x)
@@ -1466,7 +1514,11 @@ class Traverser:
         if rc == 0:
             return 0
         p = self._root_subplan(root)
-        base, gdur = (p.base_time, p.duration) if p is not None else (self.graph_start, self.graph_end - self.graph_start)
+        base, gdur = (
+            (p.base_time, p.duration)
+            if p is not None
+            else (self.graph_start, self.graph_end - self.graph_start)
+        )
         if op == "allocate_with_satisfiability":
             self.errno = "EBUSY"
             meta.alloc_type = AT_SATISFIABILITY

@@ -101,7 +101,7 @@ def test_full_key_order_and_edge_metadata() -> None:
     w.emit_edg("", g, e2)
     assert w.emit() == (
         '{"graph": {"nodes": [{"id": "8", "metadata": {"type": "memory", "basename": "mem", "id": 0, "rank": -1, '
-        '"unit": "GB", "size": 4, "paths": {"containment": "/c0/m"}}}, {"id": "7", "metadata": {"type": "node", '
+        '"size": 4, "paths": {"containment": "/c0/m"}}}, {"id": "7", "metadata": {"type": "node", '
         '"name": "big-node", "id": 3, "rank": 2, "properties": {"arch": "x86", "zeta": "1"}, "exclusive": true, '
         '"size": 0, "paths": {"containment": "/c0/big-node", "power": "/pdu0/big-node"}, '
         '"ephemeral": {"label": "default"}}}], "edges": [{"source": "7", "target": "8"}, '

@@ -102,7 +102,9 @@ def parse_policy(spec: str) -> MatchPolicy:
         return _parse_settings(spec, settings)
     if "=" not in spec:
         known = ", ".join(sorted([*POLICIES, "locality"]))
-        raise InputError(f"unknown match policy {spec!r} (known: {known}; or a custom 'policy=low ...' string)")
+        raise InputError(
+            f"unknown match policy {spec!r} (known: {known}; or a custom 'policy=low ...' string)"
+        )
     return _parse_settings(spec, spec)
 
 

@@ -1,0 +1,117 @@
+"""Helpers shared by the engine tests: small graphs, jobspecs, state snapshots and recounts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fluxlite.api import Engine
+from fluxlite.jobspec import parse_jobspec
+from fluxlite.readers.generate import generate_graph
+
+
+def jobspec(resources: str, duration: int = 3600) -> Any:
+    """A jobspec from an indented YAML ``resources`` block."""
+    text = (
+        "version: 1\nresources:\n"
+        + resources
+        + f"\nattributes:\n  system:\n    duration: {duration}\n"
+        + "tasks:\n  - command: [app]\n    slot: default\n    count:\n      per_slot: 1\n"
+    )
+    return parse_jobspec(text)
+
+
+NODE = jobspec(
+    "  - type: node\n    count: 1\n    with:\n      - type: slot\n        count: 1\n        label: default\n"
+    "        with:\n          - type: socket\n            count: 2\n            with:\n"
+    "              - type: core\n                count: 4\n"
+)
+CORE = jobspec(
+    "  - type: slot\n    count: 1\n    label: default\n    with:\n      - type: core\n        count: 1\n"
+)
+SOCKET = jobspec(
+    "  - type: slot\n    count: 1\n    label: default\n    with:\n      - type: socket\n        count: 1\n"
+    "        with:\n          - type: core\n            count: 4\n"
+)
+TWO_NODES = jobspec(
+    "  - type: node\n    count: 2\n    with:\n      - type: slot\n        count: 1\n        label: default\n"
+    "        with:\n          - type: socket\n            count: 1\n            with:\n"
+    "              - type: core\n                count: 1\n"
+)
+HUGE = jobspec(
+    "  - type: node\n    count: 99\n    with:\n      - type: slot\n        count: 1\n        label: default\n"
+    "        with:\n          - type: socket\n            count: 1\n            with:\n"
+    "              - type: core\n                count: 1\n"
+)
+
+
+def small_engine(
+    policy: str = "low", nodes: int = 4, racks: int = 0, prune: str = "ALL:core,ALL:node"
+) -> Engine:
+    """cluster -> [rack ->] node[nodes] -> socket[2] -> core[4]."""
+    return Engine(
+        generate_graph(racks=racks, nodes=nodes, sockets=2, cores=4), policy=policy, prune_filters=prune
+    )
+
+
+def _copy(col: list[Any]) -> list[Any]:
+    return [None if x is None else dict(x) for x in col]
+
+
+def snapshot(eng: Engine) -> tuple:
+    """Everything a failed operation must leave untouched."""
+    tr = eng.traverser
+    sub = {}
+    for ss, col in tr.subplan.items():
+        rows = []
+        for p in col:
+            if p is None:
+                rows.append(None)
+                continue
+            spans = [(sid, tuple(p.span_counts(sid))) for sid in p.span_ids()]
+            totals = tuple(p.resource_total_at(i) for i in range(p.resources_len))
+            rows.append((tuple(spans), totals))
+        sub[ss] = rows
+    g = eng.graph
+    return (
+        _copy(tr.vspans),
+        _copy(tr.allocs),
+        _copy(tr.resvs),
+        _copy(tr.tags),
+        _copy(tr.xspans),
+        {k: _copy(v) for k, v in tr.job2span.items()},
+        sub,
+        dict(eng.jobs),
+        tr.nodes_up,
+        list(g.v_status),
+        sorted(g.rx.node_indices()),
+        sorted(g.rx.edge_indices()),
+        dict(g.by_path),
+    )
+
+
+def recount_errors(eng: Engine, times: list[int]) -> list[str]:
+    """Compare every subtree aggregate with a fresh recount from the vertices' own spans."""
+    tr = eng.traverser
+    g = eng.graph
+    dom = tr.dom
+    errors = []
+    for u, p in enumerate(tr.subplan.get(dom, [])):
+        if p is None or not g.is_live(u):
+            continue
+        below = g.subtree(u, dom)[1:]
+        for i, t in enumerate(p.resource_types):
+            total = sum(g.v_size[v] for v in below if g.v_type[v] == t)
+            if p.resource_total_at(i) != total:
+                errors.append(f"{g.v_name[u]}: total {t} {p.resource_total_at(i)} != {total}")
+            for at in times:
+                used = 0
+                for v in below:
+                    if g.v_type[v] != t:
+                        continue
+                    sp = tr.vspans[v]
+                    if sp:
+                        used += sum(a for (s, e, a) in sp.values() if s <= at < e)
+                got = p.avail_resources_at(at, i)
+                if got != total - used:
+                    errors.append(f"{g.v_name[u]} {t} at {at}: aggregate {got} != recount {total - used}")
+    return errors

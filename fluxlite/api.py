@@ -118,7 +118,13 @@ class Engine:
 
     # -------------------------------------------------------------- matching
     def match(
-        self, jobspec: Any, op: str = "allocate", jobid: int | None = None, fmt: str = "simple", at: int = 0
+        self,
+        jobspec: Any,
+        op: str = "allocate",
+        jobid: int | None = None,
+        fmt: str = "simple",
+        at: int = 0,
+        _grow: bool = False,
     ) -> MatchResult:
         """Run one match; never raises for a request that cannot be placed (see ``ok``/``errno``).
 
@@ -127,7 +133,7 @@ class Engine:
         """
         if jobid is None:
             jobid = self._next_jobid
-        if jobid in self.jobs:
+        if jobid in self.jobs and not _grow:
             raise StateError(f"job id {jobid} is already allocated or reserved", jobid=jobid)
         tr = self.traverser
         w = self._writer(fmt)
@@ -156,7 +162,7 @@ class Engine:
             error=error,
             reserved=ok and got_at != 0,
         )
-        if ok:
+        if ok and not _grow:
             self.jobs[jobid] = "reserved" if got_at != 0 else "allocated"
             self.job_at[jobid] = got_at
         return res
@@ -180,6 +186,77 @@ class Engine:
     ) -> MatchResult:
         """Allocate now or reserve at the earliest time; raise :class:`UnsatisfiableError` if impossible."""
         return self._place(jobspec, "allocate_orelse_reserve", jobid, fmt)
+
+    def grow(self, jobid: int, jobspec: Any, fmt: str = "jgf") -> MatchResult:
+        """MatchGrow locally: find more resources for running job ``jobid``.
+
+        The new resources carry the job's id; nothing the job already holds
+        changes.  Returns the new resources (only them) in ``fmt``; raises
+        :class:`UnknownJobError`, :class:`BusyError` or
+        :class:`UnsatisfiableError` (then nothing changed).
+        """
+        if jobid not in self.jobs:
+            raise UnknownJobError(f"nonexistent job {jobid}", jobid=jobid)
+        if self.jobs[jobid] != "allocated":
+            raise StateError("only a running (allocated) job can grow", jobid=jobid)
+        r = self.match(jobspec, op="allocate_with_satisfiability", jobid=jobid, fmt=fmt, _grow=True)
+        if r.ok:
+            return r
+        if r.error:
+            raise MatchError(r.error.strip(), jobid=jobid)
+        if r.satisfiable:
+            raise BusyError("no free resources for the grow here", jobid=jobid)
+        raise UnsatisfiableError("this graph can never satisfy the grow", jobid=jobid)
+
+    def update_allocate(self, jobid: int, r_text: str | bytes, format: str = "jgf", at: int = 0,
+                        duration: int | None = None, fmt: str = "simple", reserve: bool = False) -> MatchResult:
+        """Allocate to ``jobid`` exactly the resources listed in a JGF or R document (Fluxion's ``update``).
+
+        A JGF vertex is exclusive when its metadata says ``"exclusive": true``;
+        its ``size`` is the number of units taken.  If ``jobid`` already runs,
+        the resources are added to it (the receiving end of a MatchGrow).
+        Raises :class:`InputError` for a bad document and :class:`StateError`
+        when a listed resource is not free; then nothing changed.
+        """
+        from fluxlite.readers import locate_vertices, parse_rv1exec, read_vertices
+
+        g = self.graph
+        items: list[tuple[int, int, bool]] = []
+        if format == "jgf":
+            nodes = read_vertices(r_text)
+            vids = locate_vertices(g, nodes)
+            items = [(v, n.size, bool(n.exclusive)) for v, n in zip(vids, nodes)]
+        elif format == "rv1exec":
+            r = parse_rv1exec(r_text, require_nodelist=False)
+            for rank, children in r.ranks.items():
+                vids = g.by_rank.get(rank)
+                if not vids:
+                    raise CommandError(f"rank {rank} not found in the resource graph")
+                wanted = {(t, i) for t, ids in children.items() for i in ids}
+                for v in vids:
+                    if (g.v_type[v], g.v_id[v]) in wanted:
+                        items.append((v, g.v_size[v], True))
+                root = self.traverser._rank_root(vids)
+                if root is not None and all(v != root for v, _, _ in items):
+                    items.append((root, g.v_size[root], False))
+        else:
+            raise InputError(f"unsupported reader {format!r} (use jgf or rv1exec)")
+        if not items:
+            raise InputError("the document lists no resources")
+        if duration is None:
+            duration = self.traverser.graph_end - at
+        grow = jobid in self.jobs
+        w = self._writer(fmt)
+        w.reset()
+        rc = self.traverser.update_allocate(w, jobid, items, at, duration, reserve=reserve)
+        if rc != 0:
+            w.reset()
+            raise StateError(self.traverser.err_msg.strip() or "update failed", jobid=jobid)
+        if not grow:
+            self.jobs[jobid] = "reserved" if reserve else "allocated"
+            self.job_at[jobid] = at
+            self._next_jobid = max(self._next_jobid, jobid + 1)
+        return MatchResult(ok=True, jobid=jobid, at=at, text=w.emit(), reserved=reserve)
 
     def satisfiable(self, jobspec: Any) -> bool:
         """True if this graph could ever satisfy ``jobspec`` (no state changes)."""
@@ -321,6 +398,89 @@ class Engine:
             del self.jobs[jobid]
             self.job_at.pop(jobid, None)
         return full
+
+    # -------------------------------------------------------------- persistence
+    def job_items(self, jobid: int) -> list[tuple[str, int, bool]]:
+        """What ``jobid`` holds as (path, units, exclusive): enough to rebuild it with ``update_allocate``."""
+        tr = self.traverser
+        g = self.graph
+        dom = tr.dom
+        out = []
+        for v in tr.job_vertices(jobid):
+            units, excl = g.v_size[v], False
+            for table in (tr.allocs, tr.resvs):
+                d = table[v]
+                if d is not None and jobid in d:
+                    sp = tr.vspans[v]
+                    units = sp[d[jobid]][2] if sp is not None and d[jobid] in sp else g.v_size[v]
+                    excl = True
+            if excl or not g.out.get(dom, [()])[v]:
+                out.append((g.path(v, dom), units, excl))
+        return out
+
+    def save_state(self) -> bytes:
+        """The whole state (graph, jobs, their windows and resources) as JSON bytes."""
+        import orjson
+
+        from fluxlite.readers import graph_to_jgf
+
+        tr = self.traverser
+        jobs = []
+        for jobid, kind in sorted(self.jobs.items()):
+            window = None
+            for v in tr.job_vertices(jobid):
+                xs = tr.xspans[v]
+                if xs is not None and jobid in xs:
+                    window = xs[jobid]
+                    break
+            at, end = window if window is not None else (self.job_at.get(jobid, 0), tr.graph_end)
+            jobs.append({"jobid": jobid, "state": kind, "at": at, "duration": end - at,
+                         "items": self.job_items(jobid)})
+        doc = {
+            "version": 1,
+            "policy": self.policy.name,
+            "subsystems": tr.subsystems,
+            "prune_filters": str(tr.prune),
+            "graph": orjson.loads(graph_to_jgf(self.graph)),
+            "statuses": {self.graph.path(v, tr.dom): "down" for v in self.graph.vertices()
+                         if self.graph.v_status[v] != UP},
+            "jobs": jobs,
+            "next_jobid": self._next_jobid,
+        }
+        return orjson.dumps(doc)
+
+    @classmethod
+    def restore_state(cls, data: bytes | str) -> Engine:
+        """Rebuild an engine from :meth:`save_state` output."""
+        import orjson
+
+        from fluxlite.readers import load_graph
+
+        doc = orjson.loads(data)
+        if doc.get("version") != 1:
+            raise InputError(f"unsupported state version {doc.get('version')!r}")
+        graph = load_graph(orjson.dumps(doc["graph"]), format="jgf")
+        eng = cls(graph, policy=doc["policy"], subsystems=doc["subsystems"], prune_filters=doc["prune_filters"])
+        for path, status in doc.get("statuses", {}).items():
+            eng.set_status(path, status)
+        for job in doc["jobs"]:
+            items = []
+            for path, units, excl in job["items"]:
+                v = graph.vertex_by_path(path)
+                if v is None:
+                    raise InputError(f"state names a vertex that is not in its graph: {path}")
+                items.append((v, units, excl))
+            w = eng._writer("simple")
+            w.reset()
+            rc = eng.traverser.update_allocate(w, job["jobid"], items, job["at"], job["duration"],
+                                                reserve=job["state"] == "reserved")
+            w.reset()
+            if rc != 0:
+                raise StateError(f"cannot restore job {job['jobid']}: {eng.traverser.err_msg.strip()}")
+            eng.jobs[job["jobid"]] = job["state"]
+            eng.job_at[job["jobid"]] = job["at"]
+        eng._next_jobid = doc.get("next_jobid", 1)
+        return eng
 
     # -------------------------------------------------------------- status, find
     def _vertex(self, path: str) -> int:

@@ -231,6 +231,7 @@ class ResourceGraph:
         self.by_rank.setdefault(rank, []).append(vid)
         for obs in self._observers:
             obs.vertex_added(vid)
+        self.version += 1
         return vid
 
     def add_vertices_bulk(
@@ -386,6 +387,7 @@ class ResourceGraph:
             for vid in vids:
                 for obs in self._observers:
                     obs.vertex_added(vid)
+        self.version += 1
         return vids
 
     def _raise_duplicate_path(self, paths: Mapping[str, Sequence[str | None]], names: Sequence[str]) -> None:
@@ -472,6 +474,7 @@ class ResourceGraph:
                 lst.append(e)
             if pcol[d] == -1:
                 pcol[d] = e
+        self.version += 1
         return got
 
     def _ensure_subsystem(self, ss: str) -> None:
@@ -507,6 +510,7 @@ class ResourceGraph:
         pcol = self.parent_edge[ss]
         if pcol[dst] == -1:
             pcol[dst] = eid
+        self.version += 1
         return eid
 
     def set_root(self, subsystem: str, vid: int) -> None:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fluxlite.graph import UP, ResourceGraph
+from fluxlite.jobspec import Tristate
 from fluxlite.match._prune import PruneFilters, TypeOrder
 from fluxlite.match._scoring import MATCH_MET, MATCH_UNMET, Dfu
 from fluxlite.match._vplan import avail_during, overlaps
@@ -62,14 +63,15 @@ AT_SATISFIABILITY = 2
 # match kinds
 _RESOURCE_MATCH, _SLOT_MATCH, _NONE_MATCH, _PRISTINE_NONE_MATCH = 0, 1, 2, 3
 
-# tristate values of Resource.exclusive (compared by name to stay decoupled)
-_TRUE = "TRUE"
-_FALSE = "FALSE"
+# exploration modes: who chooses among the children explored at a vertex
+_MODE_FULL = 0  # an ancestor, among candidates from several subtrees: visit all
+_MODE_LOCAL = 1  # this vertex (it matched a resource with children requests)
+_MODE_SLOT = 2  # this vertex, forming slots of fixed shape
+_MODE_ROOT = 3  # the graph root, a pass-through whose children are all candidates
 
+_TRISTATE_TRUE = Tristate.TRUE
+_TRISTATE_FALSE = Tristate.FALSE
 
-def _tri(r: Any) -> str:
-    ex = r.exclusive
-    return getattr(ex, "name", str(ex))
 
 
 def calc_count(r: Any, qc: int) -> int:
@@ -210,6 +212,13 @@ class Traverser:
         self._outedges: dict[int, list[tuple[int, int, int]]] = {}
         self._outedges_built = False
         self.nodes_up = 0
+        self._select_root = -1
+        #: (subsystem, vertex, job) -> older aggregate spans of a job grown with another window
+        self._extra_spans: dict[tuple[str, int, int], list[int]] = {}
+        self._levels = ["      " + "---" * i for i in range(256)]
+        self._locality = policy.order == "locality"
+        self._kids_cache: dict[tuple[int, str], dict[str, tuple[list[int], bool, bool, bool]]] = {}
+        self._kids_version = -1
         graph.add_observer(self)
         self.initialized = False
 
@@ -292,7 +301,7 @@ class Traverser:
 
     def _count_nodes_up(self) -> None:
         vt, st = self.g.v_type, self.g.v_status
-        self.nodes_up = sum((1 if st[v] == UP else -1) for v in self.g.vertices() if vt[v] == "node")
+        self.nodes_up = sum(1 for v in self.g.vertices() if vt[v] == "node" and st[v] == UP)
 
     def _accum_if(self, t: str, count: int, acc: dict[str, int]) -> None:
         if t in self.prune.total:
@@ -385,7 +394,7 @@ class Traverser:
         """Aggregate requested pruning-type counts into each request node (Fluxion's user_data)."""
         for r in resources:
             self.types.intern(r.type)
-            if _tri(r) == _TRUE:
+            if r.exclusive is _TRISTATE_TRUE:
                 self.exclusive_types.add(r.type)
             self._accum_if(r.type, r.count.min, to_parent)
             mine = ud.setdefault(id(r), {})
@@ -396,25 +405,25 @@ class Traverser:
     # ------------------------------------------------------------ pruning
     def _exclusivity(self, resources: Sequence[Any], u: int) -> bool:
         t = self.g.v_type[u]
-        ex = False
         for r in resources:
-            if r.type == t and _tri(r) == _TRUE:
-                ex = True
-        return ex
+            if r.exclusive is _TRISTATE_TRUE and r.type == t:
+                return True
+        return False
 
     def _avail(self, u: int, at: int, duration: int) -> int:
         return avail_during(self.vspans[u], self.g.v_size[u], at, duration)
 
     def _by_excl(self, meta: JobMeta, u: int, excl_in: bool, r: Any) -> int:
-        tri = _tri(r)
-        if excl_in and tri == _FALSE:
+        rex = r.exclusive
+        if excl_in and rex is _TRISTATE_FALSE:
             self.errno = "EINVAL"
             self.err_msg += f"by_excl: exclusivity conflicts at jobspec={r.label} : vertex={self.g.v_name[u]}"
             return -1
-        if excl_in or tri == _TRUE:
+        if excl_in or rex is _TRISTATE_TRUE:
             if meta.alloc_type == AT_ALLOC and self.allocs[u]:
                 return -1
-            if overlaps(self.xspans[u], meta.at, meta.duration):
+            xs = self.xspans[u]
+            if xs is not None and overlaps(xs, meta.at, meta.duration):
                 return -1
         return 0
 
@@ -576,6 +585,7 @@ class Traverser:
         self.preorder = 0
         self.postorder = 0
         dfu = Dfu()
+        self._select_root = root
         rc, x_in = self._dom_dfv(meta, root, resources, True, excl, dfu)
         if rc == 0:
             avail = dfu.avail
@@ -599,9 +609,16 @@ class Traverser:
             self._set_color(u, dom)
         dfu = Dfu()
         if sm == _SLOT_MATCH:
-            self._dom_slot(meta, u, nxt, nslots, check_pres, dfu)
+            # The slot is chosen here when u matched a resource that holds it;
+            # when the slot came down from a pass-through ancestor, its egroups
+            # go up and an ancestor chooses among them.
+            local = self._matched_type(u, resources)
+            self._dom_slot(meta, u, nxt, nslots, check_pres, dfu, local)
+        elif sm == _RESOURCE_MATCH:
+            self._dom_exp(meta, u, nxt, check_pres, x_in, dfu, _MODE_LOCAL)
         else:
-            self._dom_exp(meta, u, nxt, check_pres, x_in, dfu)
+            mode = _MODE_ROOT if u == self._select_root else _MODE_FULL
+            self._dom_exp(meta, u, nxt, check_pres, x_in, dfu, mode)
         avail = self._avail(u, meta.at, meta.duration)
         if avail == 0:
             return -1, x_in
@@ -615,12 +632,59 @@ class Traverser:
         self.postorder += 1
         return 0, x_in
 
+    def _matched_type(self, u: int, resources: Sequence[Any]) -> bool:
+        t = self.g.v_type[u]
+        return any(r.type == t for r in resources)
+
+    def _leaf_dfv(self, meta: JobMeta, v: int, resources: Sequence[Any], excl: bool) -> tuple[int, bool, int, int]:
+        """dom_dfv of a leaf vertex, inlined: (rc, exclusive, score, avail).
+
+        Only for leaves whose type is requested by exactly one resource with no
+        children and no score factor; everything else takes the general path.
+        """
+        g = self.g
+        t = g.v_type[v]
+        match_r = None
+        x_in = excl
+        for r in resources:
+            if r.type == t:
+                match_r = r
+                if r.exclusive is _TRISTATE_TRUE:
+                    x_in = True
+        self.preorder += 1
+        if match_r is None:
+            return -1, excl, 0, 0
+        if meta.alloc_type != AT_SATISFIABILITY and g.v_status[v] != UP:
+            return -1, excl, 0, 0
+        sp = self.vspans[v]
+        avail = g.v_size[v] if sp is None else avail_during(sp, g.v_size[v], meta.at, meta.duration)
+        if avail == 0:
+            return -1, excl, 0, 0
+        if x_in or match_r.exclusive is _TRISTATE_TRUE:
+            if match_r.exclusive is _TRISTATE_FALSE and x_in:
+                self._by_excl(meta, v, x_in, match_r)
+                return -1, excl, 0, 0
+            if meta.alloc_type == AT_ALLOC and self.allocs[v]:
+                return -1, excl, 0, 0
+            xs = self.xspans[v]
+            if xs is not None and overlaps(xs, meta.at, meta.duration):
+                return -1, excl, 0, 0
+        if match_r.with_:
+            return -1, x_in, 0, 0
+        if self._locality:
+            score = MATCH_MET + g.v_id[v] + 1
+        else:
+            score = MATCH_MET + self.multilevel + g.v_id[v] + 1
+        self.postorder += 1
+        return 0, x_in, score, avail
+
     def _dom_exp(
-        self, meta: JobMeta, u: int, resources: Sequence[Any], pristine: bool, excl: bool, dfu: Dfu
+        self, meta: JobMeta, u: int, resources: Sequence[Any], pristine: bool, excl: bool, dfu: Dfu, mode: int
     ) -> int:
         rc = -1
+        single = len(self.subsystems) == 1
         for ss in self.subsystems:
-            rc = self._explore(meta, u, ss, resources, pristine, excl, ss == self.dom, dfu, 1)
+            rc = self._explore(meta, u, ss, resources, pristine, excl, ss == self.dom, dfu, 1, mode if single else 0)
         return rc
 
     def _explore(
@@ -634,25 +698,123 @@ class Traverser:
         dfv: bool,
         dfu: Dfu,
         multiplier: int,
+        mode: int = 0,
     ) -> int:
         if self.stop_on_k:
             return self._explore_dynamically(meta, u, ss, resources, pristine, excl, dfv, dfu, multiplier)
+        if dfv and mode:
+            plan = self._greedy_plan(u, ss, resources, mode, multiplier)
+            if plan is not None:
+                return self._explore_greedy(meta, u, ss, resources, pristine, excl, dfu, plan)
         return self._explore_statically(meta, u, ss, resources, pristine, excl, dfv, dfu)
 
-    def _visit_child(
+    # ------------------------------------------------------------ ordered exploration
+    def _kids_by_type(self, u: int, ss: str) -> dict[str, tuple[list[int], bool, bool, bool]]:
+        """Children of ``u`` grouped by type: (edges by ascending id, ids distinct, all size 1, all leaves)."""
+        g = self.g
+        if self._kids_version != g.version:
+            self._kids_cache.clear()
+            self._kids_version = g.version
+        key = (u, ss)
+        got = self._kids_cache.get(key)
+        if got is not None:
+            return got
+        dst, vt, vid, vs = g.e_dst, g.v_type, g.v_id, g.v_size
+        groups: dict[str, list[int]] = {}
+        for e in g.out[ss][u]:
+            groups.setdefault(vt[dst[e]], []).append(e)
+        got = {}
+        for t, eids in groups.items():
+            eids.sort(key=lambda e: vid[dst[e]])
+            ids = [vid[dst[e]] for e in eids]
+            distinct = len(set(ids)) == len(ids)
+            size1 = all(vs[dst[e]] == 1 for e in eids)
+            leaves = all(self._is_leaf(dst[e]) for e in eids)
+            got[t] = (eids, distinct, size1, leaves)
+        self._kids_cache[key] = got
+        return got
+
+    def _is_leaf(self, v: int) -> bool:
+        for col in self.g.out.values():
+            if col[v]:
+                return False
+        return True
+
+    def _greedy_plan(
+        self, u: int, ss: str, resources: Sequence[Any], mode: int, scale: int
+    ) -> list[tuple[Any, list[int], int, bool]] | None:
+        """Can the children of ``u`` be visited best-first with an early stop, exactly?
+
+        Yes when the choice among them is made right here (or at the graph
+        root for a pass-through root), every candidate's score is known before
+        visiting it (its id), scores of one type are distinct, and the number
+        needed is bounded.  Returns (resource, edges best-first, need, leaves)
+        per requested type, or None.
+        """
+        if self._locality and mode == _MODE_ROOT:
+            return None
+        kids = self._kids_by_type(u, ss)
+        if mode == _MODE_ROOT and (len(resources) != 1 or set(kids) != {resources[0].type}):
+            return None
+        plan = []
+        desc = self.descending
+        for r in resources:
+            if r.type == "slot":
+                return None
+            entry = kids.get(r.type)
+            if entry is None:
+                continue
+            eids, distinct, size1, leaves = entry
+            if not distinct:
+                return None
+            need = calc_effective_max(r)
+            if need == 0 or need >= UINT_MAX:
+                return None
+            if mode == _MODE_SLOT:
+                if not size1 or r.count.min != r.count.max:
+                    return None
+                need *= scale
+            plan.append((r, eids[::-1] if desc else eids, need, leaves and not r.with_))
+        return plan
+
+    def _explore_greedy(
         self,
         meta: JobMeta,
-        tgt: int,
+        u: int,
         ss: str,
         resources: Sequence[Any],
         pristine: bool,
         excl: bool,
-        dfv: bool,
         dfu: Dfu,
-    ) -> tuple[int, bool]:
-        if dfv:
-            return self._dom_dfv(meta, tgt, resources, pristine, excl, dfu)
-        return self._aux_upv(meta, tgt, ss, resources, pristine, excl, dfu)
+        plan: list[tuple[Any, list[int], int, bool]],
+    ) -> int:
+        g = self.g
+        dst, vt = g.e_dst, g.v_type
+        factors = self.factors
+        rc2 = -1
+        for r, eids, need, leaves in plan:
+            t = r.type
+            fast = leaves and t not in factors
+            ev = dfu.get(t)
+            qc = 0
+            for e in eids:
+                tgt = dst[e]
+                if fast:
+                    rc, x, score, count = self._leaf_dfv(meta, tgt, resources, excl)
+                    if rc != 0:
+                        continue
+                else:
+                    rc, x = self._dom_dfv(meta, tgt, resources, pristine, excl, dfu)
+                    if rc != 0:
+                        continue
+                    score, count = dfu.overall_score, dfu.avail
+                ev.add((score, count, x, False, ((count, count, x, e),)))
+                rc2 = 0
+                if score > 0:
+                    qc += count
+                    if qc >= need:
+                        break
+        return rc2
 
     def _explore_statically(
         self,
@@ -676,7 +838,10 @@ class Traverser:
             tgt = dst[e]
             if colors is not None and tgt in colors:
                 continue
-            rc, x = self._visit_child(meta, tgt, ss, resources, pristine, excl, dfv, dfu)
+            if dfv:
+                rc, x = self._dom_dfv(meta, tgt, resources, pristine, excl, dfu)
+            else:
+                rc, x = self._aux_upv(meta, tgt, ss, resources, pristine, excl, dfu)
             if rc == 0:
                 count = dfu.avail
                 eg = (dfu.overall_score, count, x, False, ((count, count, x, e),))
@@ -707,6 +872,8 @@ class Traverser:
         sat_types: set[str] = set()
         required = [(r.type, multiplier * calc_effective_max(r)) for r in resources]
         colors = self._colors.get(ss) if self._need_colors else None
+        leaf_ok = dfv and colors is None and self._leaf_requests(resources)
+        col = g.out[ss] if leaf_ok else None
         rc2 = -1
         for _w, _uq, e in keys:
             if ess[e] != ss:
@@ -714,24 +881,42 @@ class Traverser:
             tgt = dst[e]
             if colors is not None and tgt in colors:
                 continue
-            if vt[tgt] in sat_types:
+            t = vt[tgt]
+            if t in sat_types:
                 continue
-            rc, x = self._visit_child(meta, tgt, ss, resources, pristine, excl, dfv, dfu)
-            if rc == 0:
+            if col is not None and not col[tgt] and len(g.out) == 1:
+                rc, x, score, count = self._leaf_dfv(meta, tgt, resources, excl)
+                if rc != 0:
+                    continue
+                dfu.add(t, (score, count, x, False, ((count, count, x, e),)))
+            else:
+                if dfv:
+                    rc, x = self._dom_dfv(meta, tgt, resources, pristine, excl, dfu)
+                else:
+                    rc, x = self._aux_upv(meta, tgt, ss, resources, pristine, excl, dfu)
+                if rc != 0:
+                    continue
                 count = dfu.avail
-                key = vt[tgt] if dfv else (ss, vt[tgt])
+                key = t if dfv else (ss, t)
                 dfu.add(key, (dfu.overall_score, count, x, False, ((count, count, x, e),)))  # type: ignore[arg-type]
-                enough = True
-                for t, req in required:
-                    k = t if dfv else (ss, t)
-                    if dfu.total_count(k) >= req:  # type: ignore[arg-type]
-                        sat_types.add(t)
-                    else:
-                        enough = False
-                rc2 = 0
-                if enough:
-                    break
+            enough = True
+            for rt, req in required:
+                k = rt if dfv else (ss, rt)
+                if dfu.total_count(k) >= req:  # type: ignore[arg-type]
+                    sat_types.add(rt)
+                else:
+                    enough = False
+            rc2 = 0
+            if enough:
+                break
         return rc2
+
+    def _leaf_requests(self, resources: Sequence[Any]) -> bool:
+        """True if leaves can be evaluated inline against ``resources`` (distinct types, no slot, no factor)."""
+        types = [r.type for r in resources]
+        if len(set(types)) != len(types) or "slot" in types:
+            return False
+        return not any(t in self.factors or t == "node" for t in types)
 
     def _aux_upv(
         self,
@@ -769,10 +954,18 @@ class Traverser:
         return qual
 
     def _dom_slot(
-        self, meta: JobMeta, u: int, slot_shape: Sequence[Any], nslots: int, pristine: bool, dfu: Dfu
+        self,
+        meta: JobMeta,
+        u: int,
+        slot_shape: Sequence[Any],
+        nslots: int,
+        pristine: bool,
+        dfu: Dfu,
+        local: bool = False,
     ) -> int:
         dfu_slot = Dfu()
-        rc = self._explore(meta, u, self.dom, slot_shape, pristine, True, True, dfu_slot, nslots)
+        mode = _MODE_SLOT if local and len(self.subsystems) == 1 else 0
+        rc = self._explore(meta, u, self.dom, slot_shape, pristine, True, True, dfu_slot, nslots, mode)
         if rc != 0:
             return -1
         for t in list(dfu_slot.evals):
@@ -919,32 +1112,82 @@ class Traverser:
         g = self.g
         n_plans = 0
         acc: dict[str, int] = {}
-        mod = emit_shadow or g.v_type[u] in self.exclusive_types
+        xtypes = self.exclusive_types
+        vt = g.v_type
+        mod = emit_shadow or vt[u] in xtypes
         excl = excl or mod
         self.trav_level += 1
         token = self.token
         dom = self.dom
-        dst = g.e_dst
+        dst, vsize = g.e_dst, g.v_size
+        e_token, e_excl, e_needs = self.e_token, self.e_excl, self.e_needs
+        levels = self._levels
+        single = len(g.out) == 1
         for ss in self.subsystems:
             col = g.out.get(ss)
             if col is None:
                 continue
             for e in col[u]:
-                if self.e_token[e] != token and not mod:
+                if e_token[e] != token and not mod:
                     continue
                 tgt = dst[e]
-                x = self.e_excl[e] or mod
-                nd = g.v_size[tgt] if mod else self.e_needs[e]
-                if ss == dom:
-                    sub = self._upd_dfv(tgt, writer, nd, x, meta, full, acc, mod)
-                else:
-                    sub = 0
+                x = e_excl[e] or mod
+                nd = vsize[tgt] if mod else e_needs[e]
+                if ss != dom:
+                    continue
+                if (not col[tgt]) if single else self._is_leaf(tgt):
+                    # a leaf: upd_dfv + upd_sched inlined
+                    lx = x or vt[tgt] in xtypes
+                    if not lx:
+                        continue
+                    self._upd_leaf(tgt, writer, nd, meta, full, acc, levels[self.trav_level + 1])
+                    writer.emit_edg(levels[self.trav_level], g, e)
+                    n_plans += 1
+                    continue
+                sub = self._upd_dfv(tgt, writer, nd, x, meta, full, acc, mod)
                 if sub > 0:
                     if self.stop_on_k:
                         self._upd_by_outedges(ss, meta, u, e)
-                    writer.emit_edg(self._level(), g, e)
+                    writer.emit_edg(levels[self.trav_level], g, e)
                     n_plans += sub
         return self._upd_sched(u, writer, dom, needs, excl, n_plans, meta, full, acc, to_parent)
+
+    def _upd_leaf(
+        self, v: int, writer: Any, needs: int, meta: JobMeta, full: bool, acc: dict[str, int], prefix: str
+    ) -> None:
+        """Record an exclusive allocation of leaf ``v`` (upd_plan + upd_meta + emit, no children)."""
+        jobid = meta.jobid
+        at = meta.at
+        end = at + meta.duration
+        if full and meta.alloc_type != AT_SATISFIABILITY:
+            self._span_seq += 1
+            sid = self._span_seq
+            sp = self.vspans[v]
+            if sp is None:
+                self.vspans[v] = {sid: (at, end, needs)}
+            else:
+                sp[sid] = (at, end, needs)
+            table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
+            d = table[v]
+            if d is None:
+                table[v] = {jobid: sid}
+            else:
+                d[jobid] = sid
+        tg = self.tags[v]
+        if tg is None:
+            self.tags[v] = {jobid: jobid}
+        else:
+            tg[jobid] = jobid
+        xs = self.xspans[v]
+        if xs is None:
+            self.xspans[v] = {jobid: (at, end)}
+        else:
+            xs[jobid] = (at, end)
+        g = self.g
+        t = g.v_type[v]
+        if t in self.prune.total:
+            acc[t] = acc.get(t, 0) + g.v_size[v]
+        writer.emit_vtx(prefix, g, v, needs, None, True)
 
     def _new_span_id(self) -> int:
         self._span_seq += 1
@@ -986,26 +1229,102 @@ class Traverser:
             xs = self.xspans[u]
             if xs is None:
                 xs = self.xspans[u] = {}
-            xs[jobid] = (meta.at, meta.at + meta.duration)
+            old = xs.get(jobid)
+            if old is None:
+                xs[jobid] = (meta.at, meta.at + meta.duration)
+            else:  # a grow: the job already uses this vertex
+                xs[jobid] = (min(old[0], meta.at), max(old[1], meta.at + meta.duration))
             col = self.subplan.get(ss)
             p = col[u] if col is not None else None
             if p is not None and acc:
-                counts = [acc.get(t, 0) for t in p.resource_types]
-                span = p.add_span(meta.at, meta.duration, counts)
-                j2s = self.job2span[ss]
-                d2 = j2s[u]
-                if d2 is None:
-                    d2 = j2s[u] = {}
-                d2[jobid] = span
+                self._add_job_span(ss, u, p, jobid, meta.at, meta.duration, acc)
             if excl:
                 self._accum_if(g.v_type[u], g.v_size[u], to_parent)
             else:
                 self._accum_if(g.v_type[u], g.v_size[u] - needs, to_parent)
             for t, c in acc.items():
                 self._accum_if(t, c, to_parent)
-            writer.emit_vtx(self._level(), g, u, needs, None, excl)
+            writer.emit_vtx(self._levels[self.trav_level], g, u, needs, None, excl)
         self.trav_level -= 1
         return n
+
+    def _add_job_span(
+        self, ss: str, u: int, p: PlannerMulti, jobid: int, at: int, duration: int, acc: dict[str, int]
+    ) -> None:
+        """Record ``acc`` in ``u``'s aggregate for ``jobid``, merging with a span the job already has."""
+        types = p.resource_types
+        counts = [acc.get(t, 0) for t in types]
+        j2s = self.job2span[ss]
+        d2 = j2s[u]
+        if d2 is None:
+            d2 = j2s[u] = {}
+        old = d2.get(jobid)
+        if old is not None:
+            if p.span_window(old) == (at, duration):
+                prev = p.span_counts(old)
+                p.rem_span(old)
+                counts = [a + b for a, b in zip(counts, prev)]
+            else:
+                self._extra_spans.setdefault((ss, u, jobid), []).append(old)
+        d2[jobid] = p.add_span(at, duration, counts)
+
+    def update_allocate(
+        self, writer: Any, jobid: int, items: Sequence[tuple[int, int, bool]], at: int, duration: int,
+        reserve: bool = False,
+    ) -> int:
+        """Allocate exactly ``items`` -- (vertex, units, exclusive) -- to ``jobid`` over a window.
+
+        This is Fluxion's ``update``: the resources come from an R or JGF
+        document (typically a subgraph chosen by another instance) rather than
+        from a match.  Every exclusive vertex must be free for the window; on
+        any conflict nothing changes and ``err_msg`` says which vertex.
+        O(items x depth).
+        """
+        g = self.g
+        dom = self.dom
+        self.err_msg = ""
+        if dom not in g.roots:
+            self.err_msg = "update: the graph has no root\n"
+            return -1
+        if duration <= 0 or at < self.graph_start or at + duration > self.graph_end:
+            self.err_msg = f"update: invalid time window ({at}, {duration})\n"
+            return -1
+        for v, units, excl in items:
+            if excl:
+                if self._avail(v, at, duration) < units:
+                    self.err_msg = f"update: {g.path(v, dom) or g.v_name[v]} is not free for the window\n"
+                    return -1
+                if overlaps(self.xspans[v], at, duration) and self.tags[v] and jobid not in self.tags[v]:
+                    self.err_msg = f"update: {g.path(v, dom) or g.v_name[v]} is in use by another job\n"
+                    return -1
+        self._sync_edges()
+        self.tick()
+        token = self.token
+        root = g.roots[dom]
+        pcol = g.parent_edge[dom]
+        listed = {v for v, _, _ in items}
+        for v, units, excl in items:
+            pe = pcol[v]
+            if pe < 0:
+                continue
+            self.e_needs[pe] = units
+            self.e_excl[pe] = bool(excl)
+            self.e_token[pe] = token
+            # the path from the root down to the subgraph, shared
+            a = g.e_src[pe]
+            pe = pcol[a]
+            while pe >= 0 and self.e_token[pe] != token and a not in listed:
+                self.e_needs[pe] = g.v_size[a]
+                self.e_excl[pe] = False
+                self.e_token[pe] = token
+                a = g.e_src[pe]
+                pe = pcol[a]
+        root_items = [(u, x) for v, u, x in items if v == root]
+        needs, excl = root_items[0] if root_items else (1, False)
+        self.v_rt_edges[dom] = (needs, excl, token)
+        meta = JobMeta(jobid=jobid, at=at, now=at, duration=duration,
+                       alloc_type=AT_RESERVE if reserve else AT_ALLOC)
+        return self.update(root, writer, meta)
 
     # ------------------------------------------------------------ cancel
     def remove(self, jobid: int) -> int:
@@ -1045,6 +1364,8 @@ class Traverser:
             p = self.subplan[dom][u]
             if p is not None:
                 p.rem_span(d2[jobid])
+                for sid in self._extra_spans.pop((dom, u, jobid), ()):
+                    p.rem_span(sid)
             del d2[jobid]
             if not d2:
                 j2s[u] = None  # type: ignore[index]
@@ -1323,6 +1644,8 @@ class Traverser:
             p = self.subplan[dom][u]
             if p is not None:
                 p.rem_span(d2[jobid])
+                for sid in self._extra_spans.pop((dom, u, jobid), ()):
+                    p.rem_span(sid)
             del d2[jobid]
             if not d2:
                 j2s[u] = None  # type: ignore[index]

@@ -449,6 +449,17 @@ class PlannerMulti:
             return 0
         return self._planners[i].span_resource_count(sids[i])
 
+    def span_window(self, span_id: int) -> tuple[int, int] | None:
+        """Return ``(start, duration)`` of the span, or None when every per-type part is gone.
+
+        Raises PlannerError: EINVAL (negative id), ENOENT (unknown span).
+        """
+        for i, sid in enumerate(self._sids(span_id)):
+            if sid != -1:
+                pl = self._planners[i]
+                return pl.span_start_time(sid), pl.span_duration(sid)
+        return None
+
     def span_counts(self, span_id: int) -> list[int]:
         """Return the units of every type held by the span, in index order."""
         return [self.span_planned_at(span_id, i) for i in range(len(self._planners))]

@@ -208,8 +208,16 @@ class Engine:
             raise BusyError("no free resources for the grow here", jobid=jobid)
         raise UnsatisfiableError("this graph can never satisfy the grow", jobid=jobid)
 
-    def update_allocate(self, jobid: int, r_text: str | bytes, format: str = "jgf", at: int = 0,
-                        duration: int | None = None, fmt: str = "simple", reserve: bool = False) -> MatchResult:
+    def update_allocate(
+        self,
+        jobid: int,
+        r_text: str | bytes,
+        format: str = "jgf",
+        at: int = 0,
+        duration: int | None = None,
+        fmt: str = "simple",
+        reserve: bool = False,
+    ) -> MatchResult:
         """Allocate to ``jobid`` exactly the resources listed in a JGF or R document (Fluxion's ``update``).
 
         A JGF vertex is exclusive when its metadata says ``"exclusive": true``;
@@ -434,16 +442,26 @@ class Engine:
                     window = xs[jobid]
                     break
             at, end = window if window is not None else (self.job_at.get(jobid, 0), tr.graph_end)
-            jobs.append({"jobid": jobid, "state": kind, "at": at, "duration": end - at,
-                         "items": self.job_items(jobid)})
+            jobs.append(
+                {
+                    "jobid": jobid,
+                    "state": kind,
+                    "at": at,
+                    "duration": end - at,
+                    "items": self.job_items(jobid),
+                }
+            )
         doc = {
             "version": 1,
             "policy": self.policy.name,
             "subsystems": tr.subsystems,
             "prune_filters": str(tr.prune),
             "graph": orjson.loads(graph_to_jgf(self.graph)),
-            "statuses": {self.graph.path(v, tr.dom): "down" for v in self.graph.vertices()
-                         if self.graph.v_status[v] != UP},
+            "statuses": {
+                self.graph.path(v, tr.dom): "down"
+                for v in self.graph.vertices()
+                if self.graph.v_status[v] != UP
+            },
             "jobs": jobs,
             "next_jobid": self._next_jobid,
         }
@@ -460,7 +478,9 @@ class Engine:
         if doc.get("version") != 1:
             raise InputError(f"unsupported state version {doc.get('version')!r}")
         graph = load_graph(orjson.dumps(doc["graph"]), format="jgf")
-        eng = cls(graph, policy=doc["policy"], subsystems=doc["subsystems"], prune_filters=doc["prune_filters"])
+        eng = cls(
+            graph, policy=doc["policy"], subsystems=doc["subsystems"], prune_filters=doc["prune_filters"]
+        )
         for path, status in doc.get("statuses", {}).items():
             eng.set_status(path, status)
         for job in doc["jobs"]:
@@ -472,8 +492,9 @@ class Engine:
                 items.append((v, units, excl))
             w = eng._writer("simple")
             w.reset()
-            rc = eng.traverser.update_allocate(w, job["jobid"], items, job["at"], job["duration"],
-                                                reserve=job["state"] == "reserved")
+            rc = eng.traverser.update_allocate(
+                w, job["jobid"], items, job["at"], job["duration"], reserve=job["state"] == "reserved"
+            )
             w.reset()
             if rc != 0:
                 raise StateError(f"cannot restore job {job['jobid']}: {eng.traverser.err_msg.strip()}")

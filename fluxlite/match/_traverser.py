@@ -73,7 +73,6 @@ _TRISTATE_TRUE = Tristate.TRUE
 _TRISTATE_FALSE = Tristate.FALSE
 
 
-
 def calc_count(r: Any, qc: int) -> int:
     """How many units of resource request ``r`` to select when ``qc`` qualify (Fluxion's calc_count)."""
     c = r.count
@@ -143,6 +142,33 @@ class _ScoreFactor:
         return self.factor
 
 
+class _Shared(dict):  # type: ignore[type-arg]
+    """A per-vertex dict shared by many leaves of one allocation (copy before changing it)."""
+
+    __slots__ = ()
+
+
+def _drop(col: list[Any], u: int, key: int) -> Any:
+    """Remove ``key`` from the dict ``col[u]`` without changing a dict shared with other vertices."""
+    d = col[u]
+    if len(d) == 1:
+        col[u] = None
+        return d[key]
+    if type(d) is _Shared:
+        d = col[u] = dict(d)
+    return d.pop(key)
+
+
+def _own(col: list[Any], u: int) -> dict[Any, Any]:
+    """The dict ``col[u]``, created or copied so that changing it affects only ``u``."""
+    d = col[u]
+    if d is None:
+        d = col[u] = {}
+    elif type(d) is _Shared:
+        d = col[u] = dict(d)
+    return d
+
+
 def _cmod(a: int, b: int) -> int:
     """C's % (truncates toward zero)."""
     r = abs(a) % b
@@ -200,6 +226,8 @@ class Traverser:
         self.subplan: dict[str, list[PlannerMulti | None]] = {}
         self.job2span: dict[str, list[dict[int, int] | None]] = {}
         self._span_seq = 0
+        self._leaf_sid = 0
+        self._leaf_shared: dict[int, tuple[Any, ...]] = {}
         # per-edge marks of the last select (needs, exclusive, token)
         ne = len(graph.e_src)
         self.e_needs: list[int] = [0] * ne
@@ -219,6 +247,7 @@ class Traverser:
         self._locality = policy.order == "locality"
         self._kids_cache: dict[tuple[int, str], dict[str, tuple[list[int], bool, bool, bool]]] = {}
         self._kids_version = -1
+        self._child_types: dict[int, frozenset[str]] = {}
         graph.add_observer(self)
         self.initialized = False
 
@@ -496,8 +525,16 @@ class Traverser:
 
     def _slot_match(self, u: int, slot_r: Any) -> bool:
         g = self.g
-        vt, dst = g.v_type, g.e_dst
-        child_types = {vt[dst[e]] for col in g.out.values() for e in col[u]}
+        if self._kids_version != g.version:
+            self._kids_cache.clear()
+            self._child_types.clear()
+            self._kids_version = g.version
+        child_types = self._child_types.get(u)
+        if child_types is None:
+            vt, dst = g.v_type, g.e_dst
+            child_types = self._child_types[u] = frozenset(
+                vt[dst[e]] for col in g.out.values() for e in col[u]
+            )
         return all(c.type in child_types for c in slot_r.with_)
 
     # ------------------------------------------------------------ policy callbacks
@@ -636,7 +673,9 @@ class Traverser:
         t = self.g.v_type[u]
         return any(r.type == t for r in resources)
 
-    def _leaf_dfv(self, meta: JobMeta, v: int, resources: Sequence[Any], excl: bool) -> tuple[int, bool, int, int]:
+    def _leaf_dfv(
+        self, meta: JobMeta, v: int, resources: Sequence[Any], excl: bool
+    ) -> tuple[int, bool, int, int]:
         """dom_dfv of a leaf vertex, inlined: (rc, exclusive, score, avail).
 
         Only for leaves whose type is requested by exactly one resource with no
@@ -684,7 +723,9 @@ class Traverser:
         rc = -1
         single = len(self.subsystems) == 1
         for ss in self.subsystems:
-            rc = self._explore(meta, u, ss, resources, pristine, excl, ss == self.dom, dfu, 1, mode if single else 0)
+            rc = self._explore(
+                meta, u, ss, resources, pristine, excl, ss == self.dom, dfu, 1, mode if single else 0
+            )
         return rc
 
     def _explore(
@@ -710,26 +751,45 @@ class Traverser:
 
     # ------------------------------------------------------------ ordered exploration
     def _kids_by_type(self, u: int, ss: str) -> dict[str, tuple[list[int], bool, bool, bool]]:
-        """Children of ``u`` grouped by type: (edges by ascending id, ids distinct, all size 1, all leaves)."""
+        """Children of ``u`` grouped by type: (edges by ascending id, ids distinct, all size 1, all leaves).
+
+        Cached per (vertex, subsystem) until the graph's structure changes.  O(children).
+        """
         g = self.g
         if self._kids_version != g.version:
             self._kids_cache.clear()
+            self._child_types.clear()
             self._kids_version = g.version
         key = (u, ss)
         got = self._kids_cache.get(key)
         if got is not None:
             return got
         dst, vt, vid, vs = g.e_dst, g.v_type, g.v_id, g.v_size
+        single = len(g.out) == 1
+        col = g.out[ss]
         groups: dict[str, list[int]] = {}
-        for e in g.out[ss][u]:
-            groups.setdefault(vt[dst[e]], []).append(e)
+        for e in col[u]:
+            t = vt[dst[e]]
+            lst = groups.get(t)
+            if lst is None:
+                groups[t] = [e]
+            else:
+                lst.append(e)
         got = {}
         for t, eids in groups.items():
-            eids.sort(key=lambda e: vid[dst[e]])
             ids = [vid[dst[e]] for e in eids]
-            distinct = len(set(ids)) == len(ids)
+            ascending = all(a < b for a, b in zip(ids, ids[1:]))
+            if ascending:
+                distinct = True
+            else:
+                order = sorted(range(len(eids)), key=ids.__getitem__)
+                eids = [eids[i] for i in order]
+                distinct = len(set(ids)) == len(ids)
             size1 = all(vs[dst[e]] == 1 for e in eids)
-            leaves = all(self._is_leaf(dst[e]) for e in eids)
+            if single:
+                leaves = not any(col[dst[e]] for e in eids)
+            else:
+                leaves = all(self._is_leaf(dst[e]) for e in eids)
             got[t] = (eids, distinct, size1, leaves)
         self._kids_cache[key] = got
         return got
@@ -789,25 +849,56 @@ class Traverser:
         plan: list[tuple[Any, list[int], int, bool]],
     ) -> int:
         g = self.g
-        dst, vt = g.e_dst, g.v_type
+        dst = g.e_dst
         factors = self.factors
         rc2 = -1
         for r, eids, need, leaves in plan:
             t = r.type
-            fast = leaves and t not in factors
             ev = dfu.get(t)
             qc = 0
+            if leaves and t not in factors and t != "node" and not (excl and r.exclusive is _TRISTATE_FALSE):
+                # leaf children evaluated inline: dom_dfv of a leaf without the call
+                x = excl or r.exclusive is _TRISTATE_TRUE
+                status = meta.alloc_type != AT_SATISFIABILITY
+                alloc_check = meta.alloc_type == AT_ALLOC
+                at, dur = meta.at, meta.duration
+                vstat, vsize, vid = g.v_status, g.v_size, g.v_id
+                vspans, allocs, xspans = self.vspans, self.allocs, self.xspans
+                base = MATCH_MET + 1 + (0 if self._locality else self.multilevel)
+                egs = ev.egroups
+                visited = 0
+                for e in eids:
+                    v = dst[e]
+                    visited += 1
+                    if status and vstat[v] != UP:
+                        continue
+                    sp = vspans[v]
+                    avail = vsize[v] if sp is None else avail_during(sp, vsize[v], at, dur)
+                    if avail == 0:
+                        continue
+                    if x:
+                        if alloc_check and allocs[v]:
+                            continue
+                        xs = xspans[v]
+                        if xs is not None and overlaps(xs, at, dur):
+                            continue
+                    egs.append((base + vid[v], avail, x, False, ((avail, avail, x, e),)))
+                    ev.total_count += avail
+                    ev.qual_count += avail
+                    qc += avail
+                    if qc >= need:
+                        break
+                self.preorder += visited
+                self.postorder += len(egs)
+                if egs:
+                    rc2 = 0
+                continue
             for e in eids:
                 tgt = dst[e]
-                if fast:
-                    rc, x, score, count = self._leaf_dfv(meta, tgt, resources, excl)
-                    if rc != 0:
-                        continue
-                else:
-                    rc, x = self._dom_dfv(meta, tgt, resources, pristine, excl, dfu)
-                    if rc != 0:
-                        continue
-                    score, count = dfu.overall_score, dfu.avail
+                rc, x = self._dom_dfv(meta, tgt, resources, pristine, excl, dfu)
+                if rc != 0:
+                    continue
+                score, count = dfu.overall_score, dfu.avail
                 ev.add((score, count, x, False, ((count, count, x, e),)))
                 rc2 = 0
                 if score > 0:
@@ -872,8 +963,16 @@ class Traverser:
         sat_types: set[str] = set()
         required = [(r.type, multiplier * calc_effective_max(r)) for r in resources]
         colors = self._colors.get(ss) if self._need_colors else None
-        leaf_ok = dfv and colors is None and self._leaf_requests(resources)
+        leaf_ok = dfv and colors is None and len(g.out) == 1 and self._leaf_requests(resources)
         col = g.out[ss] if leaf_ok else None
+        if leaf_ok:
+            by_type = {r.type: r for r in resources}
+            status = meta.alloc_type != AT_SATISFIABILITY
+            alloc_check = meta.alloc_type == AT_ALLOC
+            at, dur = meta.at, meta.duration
+            vstat, vsize, vid = g.v_status, g.v_size, g.v_id
+            vspans, allocs, xspans = self.vspans, self.allocs, self.xspans
+            base = MATCH_MET + 1 + (0 if self._locality else self.multilevel)
         rc2 = -1
         for _w, _uq, e in keys:
             if ess[e] != ss:
@@ -884,11 +983,30 @@ class Traverser:
             t = vt[tgt]
             if t in sat_types:
                 continue
-            if col is not None and not col[tgt] and len(g.out) == 1:
-                rc, x, score, count = self._leaf_dfv(meta, tgt, resources, excl)
-                if rc != 0:
+            if col is not None and not col[tgt]:
+                # a leaf: dom_dfv inlined
+                self.preorder += 1
+                r = by_type.get(t)
+                if r is None or r.with_:
                     continue
-                dfu.add(t, (score, count, x, False, ((count, count, x, e),)))
+                x = excl or r.exclusive is _TRISTATE_TRUE
+                if excl and r.exclusive is _TRISTATE_FALSE:
+                    self._by_excl(meta, tgt, x, r)
+                    continue
+                if status and vstat[tgt] != UP:
+                    continue
+                sp = vspans[tgt]
+                count = vsize[tgt] if sp is None else avail_during(sp, vsize[tgt], at, dur)
+                if count == 0:
+                    continue
+                if x:
+                    if alloc_check and allocs[tgt]:
+                        continue
+                    xs = xspans[tgt]
+                    if xs is not None and overlaps(xs, at, dur):
+                        continue
+                self.postorder += 1
+                dfu.add(t, (base + vid[tgt], count, x, False, ((count, count, x, e),)))
             else:
                 if dfv:
                     rc, x = self._dom_dfv(meta, tgt, resources, pristine, excl, dfu)
@@ -1081,6 +1199,9 @@ class Traverser:
             return -1
         needs, excl, _tok = rt
         self._reset_color()
+        self._leaf_shared = {}
+        self._span_seq += 1
+        self._leaf_sid = self._span_seq
         emit_shadow = self.g.v_type[root] in self.exclusive_types
         self.trav_level = 0
         n = self._upd_dfv(root, writer, needs, excl, meta, True, {}, emit_shadow)
@@ -1108,6 +1229,7 @@ class Traverser:
         full: bool,
         to_parent: dict[str, int],
         emit_shadow: bool,
+        excl_parent: bool = False,
     ) -> int:
         g = self.g
         n_plans = 0
@@ -1117,12 +1239,16 @@ class Traverser:
         mod = emit_shadow or vt[u] in xtypes
         excl = excl or mod
         self.trav_level += 1
+        level = self.trav_level
         token = self.token
         dom = self.dom
         dst, vsize = g.e_dst, g.v_size
         e_token, e_excl, e_needs = self.e_token, self.e_excl, self.e_needs
         levels = self._levels
         single = len(g.out) == 1
+        edges = writer.emits_edges
+        # jgf_shorthand: nothing below an exclusive vertex is written
+        hide = excl and not writer.emit_exclusive_subtrees
         for ss in self.subsystems:
             col = g.out.get(ss)
             if col is None:
@@ -1130,64 +1256,77 @@ class Traverser:
             for e in col[u]:
                 if e_token[e] != token and not mod:
                     continue
+                if ss != dom:
+                    continue
                 tgt = dst[e]
                 x = e_excl[e] or mod
                 nd = vsize[tgt] if mod else e_needs[e]
-                if ss != dom:
-                    continue
                 if (not col[tgt]) if single else self._is_leaf(tgt):
-                    # a leaf: upd_dfv + upd_sched inlined
-                    lx = x or vt[tgt] in xtypes
-                    if not lx:
+                    # a leaf: upd_dfv + upd_sched without the recursion
+                    if not (x or vt[tgt] in xtypes):
                         continue
-                    self._upd_leaf(tgt, writer, nd, meta, full, acc, levels[self.trav_level + 1])
-                    writer.emit_edg(levels[self.trav_level], g, e)
+                    self._upd_leaf(tgt, writer, nd, meta, full, acc, None if hide else levels[level + 1])
+                    if edges and not hide:
+                        writer.emit_edg(levels[level], g, e)
                     n_plans += 1
                     continue
-                sub = self._upd_dfv(tgt, writer, nd, x, meta, full, acc, mod)
+                sub = self._upd_dfv(tgt, writer, nd, x, meta, full, acc, mod, excl)
                 if sub > 0:
                     if self.stop_on_k:
                         self._upd_by_outedges(ss, meta, u, e)
-                    writer.emit_edg(levels[self.trav_level], g, e)
+                    if edges and not hide:
+                        writer.emit_edg(levels[level], g, e)
                     n_plans += sub
-        return self._upd_sched(u, writer, dom, needs, excl, n_plans, meta, full, acc, to_parent)
+        return self._upd_sched(u, writer, dom, needs, excl, n_plans, meta, full, acc, to_parent, excl_parent)
 
     def _upd_leaf(
-        self, v: int, writer: Any, needs: int, meta: JobMeta, full: bool, acc: dict[str, int], prefix: str
+        self,
+        v: int,
+        writer: Any,
+        needs: int,
+        meta: JobMeta,
+        full: bool,
+        acc: dict[str, int],
+        prefix: str | None,
     ) -> None:
-        """Record an exclusive allocation of leaf ``v`` (upd_plan + upd_meta + emit, no children)."""
+        """Record an exclusive allocation of leaf ``v`` (upd_plan + upd_meta + emit, no children).
+
+        A leaf that held nothing gets dicts shared with the other leaves of
+        this allocation (no allocation per leaf); they are copied on change.
+        """
         jobid = meta.jobid
-        at = meta.at
-        end = at + meta.duration
-        if full and meta.alloc_type != AT_SATISFIABILITY:
-            self._span_seq += 1
-            sid = self._span_seq
-            sp = self.vspans[v]
-            if sp is None:
-                self.vspans[v] = {sid: (at, end, needs)}
-            else:
-                sp[sid] = (at, end, needs)
-            table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
-            d = table[v]
-            if d is None:
-                table[v] = {jobid: sid}
-            else:
-                d[jobid] = sid
-        tg = self.tags[v]
-        if tg is None:
-            self.tags[v] = {jobid: jobid}
+        record = full and meta.alloc_type != AT_SATISFIABILITY
+        table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
+        if self.tags[v] is None and self.xspans[v] is None and self.vspans[v] is None and table[v] is None:
+            shared = self._leaf_shared.get(needs)
+            if shared is None:
+                at, end = meta.at, meta.at + meta.duration
+                shared = self._leaf_shared[needs] = (
+                    _Shared({self._leaf_sid: (at, end, needs)}),
+                    _Shared({jobid: self._leaf_sid}),
+                    _Shared({jobid: jobid}),
+                    _Shared({jobid: (at, end)}),
+                )
+            if record:
+                self.vspans[v] = shared[0]
+                table[v] = shared[1]
+            self.tags[v] = shared[2]
+            self.xspans[v] = shared[3]
         else:
-            tg[jobid] = jobid
-        xs = self.xspans[v]
-        if xs is None:
-            self.xspans[v] = {jobid: (at, end)}
-        else:
-            xs[jobid] = (at, end)
+            at, end = meta.at, meta.at + meta.duration
+            if record:
+                self._span_seq += 1
+                sid = self._span_seq
+                _own(self.vspans, v)[sid] = (at, end, needs)
+                _own(table, v)[jobid] = sid
+            _own(self.tags, v)[jobid] = jobid
+            _own(self.xspans, v)[jobid] = (at, end)
         g = self.g
         t = g.v_type[v]
         if t in self.prune.total:
             acc[t] = acc.get(t, 0) + g.v_size[v]
-        writer.emit_vtx(prefix, g, v, needs, None, True)
+        if prefix is not None:
+            writer.emit_vtx(prefix, g, v, needs, None, True)
 
     def _new_span_id(self) -> int:
         self._span_seq += 1
@@ -1205,30 +1344,20 @@ class Traverser:
         full: bool,
         acc: dict[str, int],
         to_parent: dict[str, int],
+        excl_parent: bool = False,
     ) -> int:
         g = self.g
         if excl:
             n += 1
             if full and meta.alloc_type != AT_SATISFIABILITY:
                 sid = self._new_span_id()
-                sp = self.vspans[u]
-                if sp is None:
-                    sp = self.vspans[u] = {}
-                sp[sid] = (meta.at, meta.at + meta.duration, needs)
+                _own(self.vspans, u)[sid] = (meta.at, meta.at + meta.duration, needs)
                 table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
-                d = table[u]
-                if d is None:
-                    d = table[u] = {}
-                d[meta.jobid] = sid
+                _own(table, u)[meta.jobid] = sid
         if n > 0:
             jobid = meta.jobid
-            tg = self.tags[u]
-            if tg is None:
-                tg = self.tags[u] = {}
-            tg[jobid] = jobid
-            xs = self.xspans[u]
-            if xs is None:
-                xs = self.xspans[u] = {}
+            _own(self.tags, u)[jobid] = jobid
+            xs = _own(self.xspans, u)
             old = xs.get(jobid)
             if old is None:
                 xs[jobid] = (meta.at, meta.at + meta.duration)
@@ -1244,7 +1373,8 @@ class Traverser:
                 self._accum_if(g.v_type[u], g.v_size[u] - needs, to_parent)
             for t, c in acc.items():
                 self._accum_if(t, c, to_parent)
-            writer.emit_vtx(self._levels[self.trav_level], g, u, needs, None, excl)
+            if not (excl_parent and not writer.emit_exclusive_subtrees):
+                writer.emit_vtx(self._levels[self.trav_level], g, u, needs, None, excl)
         self.trav_level -= 1
         return n
 
@@ -1269,7 +1399,12 @@ class Traverser:
         d2[jobid] = p.add_span(at, duration, counts)
 
     def update_allocate(
-        self, writer: Any, jobid: int, items: Sequence[tuple[int, int, bool]], at: int, duration: int,
+        self,
+        writer: Any,
+        jobid: int,
+        items: Sequence[tuple[int, int, bool]],
+        at: int,
+        duration: int,
         reserve: bool = False,
     ) -> int:
         """Allocate exactly ``items`` -- (vertex, units, exclusive) -- to ``jobid`` over a window.
@@ -1322,8 +1457,9 @@ class Traverser:
         root_items = [(u, x) for v, u, x in items if v == root]
         needs, excl = root_items[0] if root_items else (1, False)
         self.v_rt_edges[dom] = (needs, excl, token)
-        meta = JobMeta(jobid=jobid, at=at, now=at, duration=duration,
-                       alloc_type=AT_RESERVE if reserve else AT_ALLOC)
+        meta = JobMeta(
+            jobid=jobid, at=at, now=at, duration=duration, alloc_type=AT_RESERVE if reserve else AT_ALLOC
+        )
         return self.update(root, writer, meta)
 
     # ------------------------------------------------------------ cancel
@@ -1347,16 +1483,12 @@ class Traverser:
         tg = self.tags[u]
         if tg is None or jobid not in tg:
             return 0
-        del tg[jobid]
-        if not tg:
-            self.tags[u] = None
+        _drop(self.tags, u, jobid)
         xs = self.xspans[u]
         if xs is None or jobid not in xs:
             self.err_msg += "rem_exclusive_filter: jobid isn't found in x_spans table.\n "
             return -1
-        del xs[jobid]
-        if not xs:
-            self.xspans[u] = None
+        _drop(self.xspans, u, jobid)
         dom = self.dom
         j2s = self.job2span.get(dom)
         d2 = j2s[u] if j2s is not None else None
@@ -1384,15 +1516,11 @@ class Traverser:
         for table in (self.allocs, self.resvs):
             d = table[u]
             if d is not None and jobid in d:
-                sid = d.pop(jobid)
-                if not d:
-                    table[u] = None
+                sid = _drop(table, u, jobid)
                 sp = self.vspans[u]
                 amount = None
                 if sp is not None and sid in sp:
-                    amount = sp.pop(sid)[2]
-                    if not sp:
-                        self.vspans[u] = None
+                    amount = _drop(self.vspans, u, sid)[2]
                 return amount
         return None
 
@@ -1634,9 +1762,7 @@ class Traverser:
         for col in (self.tags, self.xspans):
             d = col[u]
             if d is not None and jobid in d:
-                del d[jobid]
-                if not d:
-                    col[u] = None
+                _drop(col, u, jobid)
         dom = self.dom
         j2s = self.job2span.get(dom)
         d2 = j2s[u] if j2s is not None else None
@@ -1684,7 +1810,7 @@ class Traverser:
                 sid = d[jobid]
                 if sp is not None and sid in sp and sp[sid][2] != 0:
                     start, end, _amount = sp[sid]
-                    sp[sid] = (start, end, 0)
+                    _own(self.vspans, u)[sid] = (start, end, 0)
                     own = self.g.v_size[u]
         if drained:
             self._purge_vertex(u, jobid)
@@ -1827,11 +1953,27 @@ class Traverser:
                 return -1
         return 0
 
+    def _root_has_room(self, root: int, meta: JobMeta, dfv: dict[str, int]) -> bool:
+        """Could the root's subtree hold the request at all during the window?  O(types)."""
+        p = self._root_subplan(root)
+        if p is None or not dfv:
+            return True
+        counts = [dfv.get(t, 0) for t in p.resource_types]
+        if not any(counts):
+            return True
+        return p.avail_during(meta.at, meta.duration, counts)
+
     def _schedule(self, jobspec: Any, meta: JobMeta, x: bool, op: str, root: int, dfv: dict[str, int]) -> int:
         resources = jobspec.resources
         if self._request_feasible(meta, op, dfv) < 0:
             return -1
-        rc = self.select(resources, root, meta, x)
+        if self._root_has_room(root, meta, dfv):
+            rc = self.select(resources, root, meta, x)
+        else:
+            # The root's aggregate already shows too few free units: no walk
+            # can succeed (the aggregate is an upper bound of what is free).
+            self.preorder = self.postorder = 0
+            rc = -1
         self.total_preorder = self.preorder
         self.total_postorder = self.postorder
         if rc == 0:

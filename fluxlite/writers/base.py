@@ -65,10 +65,12 @@ class MatchWriter(Protocol):
 
     ``emit_exclusive_subtrees`` tells the traverser whether to emit the
     non-root vertices of exclusively allocated subtrees (False only for
-    ``jgf_shorthand``).
+    ``jgf_shorthand``); ``emits_edges`` False lets it skip ``emit_edg``
+    calls that would do nothing (the line formats).
     """
 
     emit_exclusive_subtrees: bool
+    emits_edges: bool
 
     def emit_vtx(
         self,

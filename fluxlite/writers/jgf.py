@@ -144,6 +144,7 @@ class JgfWriter:
 
     __slots__ = ("_e", "_ss", "_v")
     emit_exclusive_subtrees = True
+    emits_edges = True
 
     def __init__(self) -> None:
         self._v: list[str] = []

@@ -53,6 +53,7 @@ class RLiteWriter:
 
     __slots__ = ("_gather", "_props", "_reducer")
     emit_exclusive_subtrees = True
+    emits_edges = True
 
     def __init__(self) -> None:
         # Fluxion reduces exactly these types, core before gpu
@@ -183,6 +184,7 @@ class Rv1Writer:
 
     __slots__ = ("_attrs", "_end", "_jgf", "_rlite", "_start")
     emit_exclusive_subtrees = True
+    emits_edges = True
 
     def __init__(self) -> None:
         self._rlite = RLiteWriter()
@@ -258,6 +260,7 @@ class Rv1NoschedWriter:
 
     __slots__ = ("_end", "_rlite", "_start")
     emit_exclusive_subtrees = True
+    emits_edges = True
 
     def __init__(self) -> None:
         self._rlite = RLiteWriter()

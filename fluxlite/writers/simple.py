@@ -30,6 +30,7 @@ class SimpleWriter:
 
     __slots__ = ("_add", "_out")
     emit_exclusive_subtrees = True
+    emits_edges = False
 
     def __init__(self) -> None:
         self._out: list[str] = []
@@ -81,6 +82,7 @@ class PrettySimpleWriter:
 
     __slots__ = ("_add", "_out")
     emit_exclusive_subtrees = True
+    emits_edges = False
 
     def __init__(self) -> None:
         self._out: list[str] = []

@@ -1,0 +1,284 @@
+"""The gRPC client of an instance: typed calls, the tree secret on each, errors as fluxlite types.
+
+:class:`InstanceClient` implements :class:`hierarchy.base.Parent` (what a
+child needs from its parent) plus the read-only calls (``info``, ``stat``).
+Every call has a timeout; gRPC errors are translated here, at the boundary,
+into fluxlite errors chained ``from`` the gRPC error (see
+:func:`translate_error`).  Round trips are measured around the stub call,
+so they include protobuf and JGF-bytes (de)serialisation.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import grpc
+import orjson
+
+from fluxlite.errors import (
+    BusyError,
+    CommandError,
+    FluxliteError,
+    GraphFormatError,
+    InputError,
+    JobspecError,
+    MatchError,
+    RpcError,
+    StateError,
+    UnknownJobError,
+    UnsatisfiableError,
+)
+from hierarchy._address import SECRET_KEY, Address, TlsConfig, parse_address
+from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, NotAuthorizedError
+from hierarchy._pb import fluxlite_instance_pb2 as pb
+from hierarchy._pb import fluxlite_instance_pb2_grpc as pb_grpc
+from hierarchy.base import LevelTiming, MatchOutcome, ReleaseOutcome, ShrinkOutcome
+
+__all__ = ["CHANNEL_OPTIONS", "ERROR_KEY", "InstanceClient", "new_request_id", "translate_error"]
+
+#: Trailing-metadata key naming the fluxlite error class of a failed call.
+ERROR_KEY = "x-fluxlite-error"
+
+#: Channel and server options: big JGF payloads, fast reconnects, no HTTP proxy for local peers.
+CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", 512 * 1024 * 1024),
+    ("grpc.max_receive_message_length", 512 * 1024 * 1024),
+    ("grpc.enable_http_proxy", 0),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+]
+
+_ERROR_TYPES: dict[str, type[FluxliteError]] = {
+    c.__name__: c
+    for c in (
+        BusyError,
+        UnsatisfiableError,
+        MatchError,
+        UnknownJobError,
+        ForeignResourcesError,
+        StateError,
+        JobspecError,
+        GraphFormatError,
+        CommandError,
+        InputError,
+        NotAuthorizedError,
+        InstanceUnavailableError,
+        RpcError,
+    )
+}
+
+
+def new_request_id() -> str:
+    """A fresh request id (random, 128 bits)."""
+    return uuid.uuid4().hex
+
+
+def translate_error(exc: grpc.RpcError, address: str, method: str) -> FluxliteError:
+    """The fluxlite error for a failed call (the caller raises it ``from exc``)."""
+    code = exc.code() if hasattr(exc, "code") else None
+    details = (exc.details() if hasattr(exc, "details") else "") or ""
+    name = ""
+    try:
+        for k, v in exc.trailing_metadata() or ():
+            if k == ERROR_KEY:
+                name = v
+    except Exception:  # pragma: no cover - an error without metadata
+        name = ""
+    cls = _ERROR_TYPES.get(name)
+    if cls is not None and code not in (grpc.StatusCode.UNAUTHENTICATED,):
+        if issubclass(cls, RpcError):
+            return cls(f"{method} at {address}: {details}")
+        return cls(details)
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return InstanceUnavailableError(f"{method} at {address}: no answer before the deadline")
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return InstanceUnavailableError(f"{method} at {address}: instance unreachable ({details})")
+    if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+        return NotAuthorizedError(f"{method} at {address} refused: {details}")
+    cname = code.name if code is not None else "UNKNOWN"
+    return RpcError(f"{method} at {address} failed ({cname}): {details}")
+
+
+def timings_from_pb(items: Any) -> list[LevelTiming]:
+    return [
+        LevelTiming(t.instance, t.depth, t.match_s, t.attach_update_s, t.upstream_s, t.server_s, t.outcome)
+        for t in items
+    ]
+
+
+class InstanceClient:
+    """A connection to one instance (see the module docstring)."""
+
+    def __init__(
+        self,
+        address: str | Address,
+        secret: bytes | str,
+        *,
+        timeout: float = 10.0,
+        tls: TlsConfig | None = None,
+    ) -> None:
+        self.addr = address if isinstance(address, Address) else parse_address(address)
+        self.address = self.addr.target
+        self.timeout = timeout
+        sec = secret.decode() if isinstance(secret, bytes) else secret
+        self._md = ((SECRET_KEY, sec),)
+        if tls is not None and tls.enabled:
+            self._channel = grpc.secure_channel(
+                self.address, tls.channel_credentials(), options=CHANNEL_OPTIONS
+            )
+        else:
+            self._channel = grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
+        self._stub = pb_grpc.InstanceStub(self._channel)
+
+    # ------------------------------------------------------------------ plumbing
+    def _call(self, method: str, request: Any, timeout: float | None) -> tuple[Any, float]:
+        fn = getattr(self._stub, method)
+        t0 = time.perf_counter()
+        try:
+            reply = fn(request, timeout=self.timeout if timeout is None else timeout, metadata=self._md)
+        except grpc.RpcError as exc:
+            raise translate_error(exc, self.address, method) from exc
+        return reply, time.perf_counter() - t0
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> InstanceClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ calls
+    def match_allocate(
+        self,
+        jobspec: bytes | str,
+        *,
+        request_id: str = "",
+        lease: bool = False,
+        child_name: str = "",
+        child_address: str = "",
+        timeout: float | None = None,
+    ) -> MatchOutcome:
+        """Allocate a new job (see :class:`hierarchy.base.Parent`)."""
+        js = jobspec.encode() if isinstance(jobspec, str) else jobspec
+        req = pb.MatchAllocateRequest(
+            jobspec=js,
+            request_id=request_id or new_request_id(),
+            lease=lease,
+            child_name=child_name,
+            child_address=child_address,
+        )
+        r, rtt = self._call("MatchAllocate", req, timeout)
+        return MatchOutcome(
+            r.jobid,
+            r.jgf,
+            timings_from_pb(r.timings),
+            r.lease_token,
+            r.grace_s,
+            r.replayed,
+            r.vertices,
+            r.edges,
+            rtt,
+        )
+
+    def match_grow(
+        self,
+        jobid: int,
+        jobspec: bytes | str,
+        *,
+        request_id: str = "",
+        lease_token: str = "",
+        timeout: float | None = None,
+    ) -> MatchOutcome:
+        """Grow job ``jobid`` (see :class:`hierarchy.base.Parent`)."""
+        js = jobspec.encode() if isinstance(jobspec, str) else jobspec
+        req = pb.MatchGrowRequest(
+            jobid=jobid, jobspec=js, request_id=request_id or new_request_id(), lease_token=lease_token
+        )
+        r, rtt = self._call("MatchGrow", req, timeout)
+        return MatchOutcome(
+            r.jobid,
+            r.jgf,
+            timings_from_pb(r.timings),
+            r.lease_token,
+            r.grace_s,
+            r.replayed,
+            r.vertices,
+            r.edges,
+            rtt,
+        )
+
+    def shrink(
+        self,
+        jobid: int,
+        *,
+        jgf: bytes | str = b"",
+        paths: Sequence[str] = (),
+        lease_token: str = "",
+        request_id: str = "",
+        timeout: float | None = None,
+    ) -> ShrinkOutcome:
+        """Release part of job ``jobid`` (see :class:`hierarchy.base.Parent`)."""
+        doc = jgf.encode() if isinstance(jgf, str) else jgf
+        req = pb.ShrinkRequest(
+            jobid=jobid,
+            jgf=doc,
+            paths=list(paths),
+            lease_token=lease_token,
+            request_id=request_id or new_request_id(),
+        )
+        r, rtt = self._call("Shrink", req, timeout)
+        return ShrinkOutcome(
+            r.job_gone, r.released, r.returned, r.pending, r.replayed, timings_from_pb(r.timings), rtt
+        )
+
+    def release(self, jobid: int, *, lease_token: str = "", timeout: float | None = None) -> ReleaseOutcome:
+        """Release the whole job ``jobid``."""
+        r, rtt = self._call("Release", pb.ReleaseRequest(jobid=jobid, lease_token=lease_token), timeout)
+        return ReleaseOutcome(r.returned, r.pending, timings_from_pb(r.timings), rtt)
+
+    def heartbeat(self, jobid: int, *, lease_token: str = "", timeout: float | None = None) -> float:
+        """Keep the lease of job ``jobid`` alive; returns the grace period."""
+        r, _ = self._call("Heartbeat", pb.HeartbeatRequest(jobid=jobid, lease_token=lease_token), timeout)
+        return r.grace_s
+
+    def info(
+        self, jobid: int = 0, *, recount: bool = False, graph: bool = False, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """The instance's (or one job's) description; ``graph`` adds the whole graph as ``"jgf"`` bytes."""
+        r, _ = self._call("Info", pb.InfoRequest(jobid=jobid, recount=recount, graph=graph), timeout)
+        out: dict[str, Any] = orjson.loads(r.json)
+        if graph:
+            out["jgf"] = r.jgf
+        return out
+
+    def stat(self, *, timeout: float | None = None) -> dict[str, Any]:
+        """Graph sizes, free resources and operation counters."""
+        r, _ = self._call("Stat", pb.StatRequest(), timeout)
+        return {
+            "vertices": r.vertices,
+            "edges": r.edges,
+            "jobs": r.jobs,
+            "children": r.children,
+            "by_type": dict(r.by_type),
+            "free": dict(r.free),
+            "counters": dict(r.counters),
+            "uptime_s": r.uptime_s,
+        }
+
+    def health(self, *, timeout: float | None = None) -> dict[str, Any]:
+        """Liveness of the instance."""
+        r, rtt = self._call("Health", pb.HealthRequest(), timeout)
+        return {
+            "status": r.status,
+            "instance": r.instance,
+            "depth": r.depth,
+            "pid": r.pid,
+            "parent": r.parent,
+            "rtt_s": rtt,
+        }

@@ -1,0 +1,33 @@
+"""Errors specific to nested instances, placed in fluxlite's one exception tree.
+
+::
+
+    FluxliteError
+    ├── StateError
+    │   └── ForeignResourcesError    a shrink names resources its job does not hold
+    └── RpcError
+        ├── NotAuthorizedError       refused: no/wrong tree secret or lease token
+        └── InstanceUnavailableError the instance (or its parent) is down or timed out
+
+Errors raised by a remote instance are re-raised on the calling side with
+the same fluxlite type when the server names one (``BusyError`` stays
+``BusyError`` across the wire), otherwise as :class:`fluxlite.errors.RpcError`.
+"""
+
+from __future__ import annotations
+
+from fluxlite.errors import RpcError, StateError
+
+__all__ = ["ForeignResourcesError", "InstanceUnavailableError", "NotAuthorizedError"]
+
+
+class ForeignResourcesError(StateError):
+    """A shrink names resources that the job it names does not hold at this instance."""
+
+
+class NotAuthorizedError(RpcError):
+    """The call was refused: missing or wrong tree secret, or a wrong lease token."""
+
+
+class InstanceUnavailableError(RpcError):
+    """An instance did not answer in time (down, unreachable, or its deadline passed)."""

@@ -27,6 +27,7 @@ aggregates keeps a match from descending into subtrees that cannot serve it.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -778,7 +779,7 @@ class Traverser:
         got = {}
         for t, eids in groups.items():
             ids = [vid[dst[e]] for e in eids]
-            ascending = all(a < b for a, b in zip(ids, ids[1:]))
+            ascending = all(a < b for a, b in itertools.pairwise(ids))
             if ascending:
                 distinct = True
             else:

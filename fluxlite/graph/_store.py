@@ -66,6 +66,7 @@ class ResourceGraph:
     """
 
     __slots__ = (
+        "_eseq",
         "_interned",
         "_live",
         "_next_uniq",
@@ -74,6 +75,7 @@ class ResourceGraph:
         "by_rank",
         "e_dst",
         "e_rel",
+        "e_seq",
         "e_src",
         "e_ss",
         "out",
@@ -120,6 +122,9 @@ class ResourceGraph:
         self.e_dst: list[int] = []
         self.e_ss: list[str] = []
         self.e_rel: list[str] = []
+        #: insertion sequence number of each edge (its order among its siblings)
+        self.e_seq: list[int] = []
+        self._eseq = 0
         #: subsystem -> per-vertex list of out-edge ids in insertion order
         self.out: dict[str, list[Any]] = {}
         #: subsystem -> per-vertex first in-edge id (-1: none)
@@ -442,23 +447,28 @@ class ResourceGraph:
         if got != expected:
             for e in got:
                 self.rx.update_edge_by_index(e, e)
+        seq0 = self._eseq
+        self._eseq += m
         if got == expected:
             self.e_src.extend(sources)
             self.e_dst.extend(targets)
             self.e_ss.extend(ss_col)
             self.e_rel.extend(rel_col)
+            self.e_seq.extend(range(seq0, seq0 + m))
         else:
-            for e, s, d, ss, rel in zip(got, sources, targets, ss_col, rel_col):
+            for k, (e, s, d, ss, rel) in enumerate(zip(got, sources, targets, ss_col, rel_col)):
                 if e == len(self.e_src):
                     self.e_src.append(s)
                     self.e_dst.append(d)
                     self.e_ss.append(ss)
                     self.e_rel.append(rel)
+                    self.e_seq.append(seq0 + k)
                 else:
                     self.e_src[e] = s
                     self.e_dst[e] = d
                     self.e_ss[e] = ss
                     self.e_rel[e] = rel
+                    self.e_seq[e] = seq0 + k
         last_ss = None
         col: list[Any] = []
         pcol: list[int] = []
@@ -491,16 +501,20 @@ class ResourceGraph:
         eid = self.rx.add_edge(src, dst, None)
         self.rx.update_edge_by_index(eid, eid)
         rel = self._intern(relation)
+        seq = self._eseq
+        self._eseq += 1
         if eid == len(self.e_src):
             self.e_src.append(src)
             self.e_dst.append(dst)
             self.e_ss.append(ss)
             self.e_rel.append(rel)
+            self.e_seq.append(seq)
         else:
             self.e_src[eid] = src
             self.e_dst[eid] = dst
             self.e_ss[eid] = ss
             self.e_rel[eid] = rel
+            self.e_seq[eid] = seq
         col = self.out[ss]
         lst = col[src]
         if lst is _EMPTY:

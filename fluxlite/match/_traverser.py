@@ -32,6 +32,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from fluxlite.graph import UP, ResourceGraph
 from fluxlite.jobspec import Tristate
 from fluxlite.match._prune import PruneFilters, TypeOrder
@@ -249,6 +251,12 @@ class Traverser:
         self._kids_cache: dict[tuple[int, str], dict[str, tuple[list[int], bool, bool, bool]]] = {}
         self._kids_version = -1
         self._child_types: dict[int, frozenset[str]] = {}
+        self._t0 = graph_start
+        #: edges marked with the current token (for wide vertices, whose out-edges are too many to scan)
+        self._marked: list[int] = []
+        self._marked_by: dict[int, list[int]] | None = None
+        self._skip: dict[tuple[int, str, str], tuple[dict[int, int], tuple[str, ...], Any, int]] = {}
+        self._skip_of: dict[int, tuple[int, str, str]] = {}
         graph.add_observer(self)
         self.initialized = False
 
@@ -301,6 +309,7 @@ class Traverser:
 
     def tick(self) -> None:
         self.token += 1
+        self._marked = []
         self._reset_color()
 
     # ------------------------------------------------------------ initialize
@@ -316,6 +325,8 @@ class Traverser:
             if len(col) < n:
                 col.extend([None] * (n - len(col)))
         self._reset_color()
+        self._skip.clear()
+        self._skip_of.clear()
         for ss in self.subsystems:
             if ss not in self.g.roots:
                 raise LookupError(f"subsystem {ss!r} has no root in this graph")
@@ -801,6 +812,82 @@ class Traverser:
                 return False
         return True
 
+    # ------------------------------------------------------------ skipping sure-dead candidates
+    _SKIP_MIN = 64  # children of one type below which a plain scan is cheaper
+
+    def set_now(self, now: int) -> None:
+        """Declare the instance's current time: matches at ``now`` may skip full subtrees quickly."""
+        if now != self._t0:
+            self._t0 = now
+            self._skip.clear()
+            self._skip_of.clear()
+
+    def _skip_index(self, u: int, ss: str, t: str, eids: list[int]) -> tuple[dict[int, int], tuple[str, ...], Any]:
+        """Free units at time t0 of each child's subtree, per aggregate type, in candidate order."""
+        key = (u, ss, t)
+        got = self._skip.get(key)
+        if got is not None and got[3] == self.g.version:
+            return got[0], got[1], got[2]
+        g = self.g
+        dst = g.e_dst
+        col = self.subplan.get(ss)
+        types: tuple[str, ...] = ()
+        for e in eids:
+            p = col[dst[e]] if col is not None else None
+            if p is not None:
+                types = tuple(p.resource_types)
+                break
+        pos = {dst[e]: i for i, e in enumerate(eids)}
+        free = np.full((max(len(types), 1), len(eids)), UINT_MAX, dtype=np.int64)
+        t0 = self._t0
+        for i, e in enumerate(eids):
+            p = col[dst[e]] if col is not None else None
+            if p is not None and tuple(p.resource_types) == types:
+                for k in range(len(types)):
+                    free[k, i] = p.avail_resources_at(t0, k)
+        self._skip[key] = (pos, types, free, g.version)
+        for c in pos:
+            self._skip_of[c] = key
+        return pos, types, free
+
+    def _agg_touched(self, ss: str, v: int) -> None:
+        """Vertex ``v``'s aggregate changed: refresh its entry in its parent's skip index.  O(types)."""
+        key = self._skip_of.get(v)
+        if key is None or key[1] != ss:
+            return
+        got = self._skip.get(key)
+        if got is None:
+            return
+        pos, types, free, _version = got
+        i = pos.get(v)
+        p = self.subplan[ss][v]
+        if i is None or p is None or tuple(p.resource_types) != types:
+            return
+        t0 = self._t0
+        for k in range(len(types)):
+            free[k, i] = p.avail_resources_at(t0, k)
+
+    def _alive(self, meta: JobMeta, u: int, ss: str, r: Any, eids: list[int]) -> Sequence[int] | None:
+        """Positions in ``eids`` (ascending) whose subtree may hold ``r`` at the window's start.
+
+        None means "all of them": the index cannot tell (another time, no
+        aggregate counts in the request).  Candidates left out would all be
+        pruned by their aggregate; skipping them changes no result.
+        """
+        ud = self._ud.get(id(r))
+        if not ud or meta.at != self._t0 or meta.alloc_type == AT_SATISFIABILITY:
+            return None
+        _pos, types, free = self._skip_index(u, ss, r.type, eids)
+        mask = None
+        for k, t in enumerate(types):
+            need = ud.get(t, 0)
+            if need > 0:
+                row = free[k] >= need
+                mask = row if mask is None else (mask & row)
+        if mask is None:
+            return None
+        return np.flatnonzero(mask)
+
     def _greedy_plan(
         self, u: int, ss: str, resources: Sequence[Any], mode: int, scale: int
     ) -> list[tuple[Any, list[int], int, bool]] | None:
@@ -818,7 +905,6 @@ class Traverser:
         if mode == _MODE_ROOT and (len(resources) != 1 or set(kids) != {resources[0].type}):
             return None
         plan = []
-        desc = self.descending
         for r in resources:
             if r.type == "slot":
                 return None
@@ -835,7 +921,7 @@ class Traverser:
                 if not size1 or r.count.min != r.count.max:
                     return None
                 need *= scale
-            plan.append((r, eids[::-1] if desc else eids, need, leaves and not r.with_))
+            plan.append((r, eids, need, leaves and not r.with_))
         return plan
 
     def _explore_greedy(
@@ -852,11 +938,21 @@ class Traverser:
         g = self.g
         dst = g.e_dst
         factors = self.factors
+        desc = self.descending
         rc2 = -1
         for r, eids, need, leaves in plan:
             t = r.type
             ev = dfu.get(t)
             qc = 0
+            if not leaves and len(eids) >= self._SKIP_MIN:
+                alive = self._alive(meta, u, self.dom, r, eids)
+                if alive is not None:
+                    src = eids
+                    eids = (src[i] for i in (alive[::-1] if desc else alive))  # type: ignore[assignment]
+                elif desc:
+                    eids = eids[::-1]
+            elif desc:
+                eids = eids[::-1]
             if leaves and t not in factors and t != "node" and not (excl and r.exclusive is _TRISTATE_FALSE):
                 # leaf children evaluated inline: dom_dfv of a leaf without the call
                 x = excl or r.exclusive is _TRISTATE_TRUE
@@ -1131,6 +1227,7 @@ class Traverser:
         dom = ss == self.dom
         token = self.token
         e_needs, e_excl, e_token = self.e_needs, self.e_excl, self.e_token
+        marked = self._marked
         for key, ev in dfu.evals.items():
             if dom:
                 if isinstance(key, tuple):
@@ -1147,7 +1244,9 @@ class Traverser:
                 for _c, needs, x, eid in eg[4]:
                     e_needs[eid] = needs
                     e_excl[eid] = bool(x)
-                    e_token[eid] = token
+                    if e_token[eid] != token:
+                        e_token[eid] = token
+                        marked.append(eid)
                     if unconstrained and dom:
                         self._mark_unconstrained_up(ss, g.e_src[eid], dfu)
 
@@ -1169,6 +1268,7 @@ class Traverser:
                 self.e_needs[pe] = g.v_size[tgt]
                 self.e_excl[pe] = False
                 self.e_token[pe] = token
+                self._marked.append(pe)
             pe = pcol[parent_v]
 
     def _resolve_graph(self, root: int, resources: Sequence[Any], dfu: Dfu, excl: bool) -> tuple[int, int]:
@@ -1199,6 +1299,7 @@ class Traverser:
             self.err_msg += "update: resource state wasn't properly set up for update.\n"
             return -1
         needs, excl, _tok = rt
+        self._marked_by = None
         self._reset_color()
         self._leaf_shared = {}
         self._span_seq += 1
@@ -1254,7 +1355,10 @@ class Traverser:
             col = g.out.get(ss)
             if col is None:
                 continue
-            for e in col[u]:
+            out = col[u]
+            if not mod and len(out) > 64:
+                out = self._marked_out(u)
+            for e in out:
                 if e_token[e] != token and not mod:
                     continue
                 if ss != dom:
@@ -1279,6 +1383,20 @@ class Traverser:
                         writer.emit_edg(levels[level], g, e)
                     n_plans += sub
         return self._upd_sched(u, writer, dom, needs, excl, n_plans, meta, full, acc, to_parent, excl_parent)
+
+    def _marked_out(self, u: int) -> list[int]:
+        """Out-edges of ``u`` marked by the last select, in sibling order.  O(marked)."""
+        by = self._marked_by
+        if by is None:
+            by = self._marked_by = {}
+            src = self.g.e_src
+            for e in self._marked:
+                by.setdefault(src[e], []).append(e)
+            seq = self.g.e_seq
+            for lst in by.values():
+                if len(lst) > 1:
+                    lst.sort(key=seq.__getitem__)
+        return by.get(u, [])
 
     def _upd_leaf(
         self,
@@ -1398,6 +1516,7 @@ class Traverser:
             else:
                 self._extra_spans.setdefault((ss, u, jobid), []).append(old)
         d2[jobid] = p.add_span(at, duration, counts)
+        self._agg_touched(ss, u)
 
     def update_allocate(
         self,
@@ -1446,6 +1565,7 @@ class Traverser:
             self.e_needs[pe] = units
             self.e_excl[pe] = bool(excl)
             self.e_token[pe] = token
+            self._marked.append(pe)
             # the path from the root down to the subgraph, shared
             a = g.e_src[pe]
             pe = pcol[a]
@@ -1453,6 +1573,7 @@ class Traverser:
                 self.e_needs[pe] = g.v_size[a]
                 self.e_excl[pe] = False
                 self.e_token[pe] = token
+                self._marked.append(pe)
                 a = g.e_src[pe]
                 pe = pcol[a]
         root_items = [(u, x) for v, u, x in items if v == root]
@@ -1499,6 +1620,7 @@ class Traverser:
                 p.rem_span(d2[jobid])
                 for sid in self._extra_spans.pop((dom, u, jobid), ()):
                     p.rem_span(sid)
+                self._agg_touched(dom, u)
             del d2[jobid]
             if not d2:
                 j2s[u] = None  # type: ignore[index]
@@ -1563,6 +1685,7 @@ class Traverser:
         types = p.resource_types
         totals = [max(0, p.resource_total_at(i) + sign * delta.get(t, 0)) for i, t in enumerate(types)]
         p.update(totals, types)
+        self._agg_touched(ss, a)
 
     def attach_update(self, new: Sequence[int]) -> None:
         """Account for vertices just attached to the graph.
@@ -1773,6 +1896,7 @@ class Traverser:
                 p.rem_span(d2[jobid])
                 for sid in self._extra_spans.pop((dom, u, jobid), ()):
                     p.rem_span(sid)
+                self._agg_touched(dom, u)
             del d2[jobid]
             if not d2:
                 j2s[u] = None  # type: ignore[index]
@@ -1799,6 +1923,7 @@ class Traverser:
             planned = {t: p.span_planned_at(span, i) for i, t in enumerate(p.resource_types)}
             cut = {t: min(c, planned[t]) for t, c in red.items() if t in planned}
             drained = p.reduce_span(span, cut)
+            self._agg_touched(dom, u)
             if drained:
                 del d2[jobid]
                 if not d2:

@@ -113,6 +113,16 @@ def calc_count(r: Any, qc: int) -> int:
     return 0
 
 
+_NO_MEMO = (-1,)
+
+
+def _request_sig(resources: Sequence[Any]) -> tuple:
+    """A hashable value equal for structurally equal requests."""
+    return tuple(
+        (r.type, r.count, r.unit, r.label, r.id, r.exclusive, _request_sig(r.with_)) for r in resources
+    )
+
+
 def calc_effective_max(r: Any) -> int:
     return calc_count(r, UINT_MAX)
 
@@ -207,6 +217,10 @@ class Traverser:
         self.base_exclusive_types: set[str] = {"node"} if policy.node_exclusive else set()
         self.exclusive_types: set[str] = set(self.base_exclusive_types)
         self.stop_on_k = policy.stop_on_first
+        #: exact shortcuts over Fluxion's walk (best-first visits with early stops,
+        #: skipping subtrees the aggregates rule out, memoized child evaluations);
+        #: False gives the plain walk -- the same results, slower (tests compare them)
+        self.shortcuts = True
         self.multilevel = 0
         # traversal bookkeeping
         self.token = 0
@@ -257,11 +271,22 @@ class Traverser:
         self._marked_by: dict[int, list[int]] | None = None
         self._skip: dict[tuple[int, str, str], tuple[dict[int, int], tuple[str, ...], Any, int]] = {}
         self._skip_of: dict[int, tuple[int, str, str]] = {}
+        self._ranges: dict[tuple, tuple[int, list]] = {}
+        self._pt_plans: dict[tuple, tuple] = {}
+        #: memo of the root's children's evaluations (see _explore_passthrough):
+        #: context, child -> (epoch, rc, exclusive, Dfu, marks, preorder, postorder)
+        self._memo_ctx: tuple | None = None
+        self._memo: dict[int, tuple] = {}
+        #: per-vertex change counters, bumped by every update/cancel walk through the vertex
+        self._epoch: dict[int, int] = {}
+        #: marks of memoized children, applied when the update walk enters them
+        self._deferred: dict[int, list[tuple[int, int, bool]]] = {}
         graph.add_observer(self)
         self.initialized = False
 
     # ------------------------------------------------------------ observers
     def vertex_added(self, vid: int) -> None:
+        self.memo_clear()
         self.types.intern(self.g.v_type[vid])
         cols: list[list[Any]] = [self.vspans, self.allocs, self.resvs, self.tags, self.xspans]
         cols.extend(self.subplan.values())
@@ -276,6 +301,7 @@ class Traverser:
         self._outedges.pop(vid, None)
 
     def vertex_removed(self, vid: int) -> None:
+        self.memo_clear()
         for col in (self.vspans, self.allocs, self.resvs, self.tags, self.xspans):
             if vid < len(col):
                 col[vid] = None
@@ -310,7 +336,13 @@ class Traverser:
     def tick(self) -> None:
         self.token += 1
         self._marked = []
+        self._deferred = {}
         self._reset_color()
+
+    def memo_clear(self) -> None:
+        """Forget memoized evaluations (after a change that no update/cancel walk made)."""
+        self._memo = {}
+        self._memo_ctx = None
 
     # ------------------------------------------------------------ initialize
     def initialize(self) -> None:
@@ -319,6 +351,7 @@ class Traverser:
         O(V).  Existing job spans in aggregates are dropped, so call it only on a
         graph without allocations (load, attach of free resources, removal).
         """
+        self.memo_clear()
         self._sync_edges()
         n = len(self.g.v_type)
         for col in (self.vspans, self.allocs, self.resvs, self.tags, self.xspans):
@@ -755,10 +788,14 @@ class Traverser:
     ) -> int:
         if self.stop_on_k:
             return self._explore_dynamically(meta, u, ss, resources, pristine, excl, dfv, dfu, multiplier)
-        if dfv and mode:
+        if dfv and mode and self.shortcuts:
             plan = self._greedy_plan(u, ss, resources, mode, multiplier)
             if plan is not None:
                 return self._explore_greedy(meta, u, ss, resources, pristine, excl, dfu, plan)
+            if mode == _MODE_ROOT:
+                pt = self._passthrough_plan(u, ss, resources)
+                if pt is not None:
+                    return self._explore_passthrough(meta, u, ss, resources, pristine, excl, dfu, pt)
         return self._explore_statically(meta, u, ss, resources, pristine, excl, dfv, dfu)
 
     # ------------------------------------------------------------ ordered exploration
@@ -822,7 +859,9 @@ class Traverser:
             self._skip.clear()
             self._skip_of.clear()
 
-    def _skip_index(self, u: int, ss: str, t: str, eids: list[int]) -> tuple[dict[int, int], tuple[str, ...], Any]:
+    def _skip_index(
+        self, u: int, ss: str, t: str, eids: list[int]
+    ) -> tuple[dict[int, int], tuple[str, ...], Any]:
         """Free units at time t0 of each child's subtree, per aggregate type, in candidate order."""
         key = (u, ss, t)
         got = self._skip.get(key)
@@ -867,8 +906,8 @@ class Traverser:
         for k in range(len(types)):
             free[k, i] = p.avail_resources_at(t0, k)
 
-    def _alive(self, meta: JobMeta, u: int, ss: str, r: Any, eids: list[int]) -> Sequence[int] | None:
-        """Positions in ``eids`` (ascending) whose subtree may hold ``r`` at the window's start.
+    def _alive_mask(self, meta: JobMeta, u: int, ss: str, r: Any, kid_type: str, eids: list[int]) -> Any:
+        """Boolean array over ``eids`` (children of one type, ascending id): may the subtree hold ``r`` now?
 
         None means "all of them": the index cannot tell (another time, no
         aggregate counts in the request).  Candidates left out would all be
@@ -877,16 +916,242 @@ class Traverser:
         ud = self._ud.get(id(r))
         if not ud or meta.at != self._t0 or meta.alloc_type == AT_SATISFIABILITY:
             return None
-        _pos, types, free = self._skip_index(u, ss, r.type, eids)
+        _pos, types, free = self._skip_index(u, ss, kid_type, eids)
         mask = None
         for k, t in enumerate(types):
             need = ud.get(t, 0)
             if need > 0:
                 row = free[k] >= need
                 mask = row if mask is None else (mask & row)
-        if mask is None:
+        return mask
+
+    def _alive(self, meta: JobMeta, u: int, ss: str, r: Any, eids: list[int]) -> Sequence[int] | None:
+        """Positions in ``eids`` (ascending) whose subtree may hold ``r`` (children of ``r``'s type)."""
+        mask = self._alive_mask(meta, u, ss, r, r.type, eids)
+        return None if mask is None else np.flatnonzero(mask)
+
+    # ------------------------------------------------------------ best-first through a pass-through root
+    def _subtree_ranges(
+        self, u: int, ss: str, kid_type: str, types: frozenset[str]
+    ) -> list[dict[str, tuple[int, int, int]]]:
+        """Per child of ``u`` of ``kid_type`` (ascending id): type -> (min id, max id, max size) in its subtree.
+
+        Structural (ids and sizes only): cached until the graph's structure
+        changes.  O(subtree of u) once.
+        """
+        key = (u, ss, kid_type, types)
+        got = self._ranges.get(key)
+        if got is not None and got[0] == self.g.version:
+            return got[1]
+        g = self.g
+        col = g.out[ss]
+        dst, vt, vid, vs = g.e_dst, g.v_type, g.v_id, g.v_size
+        out: list[dict[str, tuple[int, int, int]]] = []
+        for e in self._kids_by_type(u, ss)[kid_type][0]:
+            acc: dict[str, list[int]] = {}
+            stack = [dst[e]]
+            while stack:
+                v = stack.pop()
+                t = vt[v]
+                if t in types:
+                    i, sz = vid[v], vs[v]
+                    a = acc.get(t)
+                    if a is None:
+                        acc[t] = [i, i, sz]
+                    else:
+                        if i < a[0]:
+                            a[0] = i
+                        if i > a[1]:
+                            a[1] = i
+                        if sz > a[2]:
+                            a[2] = sz
+                for e2 in col[v]:
+                    stack.append(dst[e2])
+            out.append({t: (a[0], a[1], a[2]) for t, a in acc.items()})
+        self._ranges[key] = (g.version, out)
+        return out
+
+    def _passthrough_plan(self, u: int, ss: str, resources: Sequence[Any]) -> tuple | None:
+        """Can the root's children (all of one unrequested type) be visited best-bound-first, exactly?
+
+        Every edge group that reaches the root for the single requested type
+        has a score that is a known monotone function of vertex ids (no score
+        factors), so each child subtree's id ranges bound the best score it
+        can offer.  Children are visited in order of that bound and the visit
+        stops once the chosen groups are settled: the last one chosen has a
+        score no other group found shares and better than any unvisited
+        child can offer.  Otherwise every child is visited and the groups are
+        merged in graph order, exactly as a full visit would leave them.
+        Returns (resource, child type, child edges, order, bounds) or None.
+        """
+        if (
+            self._locality
+            or self.factors
+            or self._need_colors
+            or len(self.subsystems) != 1
+            or len(resources) != 1
+        ):
             return None
-        return np.flatnonzero(mask)
+        r = resources[0]
+        kids = self._kids_by_type(u, ss)
+        if len(kids) != 1:
+            return None
+        (kid_type,) = kids
+        if kid_type == r.type or kid_type == "slot":
+            return None
+        need = calc_effective_max(r)
+        if need == 0 or need >= UINT_MAX:
+            return None
+        desc = self.descending
+        if r.type == "slot":
+            shape: list[tuple[str, int, int]] = []
+            for c in r.with_:
+                hi = calc_effective_max(c)
+                if c.count.min == 0 or hi >= UINT_MAX or any(t == c.type for t, _, _ in shape):
+                    return None
+                shape.append((c.type, c.count.min, hi))
+        else:
+            shape = [(r.type, 1, 1)]
+        sig = (r.type, tuple(shape), desc)
+        ckey = (u, ss, kid_type, sig)
+        got = self._pt_plans.get(ckey)
+        if got is not None and got[0] == self.g.version:
+            return (r, need, *got[1:])
+        ranges = self._subtree_ranges(u, ss, kid_type, frozenset(t for t, _, _ in shape))
+        slot = r.type == "slot"
+        worst = -1 if desc else UINT_MAX * 4
+        bounds = []
+        for rg in ranges:
+            # edge-group score of a vertex: MATCH_MET + 1 + id; of a slot: MATCH_MET + its members' sum
+            b = MATCH_MET if slot else 0
+            for t, lo, hi in shape:
+                x = rg.get(t)
+                if x is None:
+                    b = worst
+                    break
+                mn, mx, msz = x
+                if desc:
+                    b += hi * (MATCH_MET + 1 + mx) if slot else MATCH_MET + 1 + mx
+                else:
+                    k = -(-lo // msz) if slot else 1
+                    b += k * (MATCH_MET + 1 + mn)
+            bounds.append(b)
+        order = np.argsort(
+            -np.asarray(bounds, dtype=np.int64) if desc else np.asarray(bounds, dtype=np.int64), kind="stable"
+        )
+        sorted_bounds = np.asarray(bounds, dtype=np.int64)[order]
+        eids = kids[kid_type][0]
+        self._pt_plans[ckey] = (self.g.version, kid_type, eids, order, sorted_bounds)
+        return (r, need, kid_type, eids, order, sorted_bounds)
+
+    def _explore_passthrough(
+        self,
+        meta: JobMeta,
+        u: int,
+        ss: str,
+        resources: Sequence[Any],
+        pristine: bool,
+        excl: bool,
+        dfu: Dfu,
+        pt: tuple,
+    ) -> int:
+        r, need, kid_type, eids, order, bounds = pt
+        desc = self.descending
+        mask = self._alive_mask(meta, u, ss, r, kid_type, eids)
+        if mask is not None:
+            keep = mask[order]
+            order = order[keep]
+            bounds = bounds[keep]
+        order_l = order.tolist()
+        bounds_l = bounds.tolist()
+        g = self.g
+        dst, vt = g.e_dst, g.v_type
+        key = r.type
+        found: list[tuple[int, int]] = []
+        best = None
+        visited: list[tuple[int, Dfu]] = []
+        n = len(order_l)
+        # A child's evaluation depends only on its subtree's state and on the
+        # request: reuse it while no update/cancel walk went through the child.
+        ctx = (
+            _request_sig(resources),
+            meta.at,
+            meta.duration,
+            meta.alloc_type,
+            excl,
+            pristine,
+            meta.constraint,
+        )
+        if ctx != self._memo_ctx:
+            self._memo = {}
+            self._memo_ctx = ctx
+        memo, epoch, deferred = self._memo, self._epoch, self._deferred
+        col = g.out[ss]
+        marked = self._marked
+        e_needs, e_excl = self.e_needs, self.e_excl
+        for j in range(n):
+            if best is not None:
+                nb = bounds_l[j]
+                if (best > nb if desc else best < nb) and self._settled(found, need, nb, desc):
+                    break
+            e = eids[order_l[j]]
+            tgt = dst[e]
+            ep = epoch.get(tgt, 0)
+            got = memo.get(tgt)
+            if got is None and not col[tgt]:
+                # a leaf child: its updates do not pass through _upd_dfv; never memoized
+                got = _NO_MEMO
+            if got is not None and got[0] == ep:
+                _ep, rc, x, cd, marks, pre, post = got
+                self.preorder += pre
+                self.postorder += post
+                if rc != 0:
+                    continue
+                if marks:
+                    deferred[tgt] = marks
+            else:
+                m0, pre0, post0 = len(marked), self.preorder, self.postorder
+                err0 = (self.err_msg, self.errno)
+                cd = Dfu()
+                rc, x = self._dom_dfv(meta, tgt, resources, pristine, excl, cd)
+                if rc == 0:
+                    count = cd.avail
+                    cd.add(vt[tgt], (cd.overall_score, count, x, False, ((count, count, x, e),)))
+                if (self.err_msg, self.errno) == err0 and got is not _NO_MEMO:
+                    marks = [(m, e_needs[m], e_excl[m]) for m in marked[m0:]]
+                    memo[tgt] = (ep, rc, x, cd, marks, self.preorder - pre0, self.postorder - post0)
+                if rc != 0:
+                    continue
+            visited.append((e, cd))
+            ev = cd.evals.get(key)
+            if ev is not None:
+                for eg in ev.egroups:
+                    s = eg[0]
+                    found.append((s, eg[1]))
+                    if best is None or (s > best if desc else s < best):
+                        best = s
+        if not visited:
+            return -1
+        seq = g.e_seq
+        visited.sort(key=lambda item: seq[item[0]])
+        for _e, cd in visited:
+            dfu.merge(cd)
+        return 0
+
+    @staticmethod
+    def _settled(found: list[tuple[int, int]], need: int, next_bound: int, desc: bool) -> bool:
+        """Are the best groups covering ``need`` units fixed, whatever the unvisited children hold?"""
+        fs = sorted(found, key=lambda sc: sc[0], reverse=desc)
+        acc = 0
+        for i, (s, c) in enumerate(fs):
+            acc += c
+            if acc >= need:
+                if not (s > next_bound if desc else s < next_bound):
+                    return False
+                if i + 1 < len(fs) and fs[i + 1][0] == s:
+                    return False
+                return i == 0 or fs[i - 1][0] != s
+        return False
 
     def _greedy_plan(
         self, u: int, ss: str, resources: Sequence[Any], mode: int, scale: int
@@ -1334,6 +1599,12 @@ class Traverser:
         excl_parent: bool = False,
     ) -> int:
         g = self.g
+        ep = self._epoch
+        ep[u] = ep.get(u, 0) + 1
+        if self._deferred:
+            marks = self._deferred.pop(u, None)
+            if marks:
+                self._replay(marks)
         n_plans = 0
         acc: dict[str, int] = {}
         xtypes = self.exclusive_types
@@ -1383,6 +1654,28 @@ class Traverser:
                         writer.emit_edg(levels[level], g, e)
                     n_plans += sub
         return self._upd_sched(u, writer, dom, needs, excl, n_plans, meta, full, acc, to_parent, excl_parent)
+
+    def _replay(self, marks: list[tuple[int, int, bool]]) -> None:
+        """Apply the marks a memoized child evaluation made (edges marked since then keep theirs)."""
+        token = self.token
+        e_token, e_needs, e_excl = self.e_token, self.e_needs, self.e_excl
+        by = self._marked_by
+        src = self.g.e_src
+        touched = set()
+        for e, needs, x in marks:
+            if e_token[e] == token:
+                continue
+            e_token[e] = token
+            e_needs[e] = needs
+            e_excl[e] = x
+            self._marked.append(e)
+            if by is not None:
+                by.setdefault(src[e], []).append(e)
+                touched.add(src[e])
+        if by is not None:
+            seq = self.g.e_seq
+            for v in touched:
+                by[v].sort(key=seq.__getitem__)
 
     def _marked_out(self, u: int) -> list[int]:
         """Out-edges of ``u`` marked by the last select, in sibling order.  O(marked)."""
@@ -1535,6 +1828,7 @@ class Traverser:
         any conflict nothing changes and ``err_msg`` says which vertex.
         O(items x depth).
         """
+        self.memo_clear()
         g = self.g
         dom = self.dom
         self.err_msg = ""
@@ -1605,6 +1899,8 @@ class Traverser:
         tg = self.tags[u]
         if tg is None or jobid not in tg:
             return 0
+        ep = self._epoch
+        ep[u] = ep.get(u, 0) + 1
         _drop(self.tags, u, jobid)
         xs = self.xspans[u]
         if xs is None or jobid not in xs:
@@ -1648,6 +1944,7 @@ class Traverser:
         return None
 
     def _mod_exv(self, jobid: int) -> int:
+        self.memo_clear()
         for v in self.g.vertices():
             self._rem_plan(v, jobid)
         return 0
@@ -1694,6 +1991,7 @@ class Traverser:
         ancestor of a new subtree has its aggregate totals raised; existing
         job spans are kept.  O(new + ancestors of the attach points).
         """
+        self.memo_clear()
         g = self.g
         self._sync_edges()
         n = len(g.v_type)
@@ -1735,6 +2033,7 @@ class Traverser:
 
     def account_removal(self, roots: Sequence[int]) -> None:
         """Lower ancestors' aggregate totals for subtrees about to be removed.  O(subtrees + depth)."""
+        self.memo_clear()
         g = self.g
         for ss in self.subsystems:
             if ss not in self.subplan:
@@ -1818,6 +2117,7 @@ class Traverser:
 
     def release(self, jobid: int, by_rank: dict[int, list[int]]) -> bool:
         """Release the vertices of :meth:`plan_partial_release`; return True if the job is now gone."""
+        self.memo_clear()
         groups = []
         for r, vids in by_rank.items():
             root = self._rank_root(self.g.by_rank.get(r, ()) or vids)
@@ -1832,6 +2132,7 @@ class Traverser:
         but bookkeeping residue is left, the whole job is purged.  O(released +
         depth x ranks).
         """
+        self.memo_clear()
         g = self.g
         dom = self.dom
         # accumulate reductions along each group root's ancestor chain
@@ -1951,6 +2252,7 @@ class Traverser:
         early) drops by every node below it.  Setting the same status twice is
         a no-op.  O(subtree).
         """
+        self.memo_clear()
         g = self.g
         new = UP if up else 1
         if g.v_status[u] == new:
@@ -2093,7 +2395,7 @@ class Traverser:
         resources = jobspec.resources
         if self._request_feasible(meta, op, dfv) < 0:
             return -1
-        if self._root_has_room(root, meta, dfv):
+        if not self.shortcuts or self._root_has_room(root, meta, dfv):
             rc = self.select(resources, root, meta, x)
         else:
             # The root's aggregate already shows too few free units: no walk

@@ -33,6 +33,7 @@ from fluxlite.errors import (
 )
 from fluxlite.graph import DOWN, UP, ResourceGraph
 from fluxlite.match import Traverser, parse_policy
+from fluxlite.writers import create_writer
 
 __all__ = ["Engine", "MatchResult"]
 
@@ -111,8 +112,6 @@ class Engine:
     def _writer(self, fmt: str) -> Any:
         w = self._writers.get(fmt)
         if w is None:
-            from fluxlite.writers import create_writer
-
             w = self._writers[fmt] = create_writer(fmt)
         return w
 

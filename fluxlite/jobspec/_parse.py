@@ -921,15 +921,32 @@ def parse_jobspec(text: str | bytes, *, source: str = "<string>") -> Jobspec:
         raise JobspecError(f"{source}: (top level): the document is nested too deeply") from None
 
 
+_LOADED: dict[tuple[str, bytes], Jobspec] = {}
+_LOADED_MAX = 256
+
+
 def load_jobspec(path: str | PathLike[str]) -> Jobspec:
-    """Read and parse a jobspec file (YAML or JSON); the path is the error source."""
+    """Read and parse a jobspec file (YAML or JSON); the path is the error source.
+
+    The file is read every time; parsing is skipped when its bytes are the
+    same as on a recent load (scripts match the same files again and again),
+    so the returned (frozen) object may be shared between calls.
+    """
     name = fspath(path)
     try:
         with open(name, "rb") as fh:
             data = fh.read()
     except OSError as exc:
         raise JobspecError(f"{name}: cannot read: {exc.strerror or exc}") from None
-    return parse_jobspec(data, source=name)
+    key = (name, data)
+    got = _LOADED.get(key)
+    if got is not None:
+        return got
+    js = parse_jobspec(data, source=name)
+    if len(_LOADED) >= _LOADED_MAX:
+        _LOADED.pop(next(iter(_LOADED)))
+    _LOADED[key] = js
+    return js
 
 
 def parse_constraint(value: Any, *, source: str = "<constraint>") -> Constraint:

@@ -265,6 +265,7 @@ class Traverser:
         self._kids_cache: dict[tuple[int, str], dict[str, tuple[list[int], bool, bool, bool]]] = {}
         self._kids_version = -1
         self._child_types: dict[int, frozenset[str]] = {}
+        self._leaf_kids: dict[int, str | None] = {}
         self._t0 = graph_start
         #: edges marked with the current token (for wide vertices, whose out-edges are too many to scan)
         self._marked: list[int] = []
@@ -371,6 +372,8 @@ class Traverser:
             self._prime(ss, self.g.roots[ss], {}, old)
         self._reset_color()
         self._count_nodes_up()
+        if self.stop_on_k and not self._outedges_built:
+            self._build_outedges()
         self.initialized = True
 
     def _count_nodes_up(self) -> None:
@@ -573,6 +576,7 @@ class Traverser:
         if self._kids_version != g.version:
             self._kids_cache.clear()
             self._child_types.clear()
+            self._leaf_kids.clear()
             self._kids_version = g.version
         child_types = self._child_types.get(u)
         if child_types is None:
@@ -808,6 +812,7 @@ class Traverser:
         if self._kids_version != g.version:
             self._kids_cache.clear()
             self._child_types.clear()
+            self._leaf_kids.clear()
             self._kids_version = g.version
         key = (u, ss)
         got = self._kids_cache.get(key)
@@ -929,6 +934,24 @@ class Traverser:
         """Positions in ``eids`` (ascending) whose subtree may hold ``r`` (children of ``r``'s type)."""
         mask = self._alive_mask(meta, u, ss, r, r.type, eids)
         return None if mask is None else np.flatnonzero(mask)
+
+    def _dynamic_alive(
+        self, meta: JobMeta, u: int, ss: str, resources: Sequence[Any]
+    ) -> tuple[dict[int, int], list[bool]] | None:
+        """(child -> position, alive flags) for the children of ``u`` if they are of one requested type."""
+        kids = self._kids_by_type(u, ss)
+        if len(kids) != 1:
+            return None
+        (kt,) = kids
+        rs = [r for r in resources if r.type == kt]
+        if len(rs) != 1:
+            return None
+        eids = kids[kt][0]
+        mask = self._alive_mask(meta, u, ss, rs[0], kt, eids)
+        if mask is None:
+            return None
+        pos = self._skip[(u, ss, kt)][0]
+        return pos, mask.tolist()
 
     # ------------------------------------------------------------ best-first through a pass-through root
     def _subtree_ranges(
@@ -1335,13 +1358,38 @@ class Traverser:
             vstat, vsize, vid = g.v_status, g.v_size, g.v_id
             vspans, allocs, xspans = self.vspans, self.allocs, self.xspans
             base = MATCH_MET + 1 + (0 if self._locality else self.multilevel)
+            if len(resources) == 1:
+                r = resources[0]
+                if (
+                    not r.with_
+                    and not (excl and r.exclusive is _TRISTATE_FALSE)
+                    and self._leaf_kids_type(u, keys) == r.type
+                ):
+                    return self._leaves_dynamically(meta, keys, r, required[0][1], excl, dfu)
         rc2 = -1
+        # After a few failed children of a wide vertex, consult the skip index:
+        # children whose aggregates rule them out are passed over unvisited.
+        misses = 0 if (dfv and self.shortcuts and len(keys) >= self._SKIP_MIN) else -1
+        alive: list[bool] | None = None
+        apos: dict[int, int] = {}
         for _w, _uq, e in keys:
             if ess[e] != ss:
                 continue
             tgt = dst[e]
             if colors is not None and tgt in colors:
                 continue
+            if alive is not None:
+                i = apos.get(tgt)
+                if i is not None and not alive[i]:
+                    continue
+            elif misses > 2:
+                misses = -1
+                got = self._dynamic_alive(meta, u, ss, resources)
+                if got is not None:
+                    apos, alive = got
+                    i = apos.get(tgt)
+                    if i is not None and not alive[i]:
+                        continue
             t = vt[tgt]
             if t in sat_types:
                 continue
@@ -1375,6 +1423,8 @@ class Traverser:
                 else:
                     rc, x = self._aux_upv(meta, tgt, ss, resources, pristine, excl, dfu)
                 if rc != 0:
+                    if misses >= 0:
+                        misses += 1
                     continue
                 count = dfu.avail
                 key = t if dfv else (ss, t)
@@ -1390,6 +1440,78 @@ class Traverser:
             if enough:
                 break
         return rc2
+
+    def _leaf_kids_type(self, u: int, keys: list[tuple[int, int, int]]) -> str | None:
+        """The type of ``u``'s children if they are all leaves of one type (single subsystem), else None."""
+        g = self.g
+        if self._kids_version != g.version:
+            self._kids_cache.clear()
+            self._child_types.clear()
+            self._leaf_kids.clear()
+            self._kids_version = g.version
+        got = self._leaf_kids.get(u, False)
+        if got is not False:
+            return got  # type: ignore[return-value]
+        dst, vt = g.e_dst, g.v_type
+        col = next(iter(g.out.values()))
+        t = vt[dst[keys[0][2]]]
+        for _w, _uq, e in keys:
+            v = dst[e]
+            if vt[v] != t or col[v]:
+                t = None
+                break
+        self._leaf_kids[u] = t
+        return t
+
+    def _leaves_dynamically(
+        self, meta: JobMeta, keys: list[tuple[int, int, int]], r: Any, req: int, excl: bool, dfu: Dfu
+    ) -> int:
+        """_explore_dynamically over children that are all leaves of the one requested type ``r``."""
+        g = self.g
+        dst, vstat, vsize, vid = g.e_dst, g.v_status, g.v_size, g.v_id
+        vspans, allocs, xspans = self.vspans, self.allocs, self.xspans
+        status = meta.alloc_type != AT_SATISFIABILITY
+        alloc_check = meta.alloc_type == AT_ALLOC
+        at, dur = meta.at, meta.duration
+        base = MATCH_MET + 1 + (0 if self._locality else self.multilevel)
+        x = excl or r.exclusive is _TRISTATE_TRUE
+        ev = dfu.get(r.type)
+        total = ev.total_count
+        if total >= req:
+            return -1
+        egs = []
+        visited = 0
+        qual = 0
+        for _w, _uq, e in keys:
+            tgt = dst[e]
+            visited += 1
+            if status and vstat[tgt] != UP:
+                continue
+            sp = vspans[tgt]
+            count = vsize[tgt] if sp is None else avail_during(sp, vsize[tgt], at, dur)
+            if count == 0:
+                continue
+            if x:
+                if alloc_check and allocs[tgt]:
+                    continue
+                xs = xspans[tgt]
+                if xs is not None and overlaps(xs, at, dur):
+                    continue
+            score = base + vid[tgt]
+            egs.append((score, count, x, False, ((count, count, x, e),)))
+            if score > 0:
+                qual += count
+            total += count
+            if total >= req:
+                break
+        self.preorder += visited
+        self.postorder += len(egs)
+        if not egs:
+            return -1
+        ev.egroups.extend(egs)
+        ev.total_count = total
+        ev.qual_count += qual
+        return 0
 
     def _leaf_requests(self, resources: Sequence[Any]) -> bool:
         """True if leaves can be evaluated inline against ``resources`` (distinct types, no slot, no factor)."""

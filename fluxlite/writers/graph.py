@@ -28,10 +28,18 @@ typed keys, one key per subsystem path and per property name, edge
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from xml.sax.saxutils import escape as _xml_escape
 
 from fluxlite.graph import STATUS_NAMES
 from fluxlite.writers.jgf import subsystem_order
+
+
+def _xml_escape(s: str, extra: dict[str, str] | None = None) -> str:
+    """XML character data escape (``&``, ``<``, ``>`` and the ``extra`` replacements)."""
+    s = s.replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;")
+    for k, v in (extra or {}).items():
+        s = s.replace(k, v)
+    return s
+
 
 if TYPE_CHECKING:
     from fluxlite.graph import ResourceGraph

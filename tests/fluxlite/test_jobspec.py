@@ -387,3 +387,24 @@ def test_deep_resource_tree_from_json() -> None:
     text = '{"version": 1, "resources": [' + res + '], "tasks": [], "attributes": {}}'
     with pytest.raises(JobspecError, match="nested too deeply"):
         parse_jobspec(text)
+
+
+def test_load_reparses_a_changed_file_and_never_caches_errors(tmp_path: Path) -> None:
+    from fluxlite.jobspec import load_jobspec
+
+    f = tmp_path / "job.yaml"
+    one = (
+        "version: 1\nresources:\n  - type: slot\n    count: 1\n    label: default\n    with:\n"
+        "      - type: core\n        count: {n}\nattributes: {{}}\n"
+        "tasks:\n  - command: [app]\n    slot: default\n    count:\n      per_slot: 1\n"
+    )
+    f.write_text(one.format(n=1))
+    a = load_jobspec(f)
+    assert load_jobspec(f) is a  # same bytes: parsed once
+    f.write_text(one.format(n=3))
+    assert load_jobspec(f).resources[0].with_[0].count.min == 3
+    f.write_text("version: 1\nresources: []\n")
+    with pytest.raises(JobspecError):
+        load_jobspec(f)
+    with pytest.raises(JobspecError):
+        load_jobspec(f)

@@ -1,0 +1,508 @@
+"""``fluxlite bench``: benchmarks that ship with the project.
+
+``fluxlite bench match``
+    The matcher on the published benchmark graphs (128 / 1,024 / 16,384
+    nodes of 2 sockets x 16 cores) with the requests T1..T8 (64, 32, 16, 8,
+    4, 2, 1 nodes; one 16-core socket), as Fluxion's figures were measured:
+    each request is allocated again and again until the graph is full, then
+    once more.  Per graph: load time and peak RSS (each graph in its own
+    process); per policy and request: median and max ms per successful
+    match (reading and parsing the jobspec and writing the ``simple`` output
+    included, as Fluxion's ELAPSE does), ms of the failing match on the full
+    graph, ms of ``allocate_orelse_reserve`` on the full graph and ms per
+    cancel -- next to Fluxion's figure where ``bench/README.md`` has one.
+
+``fluxlite bench hierarchy``
+    The nested MatchGrow experiment (see ``fluxlite bench hierarchy --help``).
+
+Graphs and jobspecs come from ``--bench-dir`` (default ``$FLUXLITE_BENCH_DIR``,
+else ``../shared/bench`` next to the checkout or the working directory); a
+graph that is not there is generated with the same shape.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gc
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["BENCH_GRAPHS", "BENCH_REQUESTS", "find_bench_dir", "main", "main_bench"]
+
+#: graph name -> nodes (2 sockets x 16 cores each)
+BENCH_GRAPHS = {"L0": 128, "N1024": 1024, "N8192": 8192, "N16384": 16384}
+#: request name -> nodes (0: one socket of 16 cores)
+BENCH_REQUESTS = {"T1": 64, "T2": 32, "T3": 16, "T4": 8, "T5": 4, "T6": 2, "T7": 1, "T8": 0}
+
+_NODE_REQUEST = """version: 1
+resources:
+  - type: node
+    count: {n}
+    with:
+      - type: slot
+        count: 1
+        label: default
+        with:
+          - type: socket
+            count: 2
+            with:
+              - type: core
+                count: 16
+attributes:
+  system:
+    duration: 3600
+tasks:
+  - command: [ "app" ]
+    slot: default
+    count:
+      per_slot: 1
+"""
+_SOCKET_REQUEST = """version: 1
+resources:
+  - type: slot
+    count: 1
+    label: default
+    with:
+      - type: socket
+        count: 1
+        with:
+          - type: core
+            count: 16
+attributes:
+  system:
+    duration: 3600
+tasks:
+  - command: [ "app" ]
+    slot: default
+    count:
+      per_slot: 1
+"""
+
+
+def find_bench_dir(given: str | os.PathLike[str] | None = None) -> Path | None:
+    """The directory of benchmark inputs: ``given``, ``$FLUXLITE_BENCH_DIR``, or ``../shared/bench``."""
+    if given:
+        return Path(given)
+    env = os.environ.get("FLUXLITE_BENCH_DIR")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parents[2]
+    for base in (Path.cwd(), here):
+        cand = base.parent / "shared" / "bench"
+        if cand.is_dir():
+            return cand
+    return None
+
+
+def fluxion_figures(bench_dir: Path | None) -> dict[tuple[str, str, str], float]:
+    """(graph, request, policy) -> Fluxion's median ms, from the table in ``bench/README.md``."""
+    out: dict[tuple[str, str, str], float] = {}
+    if bench_dir is None:
+        return out
+    try:
+        text = (bench_dir / "README.md").read_text()
+    except OSError:
+        return out
+    graph = ""
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or not re.match(r"T\d", cells[1]):
+            continue
+        name = cells[0].split()[0]
+        if name:
+            graph = name
+        req = cells[1].split()[0]
+        for policy, cell in (("first", cells[2]), ("low", cells[3])):
+            if re.fullmatch(r"[0-9.]+", cell):
+                out[(graph, req, policy)] = float(cell)
+    return out
+
+
+# ---------------------------------------------------------------------- worker (one graph per process)
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _emit(obj: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def _median(xs: Sequence[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def _worker(cfg: dict[str, Any]) -> int:
+    """Load one graph, run every (policy, request); print one JSON object per line."""
+    from fluxlite.api import Engine
+    from fluxlite.jobspec import load_jobspec
+    from fluxlite.readers import load_graph
+
+    t0 = time.perf_counter()
+    if cfg["source"] == "generate":
+        from fluxlite.readers.generate import generate_graph
+
+        graph = generate_graph(nodes=cfg["nodes"], sockets=2, cores=16)
+    else:
+        graph = load_graph(Path(cfg["source"]), format=cfg["format"])
+    load_s = time.perf_counter() - t0
+    gc.collect()
+    gc.freeze()
+    _emit(
+        {
+            "kind": "load",
+            "graph": cfg["graph"],
+            "format": cfg["format"],
+            "seconds": load_s,
+            "rss_mb": _peak_rss_mb(),
+            "vertices": len(graph),
+            "edges": graph.num_edges,
+        }
+    )
+    if cfg.get("load_only"):
+        return 0
+    budget = cfg["budget"]
+    for policy in cfg["policies"]:
+        for req, path in cfg["requests"]:
+            # a fresh engine per run, as Fluxion's figures come from a fresh resource-query per run
+            t = time.perf_counter()
+            eng = Engine(graph, policy=policy, prune_filters=cfg["prune"])
+            init_s = time.perf_counter() - t
+            times: list[float] = []
+            start = time.perf_counter()
+            stopped = False
+            while True:
+                t = time.perf_counter()
+                js = load_jobspec(path)
+                r = eng.match(js, op="allocate", fmt=cfg["format_out"])
+                dt = (time.perf_counter() - t) * 1000.0
+                if not r.ok:
+                    break
+                times.append(dt)
+                if time.perf_counter() - start > budget:
+                    stopped = True
+                    break
+            fail_ms: list[float] = []
+            reserve_ms: list[float] = []
+            if not stopped:
+                fail_ms.append(dt)
+                for _ in range(4):
+                    t = time.perf_counter()
+                    r = eng.match(load_jobspec(path), op="allocate", fmt=cfg["format_out"])
+                    fail_ms.append((time.perf_counter() - t) * 1000.0)
+                for _ in range(5):
+                    t = time.perf_counter()
+                    r = eng.match(load_jobspec(path), op="allocate_orelse_reserve", fmt=cfg["format_out"])
+                    reserve_ms.append((time.perf_counter() - t) * 1000.0)
+                    if r.ok:
+                        eng.cancel(r.jobid)
+            cancel_ms: list[float] = []
+            for jobid in list(eng.jobs):
+                t = time.perf_counter()
+                eng.cancel(jobid)
+                cancel_ms.append((time.perf_counter() - t) * 1000.0)
+            graph.remove_observer(eng.traverser)
+            del eng
+            _emit(
+                {
+                    "kind": "match",
+                    "graph": cfg["graph"],
+                    "policy": policy,
+                    "request": req,
+                    "matches": len(times),
+                    "full": not stopped,
+                    "median_ms": _median(times),
+                    "p90_ms": statistics.quantiles(times, n=10)[-1] if len(times) >= 2 else None,
+                    "max_ms": max(times) if times else None,
+                    "first_ms": times[0] if times else None,
+                    "fail_ms": _median(fail_ms),
+                    "reserve_ms": _median(reserve_ms),
+                    "cancel_ms": _median(cancel_ms),
+                    "init_s": init_s,
+                    "rss_mb": _peak_rss_mb(),
+                }
+            )
+    return 0
+
+
+# ---------------------------------------------------------------------- driver
+def _graph_source(name: str, bench_dir: Path | None, fmt: str, tmp: Path) -> tuple[str, str]:
+    """(source path or 'generate', reader format) for one benchmark graph."""
+    if fmt == "jgf":
+        if bench_dir is not None and (bench_dir / "jgf" / f"{name}.json").is_file():
+            return str(bench_dir / "jgf" / f"{name}.json"), "jgf"
+        # write the JGF of the (loaded or generated) graph once, outside the measured process
+        out = tmp / f"{name}.json"
+        if not out.exists():
+            from fluxlite.readers import load_graph
+            from fluxlite.readers.generate import generate_graph
+            from fluxlite.readers.jgf import graph_to_jgf
+
+            grug = bench_dir / "graphs" / f"{name}.graphml" if bench_dir is not None else None
+            if grug is not None and grug.is_file():
+                g = load_graph(grug, format="grug")
+            else:
+                g = generate_graph(nodes=BENCH_GRAPHS[name], sockets=2, cores=16)
+            out.write_bytes(graph_to_jgf(g))
+            del g
+        return str(out), "jgf"
+    if bench_dir is not None and (bench_dir / "graphs" / f"{name}.graphml").is_file():
+        return str(bench_dir / "graphs" / f"{name}.graphml"), "grug"
+    return "generate", "generate"
+
+
+def _request_files(names: Sequence[str], bench_dir: Path | None, tmp: Path) -> list[tuple[str, str]]:
+    out = []
+    for name in names:
+        path = bench_dir / "jobspecs" / f"{name}.yaml" if bench_dir is not None else None
+        if path is None or not path.is_file():
+            n = BENCH_REQUESTS[name]
+            path = tmp / f"{name}.yaml"
+            path.write_text(_NODE_REQUEST.format(n=n) if n else _SOCKET_REQUEST)
+        out.append((name, str(path)))
+    return out
+
+
+def _run_worker(cfg: dict[str, Any], progress: Any) -> list[dict[str, Any]]:
+    cmd = [sys.executable, "-m", "fluxlite.cli.bench", "--worker", json.dumps(cfg)]
+    rows: list[dict[str, Any]] = []
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            rows.append(row)
+            progress(row)
+        err = proc.stderr.read() if proc.stderr is not None else ""
+        rc = proc.wait()
+    if rc != 0:
+        last = err.strip().splitlines()[-1] if err.strip() else f"exit status {rc}"
+        raise RuntimeError(f"benchmark worker for {cfg['graph']} failed: {last}")
+    return rows
+
+
+def _fmt(x: float | None, width: int = 8, digits: int = 3) -> str:
+    if x is None:
+        return "-".rjust(width)
+    return f"{x:{width}.{digits}f}"
+
+
+def _print_load(row: dict[str, Any], out: Any) -> None:
+    ve = row["vertices"] + row["edges"]
+    out.write(
+        f"{row['graph']}: {row['vertices']:,} vertices + {row['edges']:,} edges = {ve:,}; "
+        f"load ({row['format']}) {row['seconds']:.2f} s, peak RSS {row['rss_mb']:.0f} MB\n"
+    )
+
+
+_HEADER = (
+    "  policy request  matches  median_ms   max_ms  fluxion_ms  ratio   fail_ms  reserve_ms  cancel_ms\n"
+)
+
+
+def _print_match(row: dict[str, Any], fluxion: dict[tuple[str, str, str], float], out: Any) -> None:
+    ref = fluxion.get((row["graph"], row["request"], row["policy"]))
+    ratio = row["median_ms"] / ref if (ref and row["median_ms"] is not None) else None
+    n = f"{row['matches']}{'' if row['full'] else '*'}"
+    out.write(
+        f"  {row['policy']:<6} {row['request']:<7} {n:>8} {_fmt(row['median_ms'], 10)} {_fmt(row['max_ms'], 8, 2)}"
+        f" {_fmt(ref, 11, 2)} {_fmt(ratio, 6, 2)} {_fmt(row['fail_ms'], 9)} {_fmt(row['reserve_ms'], 11)}"
+        f" {_fmt(row['cancel_ms'], 10)}\n"
+    )
+    out.flush()
+
+
+def _plot(rows: list[dict[str, Any]], fluxion: dict[tuple[str, str, str], float], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    graphs = list(dict.fromkeys(r["graph"] for r in rows))
+    policies = list(dict.fromkeys(r["policy"] for r in rows))
+    fig, axes = plt.subplots(
+        len(policies), len(graphs), figsize=(4.2 * len(graphs), 3.4 * len(policies)), squeeze=False
+    )
+    for i, pol in enumerate(policies):
+        for j, gname in enumerate(graphs):
+            ax = axes[i][j]
+            sel = [r for r in rows if r["graph"] == gname and r["policy"] == pol and r["median_ms"]]
+            xs = list(range(len(sel)))
+            ax.bar([x - 0.2 for x in xs], [r["median_ms"] for r in sel], width=0.4, label="fluxlite")
+            refs = [fluxion.get((gname, r["request"], pol)) for r in sel]
+            if any(refs):
+                ax.bar(
+                    [x + 0.2 for x, v in zip(xs, refs) if v],
+                    [v for v in refs if v],
+                    width=0.4,
+                    label="Fluxion",
+                )
+            ax.set_xticks(xs, [r["request"] for r in sel])
+            ax.set_yscale("log")
+            ax.set_title(f"{gname}, {pol}")
+            ax.set_ylabel("median ms per match")
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def main_match(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="fluxlite bench match",
+        description="Time matches of T1..T8 until each graph is full (see the module help for what is measured).",
+        epilog="A '*' after the match count: the time budget ran out before the graph was full "
+        "(no failing-match or reserve figures then).  Ratios are fluxlite / Fluxion medians.",
+    )
+    p.add_argument("--graphs", default="L0,N1024,N16384", help="comma-separated: L0, N1024, N8192, N16384")
+    p.add_argument("--requests", default=",".join(BENCH_REQUESTS), help="comma-separated subset of T1..T8")
+    p.add_argument(
+        "--policies", default="first,low", help="comma-separated match policies (default first,low)"
+    )
+    p.add_argument(
+        "--prune", default="ALL:core", help="pruning filters (default ALL:core, as Fluxion's runs)"
+    )
+    p.add_argument("--load-format", choices=["grug", "jgf"], default="grug", help="graph input format")
+    p.add_argument(
+        "--format", default="simple", help="match output format written per match (default simple)"
+    )
+    p.add_argument(
+        "--budget", type=float, default=60.0, help="seconds per (graph, policy, request) before stopping (60)"
+    )
+    p.add_argument("--bench-dir", help="benchmark inputs (graphs/, jobspecs/, README.md)")
+    p.add_argument("--csv", type=Path, help="write every row as CSV here")
+    p.add_argument("--json", type=Path, help="write every row as JSON lines here")
+    p.add_argument("--plot", type=Path, help="bar chart (PNG) of median ms vs Fluxion's")
+    a = p.parse_args(argv)
+    graphs = [x for x in a.graphs.split(",") if x]
+    reqs = [x for x in a.requests.split(",") if x]
+    bad = [x for x in graphs if x not in BENCH_GRAPHS] + [x for x in reqs if x not in BENCH_REQUESTS]
+    if bad:
+        p.error(f"unknown graph or request: {', '.join(bad)}")
+    from fluxlite.match import parse_policy
+
+    policies = [x for x in a.policies.split(",") if x]
+    for pol in policies:
+        try:
+            parse_policy(pol)
+        except Exception as exc:
+            p.error(str(exc))
+    bench_dir = find_bench_dir(a.bench_dir)
+    if bench_dir is not None and not bench_dir.is_dir():
+        p.error(f"--bench-dir {bench_dir}: not a directory")
+    fluxion = fluxion_figures(bench_dir)
+    out = sys.stdout
+    out.write(
+        f"fluxlite bench match: inputs {bench_dir or '(generated)'}; prune {a.prune}; output {a.format}; "
+        f"budget {a.budget:g} s per run\n\n"
+    )
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="fluxlite-bench-") as td:
+        tmp = Path(td)
+        req_files = _request_files(reqs, bench_dir, tmp)
+        for gname in graphs:
+            source, fmt = _graph_source(gname, bench_dir, a.load_format, tmp)
+            cfg = {
+                "graph": gname,
+                "source": source,
+                "format": fmt,
+                "nodes": BENCH_GRAPHS[gname],
+                "policies": policies,
+                "requests": req_files,
+                "prune": a.prune,
+                "format_out": a.format,
+                "budget": a.budget,
+            }
+            header = [False]
+
+            def progress(row: dict[str, Any], header: list[bool] = header) -> None:
+                if row["kind"] == "load":
+                    _print_load(row, out)
+                else:
+                    if not header[0]:
+                        out.write(_HEADER)
+                        header[0] = True
+                    _print_match(row, fluxion, out)
+
+            try:
+                rows.extend(_run_worker(cfg, progress))
+            except RuntimeError as exc:
+                sys.stderr.write(f"fluxlite bench match: {exc}\n")
+                return 1
+            out.write("\n")
+    matches = [r for r in rows if r["kind"] == "match"]
+    ratios = [
+        r["median_ms"] / fluxion[(r["graph"], r["request"], r["policy"])]
+        for r in matches
+        if r["median_ms"] is not None and (r["graph"], r["request"], r["policy"]) in fluxion
+    ]
+    if ratios:
+        out.write(
+            f"fluxlite / Fluxion median-ms ratio over {len(ratios)} comparable runs: "
+            f"median {statistics.median(ratios):.2f}, worst {max(ratios):.2f}, best {min(ratios):.2f}\n"
+        )
+    if a.csv:
+        keys = sorted({k for r in rows for k in r})
+        with a.csv.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=keys)
+            w.writeheader()
+            w.writerows(rows)
+        out.write(f"wrote {a.csv}\n")
+    if a.json:
+        a.json.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        out.write(f"wrote {a.json}\n")
+    if a.plot:
+        if _plot(matches, fluxion, a.plot):
+            out.write(f"wrote {a.plot}\n")
+        else:
+            sys.stderr.write(
+                "fluxlite bench match: --plot needs matplotlib (pip install 'fluxlite[bench]')\n"
+            )
+    return 0
+
+
+def main_bench(argv: Sequence[str]) -> int:
+    args = list(argv)
+    usage = (
+        "usage: fluxlite bench {match,hierarchy} [options]\n\n"
+        "  match      matcher speed on the benchmark graphs (T1..T8 until full)\n"
+        "  hierarchy  nested MatchGrow across five instance processes\n\n"
+        "Run 'fluxlite bench <name> --help' for the options.\n"
+    )
+    if not args or args[0] in ("-h", "--help"):
+        sys.stdout.write(usage)
+        return 0
+    name, rest = args[0], args[1:]
+    if name == "match":
+        return main_match(rest)
+    if name == "hierarchy":
+        from hierarchy.bench import main as main_hierarchy
+
+        return int(main_hierarchy(rest) or 0)
+    sys.stderr.write(f"fluxlite bench: unknown benchmark {name!r}\n{usage}")
+    return 2
+
+
+main = main_bench
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
+        sys.exit(_worker(json.loads(sys.argv[2])))
+    sys.exit(main_bench(sys.argv[1:]))

@@ -372,6 +372,67 @@ class Engine:
         return doomed
 
     # -------------------------------------------------------------- partial release
+    def shrink(
+        self,
+        jobid: int,
+        paths: Iterable[str] = (),
+        jgf: str | bytes | None = None,
+        r: str | bytes | None = None,
+    ) -> bool:
+        """Release the subtrees at ``paths`` (or listed in a JGF / R document) from running job ``jobid``.
+
+        Every released subtree must be held by the job (its root at least);
+        whatever the job holds below it is released, the rest of the job stays
+        allocated and each ancestor's aggregate drops by what was released.
+        Returns True when nothing of the job is left (it is then gone).
+        Raises :class:`UnknownJobError`, :class:`CommandError` (unknown path),
+        :class:`StateError` (not the job's, or a reservation) or
+        :class:`InputError` (bad document); then nothing changed.
+        O(released subtrees + ancestors).
+        """
+        if r is not None:
+            return self.partial_cancel(jobid, r, "rv1exec")
+        from fluxlite.readers import locate_vertices, read_vertices
+
+        if jobid not in self.jobs:
+            raise UnknownJobError(f"nonexistent job {jobid}", jobid=jobid)
+        if self.jobs[jobid] != "allocated":
+            raise StateError("only a running (allocated) job can shrink", jobid=jobid)
+        g = self.graph
+        tr = self.traverser
+        dom = tr.dom
+        picked: list[int] = []
+        for path in paths:
+            v = g.vertex_by_path(path)
+            if v is None:
+                raise CommandError(f"could not find path {path} in resource graph")
+            picked.append(v)
+        if jgf is not None:
+            picked.extend(locate_vertices(g, read_vertices(jgf)))
+        if not picked:
+            raise InputError("nothing to release")
+        pset = set(picked)
+        roots = []
+        for v in dict.fromkeys(picked):
+            if not any(a in pset for a in g.ancestors(v, dom)):
+                roots.append(v)
+        if g.roots.get(dom) in roots:
+            raise StateError("cannot shrink a job by the root of the graph; cancel it instead", jobid=jobid)
+        groups = []
+        for root in roots:
+            tg = tr.tags[root]
+            if tg is None or jobid not in tg:
+                raise StateError(f"job {jobid} does not hold {g.path(root, dom)}", jobid=jobid)
+            held = [v for v in g.subtree(root, dom) if tr.tags[v] is not None and jobid in tr.tags[v]]
+            groups.append((root, held))
+        tr.total_preorder = 0
+        tr.total_postorder = 0
+        full = tr.release_groups(jobid, groups)
+        if full:
+            del self.jobs[jobid]
+            self.job_at.pop(jobid, None)
+        return full
+
     def partial_cancel(self, jobid: int, r_text: str | bytes, format: str = "rv1exec") -> bool:
         """Release part of job ``jobid`` described by an R (``rv1exec``) or ``jgf`` document.
 

@@ -106,6 +106,122 @@ def cmd_remove(ctx: q.QueryContext, args: list[str]) -> int:
     return 0
 
 
+def cmd_update(ctx: q.QueryContext, args: list[str]) -> int:
+    """update allocate|reserve jgf|rv1exec FILE JOBID AT DURATION (Fluxion's update)."""
+    import time
+
+    if len(args) != 7:
+        ctx.err.write(
+            "ERROR: malformed command: usage: update allocate|reserve jgf|rv1exec FILE JOBID AT DURATION\n"
+        )
+        return 0
+    sub, reader, fn = args[1], args[2], args[3]
+    if sub not in ("allocate", "reserve"):
+        ctx.err.write(f"ERROR: unknown subcmd {sub}\n")
+        return 0
+    if reader not in ("jgf", "rv1exec"):
+        ctx.err.write(f"ERROR: unsupported reader {reader}\n")
+        return 0
+    text = _read(ctx, fn)
+    if text is None:
+        return 0
+    try:
+        jobid, at, dur = int(args[4]), int(args[5]), int(args[6])
+    except ValueError:
+        ctx.err.write(f"ERROR: JOBID, AT and DURATION must be integers: {' '.join(args[4:])}\n")
+        return 0
+    if jobid in ctx.allocations or jobid in ctx.reservations or jobid in ctx.engine.jobs:
+        ctx.err.write("ERROR: existing Jobid \n")
+        return 0
+    if at < 0 or dur <= 0:
+        ctx.err.write(f"ERROR: invalid time ({at}, {dur})\n")
+        return 0
+    t0 = time.perf_counter()
+    try:
+        res = ctx.engine.update_allocate(
+            jobid, text, format=reader, at=at, duration=dur, fmt=ctx.match_format, reserve=sub == "reserve"
+        )
+    except FluxliteError as exc:
+        ctx.err.write("ERROR: traverser run () returned error \n")
+        ctx.err.write(f"ERROR: {exc}\n")
+        q._print_schedule_info(ctx, jobid, fn, False, at, True, time.perf_counter() - t0)
+        ctx.jobid_counter = jobid + 1
+        return 0
+    elapse = time.perf_counter() - t0
+    ctx.out.write(res.text)
+    q._update_perf(ctx, elapse)
+    q._print_schedule_info(ctx, jobid, fn, True, at, True, elapse)
+    ctx.jobid_counter = max(ctx.jobid_counter, jobid + 1)
+    return 0
+
+
+def cmd_grow(ctx: q.QueryContext, args: list[str]) -> int:
+    """grow JOBID JOBSPEC: MatchGrow a running job locally."""
+    import time
+
+    from fluxlite.jobspec import load_jobspec
+
+    if len(args) != 3:
+        ctx.err.write("ERROR: malformed command: usage: grow JOBID JOBSPEC\n")
+        return 0
+    jobid = q._parse_jobid(ctx, args[1])
+    if jobid is None:
+        return 0
+    t0 = time.perf_counter()
+    try:
+        js = load_jobspec(args[2])
+        res = ctx.engine.grow(jobid, js, fmt=ctx.match_format)
+    except FluxliteError as exc:
+        ctx.err.write(f"ERROR: grow {jobid}: {exc}\n")
+        return 0
+    elapse = time.perf_counter() - t0
+    ctx.out.write(res.text)
+    out = ctx.out
+    out.write("INFO: =============================\n")
+    out.write(f"INFO: JOBID={jobid}\n")
+    out.write("INFO: RESOURCES=GROWN\n")
+    out.write("INFO: SCHEDULED AT=Now\n")
+    if ctx.elapse:
+        ctx.stdout.write(f"INFO: ELAPSE={q._fmt_double(elapse)}\n")
+    out.write("INFO: =============================\n")
+    return 0
+
+
+def cmd_shrink(ctx: q.QueryContext, args: list[str]) -> int:
+    """shrink JOBID path PATH[,PATH...] | shrink JOBID jgf|rv1exec FILE: release part of a running job."""
+    if len(args) != 4 or args[2] not in ("path", "jgf", "rv1exec"):
+        ctx.err.write(
+            "ERROR: malformed command: usage: shrink JOBID path PATH[,PATH...] | jgf FILE | rv1exec FILE\n"
+        )
+        return 0
+    jobid = q._parse_jobid(ctx, args[1])
+    if jobid is None:
+        return 0
+    how, what = args[2], args[3]
+    try:
+        if how == "path":
+            gone = ctx.engine.shrink(jobid, paths=[p for p in what.split(",") if p])
+        else:
+            text = _read(ctx, what)
+            if text is None:
+                return 0
+            gone = ctx.engine.shrink(jobid, **{"jgf" if how == "jgf" else "r": text})
+    except FluxliteError as exc:
+        ctx.err.write(f"ERROR: shrink {jobid}: {exc}\n")
+        return 0
+    out = ctx.out
+    out.write("INFO: =============================\n")
+    out.write(f"INFO: JOBID={jobid}\n")
+    out.write(f"INFO: RESOURCES={'CANCELED' if gone else 'SHRUNK'}\n")
+    out.write("INFO: =============================\n")
+    if gone:
+        ctx.allocations.pop(jobid, None)
+        info = ctx.jobs.get(jobid)
+        if info is not None:
+            info.state = "CANCELED"
+    return 0
+
+
 def install() -> None:
     """Register the elasticity commands once."""
     global _installed
@@ -121,6 +237,34 @@ def install() -> None:
             "R_to_cancel.file (optional subcmd: stats)",
         ),
         before="set-property",
+    )
+    q.register_command(
+        q.Command(
+            "update",
+            "u",
+            cmd_update,
+            "Allocate or reserve exactly the resources of a JGF or R file to a new job: "
+            "resource-query> update (allocate | reserve) (jgf | rv1exec) file jobid starttime duration",
+        ),
+        before="find",
+    )
+    q.register_command(
+        q.Command(
+            "grow",
+            "G",
+            cmd_grow,
+            "Grow a running job with more resources (MatchGrow): resource-query> grow jobid jobspec",
+        ),
+        before="find",
+    )
+    q.register_command(
+        q.Command(
+            "shrink",
+            "S",
+            cmd_shrink,
+            "Release part of a running job: resource-query> shrink jobid (path /p1,/p2 | jgf file | rv1exec file)",
+        ),
+        before="find",
     )
     q.register_command(
         q.Command(

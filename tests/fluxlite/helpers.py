@@ -115,3 +115,23 @@ def recount_errors(eng: Engine, times: list[int]) -> list[str]:
                 if got != total - used:
                     errors.append(f"{g.v_name[u]} {t} at {at}: aggregate {got} != recount {total - used}")
     return errors
+
+
+def observable(eng: Engine, times: list[int]) -> tuple:
+    """What a user can observe: every job's resources and every aggregate's free units over time.
+
+    Unlike :func:`snapshot` it ignores internal span identifiers, so a grow
+    followed by the shrink of the grown part compares equal to the start.
+    """
+    tr = eng.traverser
+    jobs = {j: sorted(eng.job_items(j)) for j in sorted(eng.jobs)}
+    aggs = []
+    for ss, col in sorted(tr.subplan.items()):
+        for u, p in enumerate(col):
+            if p is None or not eng.graph.is_live(u):
+                continue
+            aggs.append(
+                (ss, u, tuple(p.avail_resources_at(t, i) for t in times for i in range(p.resources_len)))
+            )
+    return jobs, dict(eng.jobs), aggs, list(eng.graph.v_status), tr.nodes_up
+

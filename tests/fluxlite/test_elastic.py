@@ -1,0 +1,230 @@
+"""Single-level elasticity: grow, shrink, attach + update, and what they may touch."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+
+from fluxlite.api import Engine
+from fluxlite.cli import query as q
+from fluxlite.errors import BusyError, CommandError, StateError, UnknownJobError, UnsatisfiableError
+from fluxlite.readers.generate import generate_graph
+from tests.fluxlite.helpers import HUGE, NODE, SOCKET, observable, recount_errors, snapshot
+
+TIMES = [0, 1, 3599, 3600, 7200]
+
+
+def _engine(nodes: int = 4, policy: str = "low") -> Engine:
+    return Engine(generate_graph(nodes=nodes, sockets=2, cores=4), policy=policy)
+
+
+def _held(eng: Engine, jobid: int) -> set[tuple[str, int, bool]]:
+    return set(eng.job_items(jobid))
+
+
+# ---------------------------------------------------------------------- grow
+def test_grow_adds_resources_to_the_job_and_keeps_what_it_had() -> None:
+    eng = _engine()
+    job = eng.allocate(NODE).jobid
+    before = _held(eng, job)
+    r = eng.grow(job, SOCKET, fmt="simple")
+    assert r.ok and r.jobid == job
+    after = _held(eng, job)
+    assert before < after  # nothing lost, something gained
+    new_paths = {p for p, _, _ in after - before}
+    assert any(p.endswith("socket0") or p.endswith("socket1") for p in new_paths)
+    assert all("node0" not in p for p in new_paths)  # node0 was already the job's, whole
+    assert recount_errors(eng, TIMES) == []
+    eng.cancel(job)
+    assert eng.jobs == {}
+    assert recount_errors(eng, TIMES) == []
+
+
+def test_failed_grow_changes_nothing() -> None:
+    eng = _engine(nodes=1)
+    job = eng.allocate(NODE).jobid
+    snap = snapshot(eng)
+    with pytest.raises(BusyError):
+        eng.grow(job, SOCKET)
+    assert snapshot(eng) == snap
+    with pytest.raises(UnsatisfiableError):
+        eng.grow(job, HUGE)
+    assert snapshot(eng) == snap
+    with pytest.raises(UnknownJobError):
+        eng.grow(99, SOCKET)
+    assert snapshot(eng) == snap
+
+
+# ---------------------------------------------------------------------- shrink
+def test_shrink_gives_back_exactly_the_grown_part() -> None:
+    eng = _engine()
+    job = eng.allocate(NODE).jobid
+    snap = observable(eng, TIMES)
+    held = _held(eng, job)
+    eng.grow(job, SOCKET)
+    grown = {p for p, _, _ in _held(eng, job) - held}
+    socket = min(grown, key=len)
+    assert eng.shrink(job, paths=[socket]) is False
+    assert _held(eng, job) == held
+    assert observable(eng, TIMES) == snap
+    assert recount_errors(eng, TIMES) == []
+
+
+def test_shrink_by_path_of_part_of_a_node_keeps_the_rest() -> None:
+    eng = _engine()
+    job = eng.allocate(NODE).jobid
+    node = next(p for p, _, _ in eng.job_items(job) if p.endswith("/node0/socket1")).rsplit("/", 1)[0]
+    assert eng.shrink(job, paths=[node + "/socket1"]) is False
+    left = {p for p, _, _ in eng.job_items(job)}
+    assert not any("/socket1" in p for p in left)
+    assert any("/socket0/" in p for p in left)
+    assert recount_errors(eng, TIMES) == []
+    # the rest of the node is still the job's: releasing it all ends the job
+    assert eng.shrink(job, paths=[node]) is True
+    assert job not in eng.jobs
+    assert recount_errors(eng, TIMES) == []
+
+
+def test_bad_shrinks_change_nothing() -> None:
+    eng = _engine()
+    a = eng.allocate(NODE).jobid
+    b = eng.allocate(NODE).jobid
+    b_node = "/".join(eng.job_items(b)[0][0].split("/")[:3])
+    assert b_node.rsplit("/", 1)[-1].startswith("node")
+    snap = snapshot(eng)
+    with pytest.raises(StateError, match="does not hold"):
+        eng.shrink(a, paths=[b_node])  # b's resources, not a's
+    with pytest.raises(CommandError):
+        eng.shrink(a, paths=["/cluster0/node77"])
+    with pytest.raises(UnknownJobError):
+        eng.shrink(42, paths=[b_node])
+    with pytest.raises(StateError):
+        eng.shrink(a, paths=["/cluster0"])
+    assert snapshot(eng) == snap
+
+
+# ---------------------------------------------------------------------- attach + update cost
+class _Touch(list):  # type: ignore[type-arg]
+    """A column that records which vertex indices were read or written."""
+
+    def __init__(self, data: list[Any], seen: set[Any]) -> None:
+        super().__init__(data)
+        self.seen = seen
+
+    def __getitem__(self, i: Any) -> Any:
+        self.seen.add(i if isinstance(i, int) else "slice")
+        return super().__getitem__(i)
+
+    def __setitem__(self, i: Any, v: Any) -> None:
+        self.seen.add(i if isinstance(i, int) else "slice")
+        super().__setitem__(i, v)
+
+    def __iter__(self) -> Any:
+        self.seen.add("all")
+        return super().__iter__()
+
+
+def _instrument(eng: Engine) -> set[Any]:
+    seen: set[Any] = set()
+    tr, g = eng.traverser, eng.graph
+    for name in ("vspans", "allocs", "resvs", "tags", "xspans"):
+        setattr(tr, name, _Touch(getattr(tr, name), seen))
+    for table in (tr.subplan, tr.job2span):
+        for ss in list(table):
+            table[ss] = _Touch(table[ss], seen)
+    for name in ("v_type", "v_size", "v_status", "v_name", "v_id", "v_rank"):
+        setattr(g, name, _Touch(getattr(g, name), seen))
+    return seen
+
+
+def test_attach_and_update_touch_only_the_subgraph_and_its_ancestors() -> None:
+    # the subgraph: node 100 of a twin graph, as a MatchGrow reply carries it (JGF of a match)
+    twin = Engine(generate_graph(nodes=101, sockets=2, cores=4), policy="high")
+    sub = twin.allocate(NODE, fmt="jgf").text
+    assert '"/cluster0/node100"' in sub
+    eng = Engine(generate_graph(nodes=100, sockets=2, cores=4), policy="low")
+    for _ in range(5):
+        eng.allocate(NODE)  # busy state elsewhere in the graph
+    n0 = len(eng.graph)
+    seen = _instrument(eng)
+    new = eng.attach(sub)
+    r = eng.update_allocate(77, sub, format="jgf")
+    assert r.ok
+    g = eng.graph
+    root = g.roots["containment"]
+    allowed = set(new) | {root}
+    assert len(new) == 1 + 2 + 8 and min(new) >= n0
+    touched = {x for x in seen if not (isinstance(x, int) and x >= n0)}
+    assert touched <= allowed, (
+        f"touched outside the subgraph and its ancestors: {sorted(map(str, touched - allowed))}"
+    )
+    assert recount_errors(eng, TIMES) == []
+
+
+# ---------------------------------------------------------------------- REPL
+_TAIL = (
+    "attributes:\n  system:\n    duration: 3600\n"
+    "tasks:\n  - command: [app]\n    slot: default\n    count:\n      per_slot: 1\n"
+)
+NODE_YAML = (
+    "version: 1\nresources:\n  - type: node\n    count: 1\n    with:\n"
+    "      - type: slot\n        count: 1\n        label: default\n        with:\n"
+    "          - type: socket\n            count: 2\n            with:\n"
+    "              - type: core\n                count: 4\n" + _TAIL
+)
+SOCKET_YAML = (
+    "version: 1\nresources:\n  - type: slot\n    count: 1\n    label: default\n    with:\n"
+    "      - type: socket\n        count: 1\n        with:\n"
+    "          - type: core\n            count: 4\n" + _TAIL
+)
+
+
+def _repl(eng: Engine, lines: list[str]) -> tuple[str, str]:
+    from fluxlite.cli import elastic_cmds
+
+    elastic_cmds.install()
+    out, err = io.StringIO(), io.StringIO()
+    ctx = q.QueryContext(engine=eng, match_format="simple", out=out, err=err, stdout=out)
+    q.run_commands(ctx, lines)
+    return out.getvalue(), err.getvalue()
+
+
+def test_repl_grow_shrink_update(tmp_path: Any) -> None:
+    node = tmp_path / "node.yaml"
+    sock = tmp_path / "socket.yaml"
+    node.write_text(NODE_YAML)
+    sock.write_text(SOCKET_YAML)
+    eng = _engine()
+    out, err = _repl(
+        eng,
+        [
+            f"match allocate {node}",
+            f"grow 1 {sock}",
+            "shrink 1 path /cluster0/node1",
+            "shrink 1 path /cluster0/node3/socket0",
+            f"grow 9 {sock}",
+            "grow x",
+        ],
+    )
+    assert "RESOURCES=GROWN" in out
+    assert err.count("ERROR") == 3, err
+    assert "nonexistent job 9" in err
+    assert "does not hold" in err
+    assert recount_errors(eng, TIMES) == []
+    # update: allocate exactly what a JGF lists, to a new job id
+    twin = _engine()
+    for n in range(3):
+        twin.set_status(f"/cluster0/node{n}", "down")  # so its match lands on node3, free in eng
+    jgf = tmp_path / "r.json"
+    jgf.write_text(twin.allocate(SOCKET, fmt="jgf").text)
+    out, err = _repl(eng, [f"update allocate jgf {jgf} 5 0 3600", f"update allocate jgf {jgf} 5 0 3600"])
+    assert "INFO: JOBID=5" in out and "RESOURCES=ALLOCATED" in out
+    assert "existing Jobid" in err
+    assert 5 in eng.jobs
+    # the same resources again, to another job: they are taken, nothing changes
+    snap = snapshot(eng)
+    out, err = _repl(eng, [f"update allocate jgf {jgf} 6 0 3600"])
+    assert "No matching resources found" in out and "ERROR" in err
+    assert snapshot(eng) == snap

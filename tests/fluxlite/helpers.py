@@ -134,4 +134,3 @@ def observable(eng: Engine, times: list[int]) -> tuple:
                 (ss, u, tuple(p.avail_resources_at(t, i) for t in times for i in range(p.resources_len)))
             )
     return jobs, dict(eng.jobs), aggs, list(eng.graph.v_status), tr.nodes_up
-

@@ -94,7 +94,9 @@ def translate_error(exc: grpc.RpcError, address: str, method: str) -> FluxliteEr
             return cls(f"{method} at {address}: {details}")
         return cls(details)
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        return InstanceUnavailableError(f"{method} at {address}: no answer before the deadline")
+        err = InstanceUnavailableError(f"{method} at {address}: no answer before the deadline")
+        err.ambiguous = True  # the peer may have done it: retry with the same request id, never undo
+        return err
     if code == grpc.StatusCode.UNAVAILABLE:
         return InstanceUnavailableError(f"{method} at {address}: instance unreachable ({details})")
     if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
@@ -105,7 +107,9 @@ def translate_error(exc: grpc.RpcError, address: str, method: str) -> FluxliteEr
 
 def timings_from_pb(items: Any) -> list[LevelTiming]:
     return [
-        LevelTiming(t.instance, t.depth, t.match_s, t.attach_update_s, t.upstream_s, t.server_s, t.outcome)
+        LevelTiming(
+            t.instance, t.depth, t.match_s, t.attach_update_s, t.upstream_s, t.server_s, t.outcome, t.deferred
+        )
         for t in items
     ]
 
@@ -120,10 +124,13 @@ class InstanceClient:
         *,
         timeout: float = 10.0,
         tls: TlsConfig | None = None,
+        wait_for_ready: bool = False,
     ) -> None:
         self.addr = address if isinstance(address, Address) else parse_address(address)
         self.address = self.addr.target
         self.timeout = timeout
+        #: wait (up to the timeout) for an unreachable peer to come back instead of failing at once
+        self.wait_for_ready = wait_for_ready
         sec = secret.decode() if isinstance(secret, bytes) else secret
         self._md = ((SECRET_KEY, sec),)
         if tls is not None and tls.enabled:
@@ -139,7 +146,12 @@ class InstanceClient:
         fn = getattr(self._stub, method)
         t0 = time.perf_counter()
         try:
-            reply = fn(request, timeout=self.timeout if timeout is None else timeout, metadata=self._md)
+            reply = fn(
+                request,
+                timeout=self.timeout if timeout is None else timeout,
+                metadata=self._md,
+                wait_for_ready=self.wait_for_ready,
+            )
         except grpc.RpcError as exc:
             raise translate_error(exc, self.address, method) from exc
         return reply, time.perf_counter() - t0

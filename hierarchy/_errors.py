@@ -30,4 +30,10 @@ class NotAuthorizedError(RpcError):
 
 
 class InstanceUnavailableError(RpcError):
-    """An instance did not answer in time (down, unreachable, or its deadline passed)."""
+    """An instance did not answer in time (down, unreachable, or its deadline passed).
+
+    ``ambiguous`` is True when the call may have been carried out (its
+    deadline passed after it was sent); retry it with the same request id.
+    """
+
+    ambiguous: bool = False

@@ -36,6 +36,8 @@ class LevelTiming:
     upstream_s: float = 0.0
     server_s: float = 0.0
     outcome: str = ""
+    #: the attach+update at this level ran after the reply (see Instance.match_grow)
+    deferred: bool = False
 
 
 @dataclass

@@ -1,15 +1,13 @@
-from collections.abc import Iterable as _Iterable
-from collections.abc import Mapping as _Mapping
-from typing import ClassVar as _ClassVar
-
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from google.protobuf.internal import containers as _containers
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class LevelTiming(_message.Message):
-    __slots__ = ("attach_update_s", "depth", "instance", "match_s", "outcome", "server_s", "upstream_s")
+    __slots__ = ("instance", "depth", "match_s", "attach_update_s", "upstream_s", "server_s", "outcome", "deferred")
     INSTANCE_FIELD_NUMBER: _ClassVar[int]
     DEPTH_FIELD_NUMBER: _ClassVar[int]
     MATCH_S_FIELD_NUMBER: _ClassVar[int]
@@ -17,6 +15,7 @@ class LevelTiming(_message.Message):
     UPSTREAM_S_FIELD_NUMBER: _ClassVar[int]
     SERVER_S_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    DEFERRED_FIELD_NUMBER: _ClassVar[int]
     instance: str
     depth: int
     match_s: float
@@ -24,19 +23,11 @@ class LevelTiming(_message.Message):
     upstream_s: float
     server_s: float
     outcome: str
-    def __init__(
-        self,
-        instance: str | None = ...,
-        depth: int | None = ...,
-        match_s: float | None = ...,
-        attach_update_s: float | None = ...,
-        upstream_s: float | None = ...,
-        server_s: float | None = ...,
-        outcome: str | None = ...,
-    ) -> None: ...
+    deferred: bool
+    def __init__(self, instance: _Optional[str] = ..., depth: _Optional[int] = ..., match_s: _Optional[float] = ..., attach_update_s: _Optional[float] = ..., upstream_s: _Optional[float] = ..., server_s: _Optional[float] = ..., outcome: _Optional[str] = ..., deferred: _Optional[bool] = ...) -> None: ...
 
 class MatchAllocateRequest(_message.Message):
-    __slots__ = ("child_address", "child_name", "jobspec", "lease", "request_id")
+    __slots__ = ("jobspec", "request_id", "lease", "child_name", "child_address")
     JOBSPEC_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_FIELD_NUMBER: _ClassVar[int]
@@ -47,17 +38,10 @@ class MatchAllocateRequest(_message.Message):
     lease: bool
     child_name: str
     child_address: str
-    def __init__(
-        self,
-        jobspec: bytes | None = ...,
-        request_id: str | None = ...,
-        lease: bool | None = ...,
-        child_name: str | None = ...,
-        child_address: str | None = ...,
-    ) -> None: ...
+    def __init__(self, jobspec: _Optional[bytes] = ..., request_id: _Optional[str] = ..., lease: _Optional[bool] = ..., child_name: _Optional[str] = ..., child_address: _Optional[str] = ...) -> None: ...
 
 class MatchGrowRequest(_message.Message):
-    __slots__ = ("jobid", "jobspec", "lease_token", "request_id")
+    __slots__ = ("jobid", "jobspec", "request_id", "lease_token")
     JOBID_FIELD_NUMBER: _ClassVar[int]
     JOBSPEC_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
@@ -66,16 +50,10 @@ class MatchGrowRequest(_message.Message):
     jobspec: bytes
     request_id: str
     lease_token: str
-    def __init__(
-        self,
-        jobid: int | None = ...,
-        jobspec: bytes | None = ...,
-        request_id: str | None = ...,
-        lease_token: str | None = ...,
-    ) -> None: ...
+    def __init__(self, jobid: _Optional[int] = ..., jobspec: _Optional[bytes] = ..., request_id: _Optional[str] = ..., lease_token: _Optional[str] = ...) -> None: ...
 
 class MatchReply(_message.Message):
-    __slots__ = ("edges", "grace_s", "jgf", "jobid", "lease_token", "replayed", "timings", "vertices")
+    __slots__ = ("jobid", "jgf", "lease_token", "grace_s", "replayed", "vertices", "edges", "timings")
     JOBID_FIELD_NUMBER: _ClassVar[int]
     JGF_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
@@ -92,20 +70,10 @@ class MatchReply(_message.Message):
     vertices: int
     edges: int
     timings: _containers.RepeatedCompositeFieldContainer[LevelTiming]
-    def __init__(
-        self,
-        jobid: int | None = ...,
-        jgf: bytes | None = ...,
-        lease_token: str | None = ...,
-        grace_s: float | None = ...,
-        replayed: bool | None = ...,
-        vertices: int | None = ...,
-        edges: int | None = ...,
-        timings: _Iterable[LevelTiming | _Mapping] | None = ...,
-    ) -> None: ...
+    def __init__(self, jobid: _Optional[int] = ..., jgf: _Optional[bytes] = ..., lease_token: _Optional[str] = ..., grace_s: _Optional[float] = ..., replayed: _Optional[bool] = ..., vertices: _Optional[int] = ..., edges: _Optional[int] = ..., timings: _Optional[_Iterable[_Union[LevelTiming, _Mapping]]] = ...) -> None: ...
 
 class ShrinkRequest(_message.Message):
-    __slots__ = ("jgf", "jobid", "lease_token", "paths", "request_id")
+    __slots__ = ("jobid", "jgf", "paths", "lease_token", "request_id")
     JOBID_FIELD_NUMBER: _ClassVar[int]
     JGF_FIELD_NUMBER: _ClassVar[int]
     PATHS_FIELD_NUMBER: _ClassVar[int]
@@ -116,17 +84,10 @@ class ShrinkRequest(_message.Message):
     paths: _containers.RepeatedScalarFieldContainer[str]
     lease_token: str
     request_id: str
-    def __init__(
-        self,
-        jobid: int | None = ...,
-        jgf: bytes | None = ...,
-        paths: _Iterable[str] | None = ...,
-        lease_token: str | None = ...,
-        request_id: str | None = ...,
-    ) -> None: ...
+    def __init__(self, jobid: _Optional[int] = ..., jgf: _Optional[bytes] = ..., paths: _Optional[_Iterable[str]] = ..., lease_token: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class ShrinkReply(_message.Message):
-    __slots__ = ("job_gone", "pending", "released", "replayed", "returned", "timings")
+    __slots__ = ("job_gone", "released", "returned", "pending", "replayed", "timings")
     JOB_GONE_FIELD_NUMBER: _ClassVar[int]
     RELEASED_FIELD_NUMBER: _ClassVar[int]
     RETURNED_FIELD_NUMBER: _ClassVar[int]
@@ -139,15 +100,7 @@ class ShrinkReply(_message.Message):
     pending: int
     replayed: bool
     timings: _containers.RepeatedCompositeFieldContainer[LevelTiming]
-    def __init__(
-        self,
-        job_gone: bool | None = ...,
-        released: int | None = ...,
-        returned: int | None = ...,
-        pending: int | None = ...,
-        replayed: bool | None = ...,
-        timings: _Iterable[LevelTiming | _Mapping] | None = ...,
-    ) -> None: ...
+    def __init__(self, job_gone: _Optional[bool] = ..., released: _Optional[int] = ..., returned: _Optional[int] = ..., pending: _Optional[int] = ..., replayed: _Optional[bool] = ..., timings: _Optional[_Iterable[_Union[LevelTiming, _Mapping]]] = ...) -> None: ...
 
 class ReleaseRequest(_message.Message):
     __slots__ = ("jobid", "lease_token")
@@ -155,22 +108,17 @@ class ReleaseRequest(_message.Message):
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     jobid: int
     lease_token: str
-    def __init__(self, jobid: int | None = ..., lease_token: str | None = ...) -> None: ...
+    def __init__(self, jobid: _Optional[int] = ..., lease_token: _Optional[str] = ...) -> None: ...
 
 class ReleaseReply(_message.Message):
-    __slots__ = ("pending", "returned", "timings")
+    __slots__ = ("returned", "pending", "timings")
     RETURNED_FIELD_NUMBER: _ClassVar[int]
     PENDING_FIELD_NUMBER: _ClassVar[int]
     TIMINGS_FIELD_NUMBER: _ClassVar[int]
     returned: int
     pending: int
     timings: _containers.RepeatedCompositeFieldContainer[LevelTiming]
-    def __init__(
-        self,
-        returned: int | None = ...,
-        pending: int | None = ...,
-        timings: _Iterable[LevelTiming | _Mapping] | None = ...,
-    ) -> None: ...
+    def __init__(self, returned: _Optional[int] = ..., pending: _Optional[int] = ..., timings: _Optional[_Iterable[_Union[LevelTiming, _Mapping]]] = ...) -> None: ...
 
 class HeartbeatRequest(_message.Message):
     __slots__ = ("jobid", "lease_token")
@@ -178,64 +126,59 @@ class HeartbeatRequest(_message.Message):
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     jobid: int
     lease_token: str
-    def __init__(self, jobid: int | None = ..., lease_token: str | None = ...) -> None: ...
+    def __init__(self, jobid: _Optional[int] = ..., lease_token: _Optional[str] = ...) -> None: ...
 
 class HeartbeatReply(_message.Message):
     __slots__ = ("grace_s",)
     GRACE_S_FIELD_NUMBER: _ClassVar[int]
     grace_s: float
-    def __init__(self, grace_s: float | None = ...) -> None: ...
+    def __init__(self, grace_s: _Optional[float] = ...) -> None: ...
 
 class InfoRequest(_message.Message):
-    __slots__ = ("graph", "jobid", "recount")
+    __slots__ = ("jobid", "recount", "graph")
     JOBID_FIELD_NUMBER: _ClassVar[int]
     RECOUNT_FIELD_NUMBER: _ClassVar[int]
     GRAPH_FIELD_NUMBER: _ClassVar[int]
     jobid: int
     recount: bool
     graph: bool
-    def __init__(
-        self, jobid: int | None = ..., recount: bool | None = ..., graph: bool | None = ...
-    ) -> None: ...
+    def __init__(self, jobid: _Optional[int] = ..., recount: _Optional[bool] = ..., graph: _Optional[bool] = ...) -> None: ...
 
 class InfoReply(_message.Message):
-    __slots__ = ("jgf", "json")
+    __slots__ = ("json", "jgf")
     JSON_FIELD_NUMBER: _ClassVar[int]
     JGF_FIELD_NUMBER: _ClassVar[int]
     json: bytes
     jgf: bytes
-    def __init__(self, json: bytes | None = ..., jgf: bytes | None = ...) -> None: ...
+    def __init__(self, json: _Optional[bytes] = ..., jgf: _Optional[bytes] = ...) -> None: ...
 
 class StatRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class StatReply(_message.Message):
-    __slots__ = ("by_type", "children", "counters", "edges", "free", "jobs", "uptime_s", "vertices")
+    __slots__ = ("vertices", "edges", "jobs", "children", "by_type", "free", "counters", "uptime_s")
     class ByTypeEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
         key: str
         value: int
-        def __init__(self, key: str | None = ..., value: int | None = ...) -> None: ...
-
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     class FreeEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
         key: str
         value: int
-        def __init__(self, key: str | None = ..., value: int | None = ...) -> None: ...
-
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     class CountersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
         key: str
         value: int
-        def __init__(self, key: str | None = ..., value: int | None = ...) -> None: ...
-
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     VERTICES_FIELD_NUMBER: _ClassVar[int]
     EDGES_FIELD_NUMBER: _ClassVar[int]
     JOBS_FIELD_NUMBER: _ClassVar[int]
@@ -252,24 +195,14 @@ class StatReply(_message.Message):
     free: _containers.ScalarMap[str, int]
     counters: _containers.ScalarMap[str, int]
     uptime_s: float
-    def __init__(
-        self,
-        vertices: int | None = ...,
-        edges: int | None = ...,
-        jobs: int | None = ...,
-        children: int | None = ...,
-        by_type: _Mapping[str, int] | None = ...,
-        free: _Mapping[str, int] | None = ...,
-        counters: _Mapping[str, int] | None = ...,
-        uptime_s: float | None = ...,
-    ) -> None: ...
+    def __init__(self, vertices: _Optional[int] = ..., edges: _Optional[int] = ..., jobs: _Optional[int] = ..., children: _Optional[int] = ..., by_type: _Optional[_Mapping[str, int]] = ..., free: _Optional[_Mapping[str, int]] = ..., counters: _Optional[_Mapping[str, int]] = ..., uptime_s: _Optional[float] = ...) -> None: ...
 
 class HealthRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class HealthReply(_message.Message):
-    __slots__ = ("depth", "instance", "parent", "pid", "status")
+    __slots__ = ("status", "instance", "depth", "pid", "parent")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_FIELD_NUMBER: _ClassVar[int]
     DEPTH_FIELD_NUMBER: _ClassVar[int]
@@ -280,11 +213,4 @@ class HealthReply(_message.Message):
     depth: int
     pid: int
     parent: str
-    def __init__(
-        self,
-        status: str | None = ...,
-        instance: str | None = ...,
-        depth: int | None = ...,
-        pid: int | None = ...,
-        parent: str | None = ...,
-    ) -> None: ...
+    def __init__(self, status: _Optional[str] = ..., instance: _Optional[str] = ..., depth: _Optional[int] = ..., pid: _Optional[int] = ..., parent: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,1 @@
+"""Generated protobuf/gRPC code for ``hierarchy/proto/fluxlite_instance.proto`` (do not edit; see ``hierarchy``)."""

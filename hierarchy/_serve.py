@@ -1,0 +1,240 @@
+"""Run one instance as a process: build it, serve it, keep it alive, stop it cleanly.
+
+:func:`serve` is what ``fluxlite instance serve`` runs:
+
+1. read the tree secret (a root creates the secret file if it is missing);
+2. build the instance: from ``--state`` if that file exists (restart), else
+   from a graph file (a root), else by MatchAllocate at ``--from-parent``
+   (a child: its whole graph is the parent's allocation for it);
+3. bind the address (Unix socket by default; TCP only on loopback unless
+   TLS is configured), write ``--ready-file`` and print the address;
+4. run two background threads: *maintenance* (frees the jobs of children
+   silent for longer than ``--child-grace``, retries pending hand-backs)
+   and, for a child, *heartbeat* (every ``--heartbeat`` seconds, default a
+   third of the parent's grace period);
+5. on SIGTERM/SIGINT stop serving; a child without ``--state`` releases its
+   lease at the parent (a child with ``--state`` keeps it, to come back).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fluxlite.api import Engine
+from fluxlite.errors import FluxliteError, InputError
+from hierarchy._address import TlsConfig, parse_address, read_secret_file, write_secret_file
+from hierarchy._client import InstanceClient
+from hierarchy._instance import Instance, settle_memory
+from hierarchy._service import InstanceServicer, build_server
+from hierarchy._state import read_state, write_atomic
+
+__all__ = ["ServeOptions", "default_listen", "serve"]
+
+
+def default_listen(name: str) -> str:
+    """``unix:`` socket in a private per-user directory under the temp dir."""
+    base = Path(os.environ.get("XDG_RUNTIME_DIR") or f"/tmp/fluxlite-{os.getuid()}")
+    base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return f"unix:{base / f'{name}-{os.getpid()}.sock'}"
+
+
+def _graph_format(path: Path, given: str | None) -> str:
+    if given:
+        return given
+    return "grug" if path.suffix.lower() in (".graphml", ".xml", ".grug") else "jgf"
+
+
+@dataclass
+class ServeOptions:
+    """Everything ``fluxlite instance serve`` takes (see its ``--help``)."""
+
+    secret_file: Path | None = None
+    listen: str | None = None
+    graph: Path | None = None
+    graph_format: str | None = None
+    from_parent: str | None = None
+    jobspec: Path | None = None
+    name: str | None = None
+    policy: str = "first"
+    prune_filters: str = "ALL:core,ALL:node"
+    state: Path | None = None
+    provider: str | None = None
+    tls: TlsConfig = field(default_factory=TlsConfig)
+    child_grace: float = 10.0
+    heartbeat: float | None = None
+    rpc_timeout: float = 10.0
+    request_table_size: int = 256
+    defer_attach: bool = True
+    ready_file: Path | None = None
+    log_level: str = "INFO"
+
+
+def _logger(name: str, level: str) -> logging.Logger:
+    root = logging.getLogger("fluxlite")
+    if not root.handlers:
+        h = logging.StreamHandler(sys.stderr)
+        h.setFormatter(logging.Formatter(f"%(asctime)s {name}[%(process)d] %(levelname)s %(message)s"))
+        root.addHandler(h)
+    root.setLevel(getattr(logging, level.upper(), logging.INFO))
+    root.propagate = False
+    return logging.getLogger("fluxlite.instance")
+
+
+def _build(opts: ServeOptions, secret: bytes, address: str, log: logging.Logger) -> Instance:
+    parent_addr = opts.from_parent
+    restoring = opts.state is not None and opts.state.exists()
+    if restoring and not parent_addr:
+        assert opts.state is not None
+        saved = read_state(opts.state).get("parent")  # a restarted child finds its parent in its state
+        parent_addr = saved["address"] if saved else None
+    parent = None
+    if parent_addr:
+        # waits for a restarting parent (up to each call's timeout) instead of failing at once
+        parent = InstanceClient(
+            parent_addr, secret, timeout=opts.rpc_timeout, tls=opts.tls, wait_for_ready=True
+        )
+    provider = None
+    if opts.provider:
+        from providers import create_provider
+
+        pstate = Path(f"{opts.state}.provider") if opts.state is not None else None
+        provider = create_provider(opts.provider, state_path=pstate)
+    common: dict[str, Any] = {
+        "state_path": opts.state,
+        "child_grace": opts.child_grace,
+        "rpc_timeout": opts.rpc_timeout,
+        "request_table_size": opts.request_table_size,
+        "defer_attach": opts.defer_attach,
+        "address": address,
+        "log": log,
+    }
+    if restoring:
+        assert opts.state is not None
+        kw = dict(common)
+        kw.pop("state_path")
+        if opts.name:
+            kw["name"] = opts.name
+        return Instance.restore(opts.state, parent=parent, provider=provider, **kw)
+    name = opts.name or ("root" if parent is None else f"child-{os.getpid()}")
+    if parent is not None:
+        if opts.jobspec is None:
+            raise InputError("--from-parent needs --jobspec FILE (what to ask the parent for)")
+        try:
+            js = opts.jobspec.read_bytes()
+        except OSError as exc:
+            raise InputError(f"cannot read jobspec {opts.jobspec}: {exc.strerror or exc}") from exc
+        depth = int(parent.health(timeout=opts.rpc_timeout)["depth"]) + 1
+        return Instance.from_parent(
+            parent,
+            js,
+            name=name,
+            depth=depth,
+            policy=opts.policy,
+            prune_filters=opts.prune_filters,
+            timeout=opts.rpc_timeout,
+            provider=provider,
+            **common,
+        )
+    if opts.graph is None:
+        raise InputError(
+            "give --jgf FILE / --graph FILE (a root), --from-parent ADDR (a child), or an existing --state"
+        )
+    if not opts.graph.is_file():
+        raise InputError(f"graph file {opts.graph} does not exist")
+    eng = Engine.from_file(
+        opts.graph,
+        format=_graph_format(opts.graph, opts.graph_format),
+        policy=opts.policy,
+        prune_filters=opts.prune_filters,
+    )
+    return Instance(eng, name=name, depth=0, provider=provider, **common)
+
+
+def serve(opts: ServeOptions) -> int:
+    """Run an instance until SIGTERM/SIGINT (see the module docstring); returns the exit status."""
+    log = _logger(opts.name or "instance", opts.log_level)
+    os.umask(0o077)  # socket, state and address files: this user only
+    listen = parse_address(opts.listen or default_listen(opts.name or "instance"))
+    from hierarchy._address import check_listen
+
+    check_listen(listen, opts.tls)
+    secret_file = opts.secret_file
+    if secret_file is None:
+        if opts.from_parent or (opts.state is not None and opts.state.exists()):
+            raise InputError("a child (or a restarted instance) needs --secret-file: the secret of its tree")
+        secret_file = Path(default_listen(opts.name or "root")[len("unix:") :]).with_suffix(".secret")
+    if not secret_file.exists() and not opts.from_parent:
+        write_secret_file(secret_file)
+        log.info("created a new tree secret in %s", secret_file)
+        print(f"tree secret in {secret_file}", flush=True)
+    secret = read_secret_file(secret_file)
+    inst = _build(opts, secret, listen.target, log)
+    settle_memory()
+    server, bound = build_server(InstanceServicer(inst), listen, secret, tls=opts.tls)
+    inst.address = bound.target
+    server.start()
+    inst.save()
+    if opts.ready_file is not None:
+        write_atomic(opts.ready_file, (bound.target + "\n").encode())
+    print(
+        f"instance {inst.name} listening on {bound.target} (pid {os.getpid()}, depth {inst.depth})",
+        flush=True,
+    )
+    log.info("serving %d vertices on %s", len(inst.engine.graph), bound.target)
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    def maintenance() -> None:
+        period = max(0.05, min(inst.child_grace / 4, 1.0))
+        while not stop.wait(period):
+            try:
+                inst.tick()
+            except Exception:  # keep the loop alive, say what happened
+                log.exception("maintenance failed")
+
+    def heartbeats() -> None:
+        while True:
+            if opts.heartbeat:
+                period = opts.heartbeat
+            else:
+                period = inst.parent_grace / 3 if inst.parent_grace > 0 else 1.0
+            inst.heartbeat_parent()
+            if stop.wait(max(0.05, min(period, 5.0))):
+                return
+
+    threads = [threading.Thread(target=maintenance, name="maintenance", daemon=True)]
+    if inst.parent is not None:
+        threads.append(threading.Thread(target=heartbeats, name="heartbeat", daemon=True))
+    for t in threads:
+        t.start()
+    while not stop.wait(0.5):
+        pass
+    log.info("stopping")
+    server.stop(grace=1.0).wait(2.0)
+    if inst.parent is not None and opts.state is None and not inst.orphaned:
+        try:
+            inst.parent.release(inst.parent_jobid, lease_token=inst.parent_token, timeout=2.0)
+            log.info("released the lease (job %d) at the parent", inst.parent_jobid)
+        except FluxliteError as exc:
+            log.warning("could not release the lease at the parent: %s", exc)
+    if inst.provider is not None:
+        inst.provider.close()
+    inst.save()
+    if bound.kind == "unix":
+        with contextlib.suppress(OSError):
+            os.unlink(bound.path)
+    return 0

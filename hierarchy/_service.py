@@ -1,0 +1,290 @@
+"""The gRPC side of an instance: authentication, the servicer, and the server.
+
+* :class:`SecretInterceptor` refuses (UNAUTHENTICATED) every call whose
+  metadata does not carry the tree secret, compared in constant time.
+* :class:`InstanceServicer` turns each RPC into a call of
+  :class:`hierarchy.Instance`; a fluxlite error becomes a gRPC status (see
+  :data:`STATUS_OF`) with the error class in the trailing metadata, so the
+  client re-raises the same type.  Deadlines propagate: an upstream call
+  never outlives the caller's deadline.
+* :func:`build_server` binds one address (Unix socket or loopback TCP;
+  other TCP only with TLS) and returns the server and the bound address.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+import time
+from collections.abc import Callable
+from concurrent import futures
+from typing import Any
+
+import grpc
+
+from fluxlite.errors import (
+    BusyError,
+    FluxliteError,
+    InputError,
+    RpcError,
+    StateError,
+    UnknownJobError,
+    UnsatisfiableError,
+)
+from hierarchy._address import SECRET_KEY, Address, TlsConfig, check_listen
+from hierarchy._client import CHANNEL_OPTIONS, ERROR_KEY
+from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, NotAuthorizedError
+from hierarchy._instance import Instance
+from hierarchy._pb import fluxlite_instance_pb2 as pb
+from hierarchy._pb import fluxlite_instance_pb2_grpc as pb_grpc
+from hierarchy.base import LevelTiming
+
+__all__ = ["STATUS_OF", "InstanceServicer", "SecretInterceptor", "build_server"]
+
+_log = logging.getLogger("fluxlite.instance")
+
+#: fluxlite error type -> gRPC status (the most specific type wins).
+STATUS_OF: list[tuple[type[FluxliteError], grpc.StatusCode]] = [
+    (BusyError, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (UnsatisfiableError, grpc.StatusCode.FAILED_PRECONDITION),
+    (UnknownJobError, grpc.StatusCode.NOT_FOUND),
+    (ForeignResourcesError, grpc.StatusCode.PERMISSION_DENIED),
+    (NotAuthorizedError, grpc.StatusCode.PERMISSION_DENIED),
+    (InstanceUnavailableError, grpc.StatusCode.UNAVAILABLE),
+    (InputError, grpc.StatusCode.INVALID_ARGUMENT),
+    (StateError, grpc.StatusCode.FAILED_PRECONDITION),
+    (RpcError, grpc.StatusCode.UNAVAILABLE),
+    (FluxliteError, grpc.StatusCode.FAILED_PRECONDITION),
+]
+
+
+def _status(exc: FluxliteError) -> grpc.StatusCode:
+    for cls, code in STATUS_OF:
+        if isinstance(exc, cls):
+            return code
+    return grpc.StatusCode.UNKNOWN  # pragma: no cover
+
+
+class SecretInterceptor(grpc.ServerInterceptor):
+    """Refuse calls without the tree secret (constant-time comparison)."""
+
+    def __init__(self, secret: bytes) -> None:
+        self._secret = secret
+
+        def deny(request: Any, context: grpc.ServicerContext) -> Any:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong tree secret")
+
+        self._deny = grpc.unary_unary_rpc_method_handler(deny)
+
+    def intercept_service(self, continuation: Callable[[Any], Any], handler_call_details: Any) -> Any:
+        got = b""
+        for key, value in handler_call_details.invocation_metadata or ():
+            if key == SECRET_KEY:
+                got = value.encode() if isinstance(value, str) else value
+        if not hmac.compare_digest(got, self._secret):
+            _log.warning("refused %s: missing or wrong tree secret", handler_call_details.method)
+            return self._deny
+        return continuation(handler_call_details)
+
+
+def _timings(items: list[LevelTiming]) -> list[pb.LevelTiming]:
+    return [
+        pb.LevelTiming(
+            instance=t.instance,
+            depth=t.depth,
+            match_s=t.match_s,
+            attach_update_s=t.attach_update_s,
+            upstream_s=t.upstream_s,
+            server_s=t.server_s,
+            outcome=t.outcome,
+            deferred=t.deferred,
+        )
+        for t in items
+    ]
+
+
+def _on_termination(context: grpc.ServicerContext) -> Callable[[Callable[[], None]], None]:
+    """Run deferred work once the answer has been sent (so it does not compete with sending it)."""
+
+    def register(start: Callable[[], None]) -> None:
+        if not context.add_callback(start):  # the RPC already ended
+            start()
+
+    return register
+
+
+class InstanceServicer(pb_grpc.InstanceServicer):
+    """RPCs -> :class:`Instance` methods (see the module docstring)."""
+
+    def __init__(self, instance: Instance) -> None:
+        self.instance = instance
+
+    def _run(self, context: grpc.ServicerContext, method: str, fn: Callable[[float | None], Any]) -> Any:
+        remaining = context.time_remaining()
+        deadline = time.monotonic() + remaining if remaining is not None else None
+        try:
+            return fn(deadline)
+        except FluxliteError as exc:
+            code = _status(exc)
+            context.set_trailing_metadata(((ERROR_KEY, type(exc).__name__),))
+            if code not in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.FAILED_PRECONDITION):
+                _log.info("%s refused: %s", method, exc)
+            context.abort(code, str(exc))
+        except Exception as exc:  # a bug: keep serving, say what happened
+            _log.exception("%s failed", method)
+            context.abort(grpc.StatusCode.INTERNAL, f"{method}: internal error: {type(exc).__name__}: {exc}")
+
+    def MatchAllocate(self, request: Any, context: grpc.ServicerContext) -> Any:
+        def call(deadline: float | None) -> Any:
+            out = self.instance.match_allocate(
+                request.jobspec,
+                request_id=request.request_id,
+                lease=request.lease,
+                child_name=request.child_name,
+                child_address=request.child_address,
+                deadline=deadline,
+            )
+            return pb.MatchReply(
+                jobid=out.jobid,
+                jgf=out.jgf,
+                lease_token=out.lease_token,
+                grace_s=out.grace_s,
+                replayed=out.replayed,
+                vertices=out.vertices,
+                edges=out.edges,
+                timings=_timings(out.timings),
+            )
+
+        return self._run(context, "MatchAllocate", call)
+
+    def MatchGrow(self, request: Any, context: grpc.ServicerContext) -> Any:
+        def call(deadline: float | None) -> Any:
+            out = self.instance.match_grow(
+                request.jobid,
+                request.jobspec,
+                request_id=request.request_id,
+                lease_token=request.lease_token,
+                deadline=deadline,
+                after_reply=_on_termination(context),
+            )
+            return pb.MatchReply(
+                jobid=out.jobid,
+                jgf=out.jgf,
+                replayed=out.replayed,
+                vertices=out.vertices,
+                edges=out.edges,
+                timings=_timings(out.timings),
+            )
+
+        return self._run(context, "MatchGrow", call)
+
+    def Shrink(self, request: Any, context: grpc.ServicerContext) -> Any:
+        def call(deadline: float | None) -> Any:
+            out = self.instance.shrink(
+                request.jobid,
+                jgf=request.jgf,
+                paths=list(request.paths),
+                lease_token=request.lease_token,
+                request_id=request.request_id,
+                deadline=deadline,
+            )
+            return pb.ShrinkReply(
+                job_gone=out.job_gone,
+                released=out.released,
+                returned=out.returned,
+                pending=out.pending,
+                replayed=out.replayed,
+                timings=_timings(out.timings),
+            )
+
+        return self._run(context, "Shrink", call)
+
+    def Release(self, request: Any, context: grpc.ServicerContext) -> Any:
+        def call(deadline: float | None) -> Any:
+            out = self.instance.release(request.jobid, lease_token=request.lease_token, deadline=deadline)
+            return pb.ReleaseReply(returned=out.returned, pending=out.pending, timings=_timings(out.timings))
+
+        return self._run(context, "Release", call)
+
+    def Heartbeat(self, request: Any, context: grpc.ServicerContext) -> Any:
+        def call(deadline: float | None) -> Any:
+            return pb.HeartbeatReply(grace_s=self.instance.heartbeat(request.jobid, request.lease_token))
+
+        return self._run(context, "Heartbeat", call)
+
+    def Info(self, request: Any, context: grpc.ServicerContext) -> Any:
+        import orjson
+
+        def call(deadline: float | None) -> Any:
+            doc = self.instance.info(request.jobid, recount=request.recount)
+            jgf = self.instance.graph_jgf() if request.graph else b""
+            return pb.InfoReply(json=orjson.dumps(doc), jgf=jgf)
+
+        return self._run(context, "Info", call)
+
+    def Stat(self, request: Any, context: grpc.ServicerContext) -> Any:
+        def call(deadline: float | None) -> Any:
+            s = self.instance.stat()
+            return pb.StatReply(
+                vertices=s["vertices"],
+                edges=s["edges"],
+                jobs=s["jobs"],
+                children=s["children"],
+                by_type=s["by_type"],
+                free=s["free"],
+                counters=s["counters"],
+                uptime_s=s["uptime_s"],
+            )
+
+        return self._run(context, "Stat", call)
+
+    def Health(self, request: Any, context: grpc.ServicerContext) -> Any:
+        inst = self.instance
+        return pb.HealthReply(
+            status="SERVING",
+            instance=inst.name,
+            depth=inst.depth,
+            pid=os.getpid(),
+            parent=getattr(inst.parent, "address", "") if inst.parent is not None else "",
+        )
+
+
+def build_server(
+    servicer: pb_grpc.InstanceServicer,
+    address: Address,
+    secret: bytes,
+    *,
+    tls: TlsConfig | None = None,
+    max_workers: int = 16,
+) -> tuple[grpc.Server, Address]:
+    """A started-to-be server bound to ``address`` (port 0 picks one); returns it and the bound address.
+
+    Raises :class:`InputError` for a non-loopback TCP address without TLS,
+    and :class:`RpcError` when the address cannot be bound.
+    """
+    check_listen(address, tls)
+    if address.kind == "unix":
+        try:
+            if os.path.exists(address.path):
+                os.unlink(address.path)  # a stale socket of a previous run
+        except OSError as exc:
+            raise RpcError(f"cannot remove stale socket {address.path}: {exc.strerror or exc}") from exc
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="rpc"),
+        interceptors=[SecretInterceptor(secret)],
+        options=CHANNEL_OPTIONS,
+    )
+    pb_grpc.add_InstanceServicer_to_server(servicer, server)
+    try:
+        if tls is not None and tls.enabled:
+            port = server.add_secure_port(address.target, tls.server_credentials())
+        else:
+            port = server.add_insecure_port(address.target)
+    except RuntimeError as exc:
+        raise RpcError(f"cannot listen on {address.target}: {exc}") from exc
+    if address.kind == "tcp":
+        if port == 0:
+            raise RpcError(f"cannot listen on {address.target}")
+        address = address.with_port(port)
+    return server, address

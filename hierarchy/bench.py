@@ -1,0 +1,728 @@
+"""``fluxlite bench hierarchy``: the nested MatchGrow experiment and the single-level comparison.
+
+**Nested** (five real instance processes on this machine, Unix sockets by
+default): L0 loads ``graphs/L0.graphml`` (128 nodes, 2 sockets x 16 cores);
+L1..L4 obtain 8, 4, 2 and 1 nodes from their parent by MatchAllocate
+(jobspecs T4..T7) and are then filled completely (a filler job at L1..L3,
+the growing job at L4).  The leaf grows its job by T1..T8 (64, 32, 16, 8, 4,
+2, 1 nodes and one 16-core socket); each request climbs to L0, which
+matches, and comes back down through four attach+update steps.  After each
+repetition the leaf shrinks the grown subgraph, which goes back up to L0, so
+every repetition starts from the same state.  Per level and request size
+the medians of:
+
+* match - the level's local match (failing at L4..L1, succeeding at L0);
+* communication - the round trip of the call to the parent as seen by the
+  level, minus the parent's own server time (gRPC, protobuf, the JGF bytes);
+  ``client`` is the benchmark's own call to L4;
+* attach+update - ``Engine.attach`` plus ``Engine.update_allocate`` at the
+  level;
+
+and least-squares fits ``t = slope*n + intercept`` (n = vertices + edges of
+the subgraph) of communication and attach+update per level.
+
+**Single level** (separate processes, for peak RSS): on the 1-node graph
+``graphs/L4.graphml``, MatchAllocate of one socket (T8) vs MatchGrow of a
+running job by one socket, and the add+update of that socket's subgraph
+received from a parent; each with the worker's peak RSS.
+
+Output: the tables on standard output and in ``summary.txt``, raw and
+summary CSV files and PNG plots (matplotlib, the ``bench`` extra) in
+``--out`` (default ``bench-out/hierarchy``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fluxlite.errors import FluxliteError, InputError
+
+__all__ = ["fit_line", "main"]
+
+LEVELS = ["L0", "L1", "L2", "L3", "L4"]
+#: request name -> nodes (0 = one socket)
+REQUESTS = {"T1": 64, "T2": 32, "T3": 16, "T4": 8, "T5": 4, "T6": 2, "T7": 1, "T8": 0}
+#: what each level L1..L4 asks its parent for, and the filler that makes it full
+LEVEL_JOBSPEC = {"L1": "T4", "L2": "T5", "L3": "T6", "L4": "T7"}
+FILLER = {"L1": "T5", "L2": "T6", "L3": "T7", "L4": "T7"}
+
+
+def _default_bench_dir() -> Path:
+    env = os.environ.get("FLUXLITE_BENCH_DIR")
+    if env:
+        return Path(env)
+    return (Path(__file__).resolve().parents[1] / ".." / "shared" / "bench").resolve()
+
+
+def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float]:
+    """Least-squares ``y = slope*x + intercept``; returns (slope, intercept, R²)."""
+    import numpy as np
+
+    x = np.asarray(xs, dtype=float)
+    y = np.asarray(ys, dtype=float)
+    if len(x) < 2 or np.ptp(x) == 0:
+        return 0.0, float(y.mean()) if len(y) else 0.0, 0.0
+    a = np.vstack([x, np.ones_like(x)]).T
+    (slope, intercept), *_ = np.linalg.lstsq(a, y, rcond=None)
+    pred = slope * x + intercept
+    ss_res = float(((y - pred) ** 2).sum())
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
+    return float(slope), float(intercept), r2
+
+
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+# ---------------------------------------------------------------------- nested
+def run_nested(
+    bench: Path,
+    reps: int,
+    warmup: int,
+    transport: str,
+    policy: str,
+    requests: list[str],
+    out: Any,
+    sync_attach: bool = False,
+) -> list[dict[str, Any]]:
+    """Run the five-level experiment; returns one row per (request, repetition, level).
+
+    With ``sync_attach`` every level attaches before answering, so each
+    level's attach+update is measured alone; otherwise L1..L3 attach after
+    answering (the instances' default) and only the leaf's attach is on the
+    critical path.
+    """
+    mode = "sync" if sync_attach else "deferred"
+    from hierarchy import InstanceClient, read_secret_file
+    from hierarchy._launch import TreeNode, TreeSpec, start_tree
+
+    graphs, jobspecs = bench / "graphs", bench / "jobspecs"
+    js = {name: (jobspecs / f"{name}.yaml").read_bytes() for name in REQUESTS}
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="flb-", dir="/tmp") as tmp:
+        run_dir = Path(tmp)
+        nodes = [TreeNode("L0", 0, None, graph=graphs / "L0.graphml", graph_format="grug")]
+        for i, lv in enumerate(LEVELS[1:], start=1):
+            nodes.append(TreeNode(lv, i, LEVELS[i - 1], jobspec=jobspecs / f"{LEVEL_JOBSPEC[lv]}.yaml"))
+        spec = TreeSpec(
+            nodes=nodes,
+            transport=transport,
+            policy=policy,
+            child_grace=600.0,
+            rpc_timeout=120.0,
+            extra_args=["--sync-attach"] if sync_attach else [],
+        )
+        t0 = time.perf_counter()
+        tree = start_tree(spec, run_dir)
+        out.write(
+            f"[{mode} attach] started L0..L4 as processes in {time.perf_counter() - t0:.1f}s "
+            f"({transport} transport)\n"
+        )
+        secret = read_secret_file(run_dir / "secret")
+        clients = {r["name"]: InstanceClient(r["address"], secret, timeout=120.0) for r in tree.records}
+        try:
+            for lv in LEVELS[1:4]:
+                clients[lv].match_allocate(js[FILLER[lv]])
+            job = clients["L4"].match_allocate(js[FILLER["L4"]]).jobid
+            for lv in LEVELS[1:]:
+                free = clients[lv].stat()["free"].get("core", 0)
+                if free:
+                    raise InputError(f"benchmark setup: {lv} still has {free} free cores")
+            l0_free = clients["L0"].stat()["free"]
+            leaf = clients["L4"]
+            for name in requests:
+                for rep in range(warmup + reps):
+                    g = leaf.match_grow(job, js[name])
+                    # a level that attached after answering reports that time in Info (which waits for it)
+                    late = {
+                        t.instance: clients[t.instance].info()["last_deferred"]
+                        for t in g.timings
+                        if t.deferred
+                    }
+                    s = leaf.shrink(job, jgf=g.jgf)
+                    if s.pending or s.returned == 0:
+                        raise InputError(f"benchmark reset failed after {name}: {s}")
+                    if rep < warmup:
+                        continue
+                    tm = g.timings  # L4, L3, L2, L1, L0
+                    if [t.instance for t in tm] != LEVELS[::-1]:
+                        raise InputError(
+                            f"{name}: expected the grow to climb to L0, got {[t.instance for t in tm]}"
+                        )
+                    n = g.vertices + g.edges
+                    for k, t in enumerate(tm):
+                        comm = t.upstream_s - tm[k + 1].server_s if k + 1 < len(tm) else float("nan")
+                        au = late[t.instance]["attach_update_s"] if t.deferred else t.attach_update_s
+                        rows.append(
+                            {
+                                "mode": mode,
+                                "request": name,
+                                "nodes": REQUESTS[name],
+                                "rep": rep - warmup,
+                                "level": t.instance,
+                                "n": n,
+                                "vertices": g.vertices,
+                                "edges": g.edges,
+                                "match_ms": t.match_s * 1e3,
+                                "comm_ms": comm * 1e3,
+                                "attach_update_ms": au * 1e3 if k + 1 < len(tm) else float("nan"),
+                                "deferred": t.deferred,
+                                "deferred_cpu_ms": late[t.instance]["cpu_s"] * 1e3
+                                if t.deferred
+                                else float("nan"),
+                                "server_ms": t.server_s * 1e3,
+                                "upstream_ms": t.upstream_s * 1e3,
+                                "rtt_ms": g.rtt_s * 1e3,
+                                "client_comm_ms": (g.rtt_s - tm[0].server_s) * 1e3,
+                            }
+                        )
+                out.write(f"  {mode}: {name} x {reps} done\n")
+                out.flush()
+            if clients["L0"].stat()["free"] != l0_free:
+                raise InputError("benchmark: L0 did not get everything back")
+            for lv in LEVELS:
+                errs = clients[lv].info(recount=True)["recount_errors"]
+                if errs:
+                    raise InputError(f"benchmark: {lv} aggregates differ from a recount: {errs[:3]}")
+        finally:
+            for c in clients.values():
+                c.close()
+            tree.teardown()
+    return rows
+
+
+# ---------------------------------------------------------------------- single level
+def _single_worker(mode: str, bench: Path, reps: int) -> dict[str, Any]:
+    """One single-level measurement in this process (see the module docstring).
+
+    Times ``reps`` operations (each followed by an untimed reset), then
+    measures one more under tracemalloc (its peak of Python allocations);
+    the process's peak RSS covers the interpreter, the graph and all runs.
+    """
+    import tracemalloc
+
+    from fluxlite.api import Engine
+    from fluxlite.jobspec import load_jobspec
+    from fluxlite.readers import load_graph
+    from hierarchy._jgfsub import jgf_counts
+    from hierarchy._release import release_exact
+
+    t8 = load_jobspec(bench / "jobspecs" / "T8.yaml")
+    graph = bench / "graphs" / "L4.graphml"
+    eng = Engine.from_file(graph, format="grug", policy="first")
+    times: dict[str, list[float]] = {"match": [], "attach": [], "update": []}
+    state: dict[str, Any] = {}
+
+    if mode == "allocate":
+
+        def op() -> str:
+            t0 = time.perf_counter()
+            r = eng.allocate(t8, fmt="jgf")
+            times["match"].append(time.perf_counter() - t0)
+            state["jobid"] = r.jobid
+            return r.text
+
+        def reset() -> None:
+            eng.cancel(state["jobid"])
+
+    elif mode == "grow":
+        job = eng.allocate(t8, fmt="jgf").jobid
+
+        def op() -> str:
+            t0 = time.perf_counter()
+            r = eng.grow(job, t8, fmt="jgf")
+            times["match"].append(time.perf_counter() - t0)
+            state["sock"] = _socket_of(r.text)
+            return r.text
+
+        def reset() -> None:
+            g = eng.graph
+            release_exact(eng, job, g.subtree(g.vertex_by_path(state["sock"])), duration=3600)
+
+    elif mode == "attach":
+        # the socket a parent would send, and a child whose graph is the node's other socket, all allocated
+        sub = eng.grow(eng.allocate(t8, fmt="jgf").jobid, t8, fmt="jgf").text
+        keep = Engine.from_file(graph, format="grug", policy="first").allocate(t8, fmt="jgf")
+        child = Engine(load_graph(keep.text.encode(), format="jgf"), policy="first")
+        cjob = child.allocate(t8, fmt="jgf").jobid
+        sock = _socket_of(sub)
+
+        def op() -> str:
+            t0 = time.perf_counter()
+            state["new"] = child.attach(sub)
+            t1 = time.perf_counter()
+            child.update_allocate(cjob, sub, duration=3600)
+            t2 = time.perf_counter()
+            times["attach"].append(t1 - t0)
+            times["update"].append(t2 - t1)
+            return sub
+
+        def reset() -> None:
+            release_exact(child, cjob, state["new"], duration=3600)
+            child.remove_subgraph(path=sock)
+
+    else:
+        raise InputError(f"unknown single-level mode {mode!r}")
+    text = ""
+    for _ in range(reps):
+        text = op()
+        reset()
+    tracemalloc.start()
+    op()
+    _, op_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    reset()
+    v, e = jgf_counts(text)
+    return {
+        "mode": mode,
+        "reps": reps,
+        "n": v + e,
+        "match_ms": _median(times["match"][:reps]) * 1e3 if times["match"] else None,
+        "attach_ms": _median(times["attach"][:reps]) * 1e3 if times["attach"] else None,
+        "update_ms": _median(times["update"][:reps]) * 1e3 if times["update"] else None,
+        "op_peak_kb": op_peak / 1024.0,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+    }
+
+
+def _socket_of(jgf: str) -> str:
+    import orjson
+
+    for node in orjson.loads(jgf)["graph"]["nodes"]:
+        md = node["metadata"]
+        if md["type"] == "socket":
+            return str(md["paths"]["containment"])
+    raise InputError("no socket in the subgraph")
+
+
+def run_single(bench: Path, reps: int) -> list[dict[str, Any]]:
+    """Each single-level mode in its own process (peak RSS is per process)."""
+    out = []
+    for mode in ("baseline", "allocate", "grow", "attach"):
+        if mode == "baseline":
+            code = (
+                "import resource, json; from fluxlite.api import Engine; import hierarchy._instance; "
+                f"Engine.from_file({str(bench / 'graphs' / 'L4.graphml')!r}, format='grug'); "
+                "print(json.dumps({'mode': 'baseline', 'peak_rss_mb': "
+                "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))"
+            )
+            cmd = [sys.executable, "-c", code]
+        else:
+            cmd = [
+                sys.executable,
+                "-m",
+                "hierarchy.bench",
+                "--worker",
+                mode,
+                "--bench-dir",
+                str(bench),
+                "--reps",
+                str(reps),
+            ]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            raise InputError(f"single-level worker {mode} failed: {r.stderr.strip().splitlines()[-1:]}")
+        out.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    return out
+
+
+# ---------------------------------------------------------------------- report
+def summarize(
+    rows: list[dict[str, Any]], requests: list[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Medians per (mode, request, level) and linear fits per (mode, level)."""
+    summary = []
+    modes = list(dict.fromkeys(r["mode"] for r in rows))
+    for mode in modes:
+        for name in requests:
+            for lv in LEVELS[::-1]:
+                rs = [r for r in rows if r["mode"] == mode and r["request"] == name and r["level"] == lv]
+                if not rs:
+                    continue
+                summary.append(
+                    {
+                        "mode": mode,
+                        "request": name,
+                        "level": lv,
+                        "n": rs[0]["n"],
+                        "vertices": rs[0]["vertices"],
+                        "edges": rs[0]["edges"],
+                        "match_ms": _median([r["match_ms"] for r in rs]),
+                        "comm_ms": _median([r["comm_ms"] for r in rs]),
+                        "attach_update_ms": _median([r["attach_update_ms"] for r in rs]),
+                        "deferred_cpu_ms": _median([r["deferred_cpu_ms"] for r in rs]),
+                        "server_ms": _median([r["server_ms"] for r in rs]),
+                        "rtt_ms": _median([r["rtt_ms"] for r in rs]),
+                        "client_comm_ms": _median([r["client_comm_ms"] for r in rs]),
+                    }
+                )
+    fits = []
+    for mode in modes:
+        ms = [x for x in summary if x["mode"] == mode]
+        groups = [(lv, [x for x in ms if x["level"] == lv]) for lv in LEVELS[:0:-1]]
+        groups.append(("L1-L4", [x for x in ms if x["level"] != "L0"]))
+        for label, ss in groups:
+            for q in ("comm_ms", "attach_update_ms"):
+                if mode == "deferred" and q == "attach_update_ms":
+                    continue  # wall time of idle-priority threads: not a cost
+                pts = [(x["n"], x[q]) for x in ss if x[q] == x[q]]
+                if len(pts) < 2:
+                    continue
+                slope, icpt, r2 = fit_line([p[0] for p in pts], [p[1] for p in pts])
+                fits.append(
+                    {
+                        "mode": mode,
+                        "level": label,
+                        "quantity": q[:-3],
+                        "slope_us_per_elem": slope * 1e3,
+                        "intercept_ms": icpt,
+                        "r2": r2,
+                        "points": len(pts),
+                    }
+                )
+        client = [(x["n"], x["client_comm_ms"]) for x in ms if x["level"] == "L4"]
+        if len(client) >= 2:
+            slope, icpt, r2 = fit_line([p[0] for p in client], [p[1] for p in client])
+            fits.append(
+                {
+                    "mode": mode,
+                    "level": "client",
+                    "quantity": "comm",
+                    "slope_us_per_elem": slope * 1e3,
+                    "intercept_ms": icpt,
+                    "r2": r2,
+                    "points": len(client),
+                }
+            )
+    return summary, fits
+
+
+def _f(v: Any, width: int) -> str:
+    if not isinstance(v, int | float) or v != v:
+        return " " * width
+    return f"{v:{width}.3f}"
+
+
+def report(
+    summary: list[dict[str, Any]],
+    fits: list[dict[str, Any]],
+    single: list[dict[str, Any]],
+    reps: int,
+    requests: list[str],
+) -> str:
+    """The printed tables (also written to summary.txt)."""
+    lines: list[str] = []
+    modes = list(dict.fromkeys(x["mode"] for x in summary))
+    base = "sync" if "sync" in modes else (modes[0] if modes else "")
+    if summary:
+        lines.append(f"Nested MatchGrow, 5 levels (L4 -> L0 and back), {reps} repetitions, medians in ms")
+        lines.append(
+            "Per level (run with attach before answering, so each level's work is measured alone):"
+            if base == "sync"
+            else "Per level (L1..L3 attach after answering; their attach+update is wall time at idle priority):"
+        )
+        lines.append(
+            "  comm = the level's round trip to its parent minus the parent's server time (gRPC + protobuf + "
+            "JGF bytes)"
+        )
+        for name in requests:
+            ss = [x for x in summary if x["request"] == name and x["mode"] == base]
+            if not ss:
+                continue
+            s0 = ss[0]
+            what = f"{REQUESTS[name]} nodes" if REQUESTS[name] else "1 socket (16 cores)"
+            lines.append("")
+            lines.append(f"{name} ({what})  n = {s0['n']} ({s0['vertices']} vertices + {s0['edges']} edges)")
+            lines.append(f"  {'level':<6} {'match':>9} {'comm':>9} {'attach+upd':>11} {'server':>9}")
+            for x in ss:
+                lines.append(
+                    f"  {x['level']:<6} {_f(x['match_ms'], 9)} {_f(x['comm_ms'], 9)} "
+                    f"{_f(x['attach_update_ms'], 11)} {_f(x['server_ms'], 9)}"
+                )
+            for mode in modes:
+                leaf = next(
+                    (x for x in summary if x["request"] == name and x["mode"] == mode and x["level"] == "L4"),
+                    None,
+                )
+                if leaf is None:
+                    continue
+                label = "attach in sequence" if mode == "sync" else "deferred attach at L1..L3 (default)"
+                lines.append(
+                    f"  leaf MatchGrow total, {label}: {leaf['server_ms']:.3f} ms at the leaf, "
+                    f"{leaf['rtt_ms']:.3f} ms client round trip"
+                )
+        lines.append("")
+        lines.append(
+            "Linear fits t = slope*n + intercept over the request sizes (medians), n = vertices + edges"
+        )
+        lines.append(
+            f"  {'run':<9} {'level':<7} {'quantity':<14} {'slope us/elem':>13} {'intercept ms':>13} {'R^2':>7}"
+        )
+        for f in fits:
+            lines.append(
+                f"  {f['mode']:<9} {f['level']:<7} {f['quantity']:<14} {f['slope_us_per_elem']:13.3f} "
+                f"{f['intercept_ms']:13.3f} {f['r2']:7.4f}"
+            )
+        per_level = [f for f in fits if f["mode"] == base and f["level"] in LEVELS]
+        au = [f for f in per_level if f["quantity"] == "attach_update"]
+        cm = [f for f in per_level if f["quantity"] == "comm"]
+        lines.append("")
+        lines.append("Targets")
+        if au:
+            worst = max(f["slope_us_per_elem"] for f in au)
+            lines.append(
+                f"  attach+update <= 10 us per vertex+edge: worst level slope {worst:.2f} us "
+                f"-> {'met' if worst <= 10 else 'NOT met'}"
+            )
+        if cm:
+            ws = max(f["slope_us_per_elem"] for f in cm)
+            wi = max(f["intercept_ms"] for f in cm)
+            ok = ws <= 3 and wi <= 0.5
+            lines.append(
+                f"  communication <= 3 us per vertex+edge + 0.5 ms per level: worst slope {ws:.2f} us, "
+                f"worst intercept {wi:.3f} ms -> {'met' if ok else 'NOT met'}"
+            )
+        for mode in modes:
+            t1 = next(
+                (x for x in summary if x["request"] == "T1" and x["level"] == "L4" and x["mode"] == mode),
+                None,
+            )
+            if t1 is not None:
+                lines.append(
+                    f"  leaf MatchGrow of 64 nodes <= 150 ms ({mode} attach): {t1['server_ms']:.1f} ms at the leaf "
+                    f"({t1['rtt_ms']:.1f} ms client round trip) -> {'met' if t1['server_ms'] <= 150 else 'NOT met'}"
+                )
+    if single:
+        lines.append("")
+        lines.append("Single level, 1-node graph (2 sockets x 16 cores), one socket (T8), medians in ms")
+        lines.append(
+            f"  {'operation':<44} {'match':>8} {'add':>8} {'update':>8} {'op alloc KB':>11} {'peak RSS MB':>12}"
+        )
+        names = {
+            "baseline": "load graph only (reference)",
+            "allocate": "MatchAllocate T8",
+            "grow": "MatchGrow T8 (job holds the other socket)",
+            "attach": "MatchGrow from a parent: attach + update T8",
+        }
+        for x in single:
+            lines.append(
+                f"  {names[x['mode']]:<44} {_f(x.get('match_ms'), 8)} {_f(x.get('attach_ms'), 8)} "
+                f"{_f(x.get('update_ms'), 8)} {_f(x.get('op_peak_kb'), 11)} {x['peak_rss_mb']:12.1f}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    fields = list(dict.fromkeys(k for r in rows for k in r))
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _plain_ticks(ax: Any) -> None:
+    from matplotlib.ticker import ScalarFormatter
+
+    for axis in (ax.xaxis, ax.yaxis):
+        fmt = ScalarFormatter()
+        fmt.set_scientific(False)
+        axis.set_major_formatter(fmt)
+
+
+def plot(summary: list[dict[str, Any]], fits: list[dict[str, Any]], out_dir: Path) -> list[Path]:
+    """PNG plots of time vs subgraph size per level; raises ImportError without matplotlib."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    modes = list(dict.fromkeys(x["mode"] for x in summary))
+    base = "sync" if "sync" in modes else modes[0]
+    ss = [x for x in summary if x["mode"] == base]
+    made = []
+    for q, title, levels in (
+        ("comm_ms", "communication (RPC + JGF) per level", LEVELS[:0:-1]),
+        ("attach_update_ms", "attach + update per level", LEVELS[:0:-1]),
+        ("match_ms", "match per level", LEVELS[::-1]),
+        ("server_ms", "server time per level (L4 = leaf MatchGrow total)", LEVELS[::-1]),
+    ):
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for lv in levels:
+            pts = sorted((x["n"], x[q]) for x in ss if x["level"] == lv and x[q] == x[q])
+            if not pts:
+                continue
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=lv, markersize=4)
+            fit = next(
+                (f for f in fits if f["mode"] == base and f["level"] == lv and f["quantity"] == q[:-3]), None
+            )
+            if fit is not None:
+                import numpy as np
+
+                xs = list(np.geomspace(pts[0][0], pts[-1][0], 50))
+                ax.plot(
+                    xs,
+                    [fit["slope_us_per_elem"] / 1e3 * x + fit["intercept_ms"] for x in xs],
+                    ":",
+                    color=ax.lines[-1].get_color(),
+                    linewidth=1,
+                )
+        if q == "comm_ms":
+            pts = sorted((x["n"], x["client_comm_ms"]) for x in ss if x["level"] == "L4")
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "s--", label="client->L4", markersize=4)
+        ax.set_xscale("log")
+        data = [x[q] for x in ss if x["level"] in levels and x[q] == x[q]]
+        if q != "comm_ms":  # communication spans less than a decade: linear time axis
+            ax.set_yscale("log")
+            if data:
+                ax.set_ylim(min(data) / 1.5, max(data) * 1.5)
+        _plain_ticks(ax)
+        ax.set_xlabel("subgraph size n = vertices + edges")
+        ax.set_ylabel("median time (ms)")
+        ax.set_title(f"{title} ({base} attach)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        p = out_dir / f"{q[:-3]}_vs_n.png"
+        fig.savefig(p, dpi=120)
+        plt.close(fig)
+        made.append(p)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for mode in modes:
+        pts = sorted((x["n"], x["server_ms"]) for x in summary if x["mode"] == mode and x["level"] == "L4")
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=f"{mode} attach", markersize=4)
+    ax.axhline(150, color="grey", linestyle=":", linewidth=1, label="150 ms target (64 nodes)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _plain_ticks(ax)
+    ax.set_xlabel("subgraph size n = vertices + edges")
+    ax.set_ylabel("median leaf MatchGrow time (ms)")
+    ax.set_title("leaf MatchGrow total through 5 levels")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    p = out_dir / "leaf_total_vs_n.png"
+    fig.savefig(p, dpi=120)
+    plt.close(fig)
+    made.append(p)
+    return made
+
+
+# ---------------------------------------------------------------------- CLI
+def main(argv: list[str] | None = None) -> int:
+    """``fluxlite bench hierarchy [--reps N] [--out DIR] ...`` (see the module docstring)."""
+    p = argparse.ArgumentParser(
+        prog="fluxlite bench hierarchy",
+        description="The nested MatchGrow experiment (L0..L4 as five real instance processes; the leaf grows "
+        "by T1..T8 and shrinks back each repetition) and the single-level MatchAllocate vs MatchGrow "
+        "comparison.  Prints medians per level and request size, linear fits of communication and "
+        "attach+update against n = vertices + edges, and writes CSV, PNG plots and summary.txt to --out.",
+    )
+    p.add_argument("--reps", type=int, default=100, help="repetitions per request size (default 100)")
+    p.add_argument("--warmup", type=int, default=2, help="unmeasured repetitions first (default 2)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("bench-out/hierarchy"),
+        help="output directory for CSV, PNG and summary.txt (default bench-out/hierarchy)",
+    )
+    p.add_argument(
+        "--bench-dir",
+        type=Path,
+        default=_default_bench_dir(),
+        help="benchmark inputs with graphs/ and jobspecs/ (default ../shared/bench or $FLUXLITE_BENCH_DIR)",
+    )
+    p.add_argument(
+        "--transport", choices=["unix", "tcp"], default="unix", help="how instances talk (default unix)"
+    )
+    p.add_argument("--policy", default="first", help="match policy of every level (default first)")
+    p.add_argument("--requests", default=",".join(REQUESTS), help="comma-separated subset of T1..T8")
+    p.add_argument(
+        "--single-reps", type=int, default=None, help="repetitions of the single-level runs (default --reps)"
+    )
+    p.add_argument(
+        "--modes",
+        default="sync,deferred",
+        help="nested runs: sync (every level attaches before answering: per-level costs), deferred (the "
+        "instances' default: L1..L3 attach after answering) or both (default sync,deferred)",
+    )
+    p.add_argument("--skip-nested", action="store_true", help="only the single-level comparison")
+    p.add_argument("--skip-single", action="store_true", help="only the nested experiment")
+    p.add_argument("--no-plots", action="store_true", help="do not draw PNG plots")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    try:
+        a = p.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    prog = "fluxlite bench hierarchy"
+    try:
+        bench = a.bench_dir
+        if a.worker:
+            print(json.dumps(_single_worker(a.worker, bench, a.reps)))
+            return 0
+        if a.reps < 1:
+            raise InputError("--reps must be at least 1")
+        requests = [x.strip() for x in a.requests.split(",") if x.strip()]
+        bad = [x for x in requests if x not in REQUESTS]
+        if bad:
+            raise InputError(f"--requests: unknown {', '.join(bad)} (known: {', '.join(REQUESTS)})")
+        for sub in ("graphs/L0.graphml", "graphs/L4.graphml", *(f"jobspecs/{t}.yaml" for t in REQUESTS)):
+            if not (bench / sub).is_file():
+                raise InputError(f"benchmark input {bench / sub} not found (give --bench-dir)")
+        a.out.mkdir(parents=True, exist_ok=True)
+        out = sys.stdout
+        rows: list[dict[str, Any]] = []
+        modes = [x.strip() for x in a.modes.split(",") if x.strip()]
+        if not modes or any(m not in ("sync", "deferred") for m in modes):
+            raise InputError(f"--modes: expected sync, deferred or both, got {a.modes!r}")
+        if not a.skip_nested:
+            for mode in modes:
+                rows += run_nested(
+                    bench, a.reps, a.warmup, a.transport, a.policy, requests, out, sync_attach=mode == "sync"
+                )
+        single = [] if a.skip_single else run_single(bench, a.single_reps or a.reps)
+        summary, fits = summarize(rows, requests)
+        text = report(summary, fits, single, a.reps, requests)
+        out.write("\n" + text)
+        (a.out / "summary.txt").write_text(text)
+        _write_csv(a.out / "nested_raw.csv", rows)
+        _write_csv(a.out / "nested_summary.csv", summary)
+        _write_csv(a.out / "nested_fits.csv", fits)
+        _write_csv(a.out / "single_level.csv", single)
+        if summary and not a.no_plots:
+            try:
+                made = plot(summary, fits, a.out)
+                out.write(f"plots: {', '.join(str(x) for x in made)}\n")
+            except ImportError:
+                sys.stderr.write(
+                    f"{prog}: matplotlib is not installed, so no plots were drawn "
+                    "(pip install 'fluxlite[bench]'); the CSV files are written\n"
+                )
+        out.write(
+            f"results in {a.out}/ (summary.txt, nested_raw.csv, nested_summary.csv, nested_fits.csv, "
+            "single_level.csv)\n"
+        )
+        return 0
+    except FluxliteError as exc:
+        sys.stderr.write(f"{prog}: {exc}\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""Instance logic in one process, through an in-process implementation of the Parent interface.
+
+The gRPC client is one implementation of :class:`hierarchy.base.Parent`;
+``Direct`` below is another (it calls the parent instance's methods), so
+crash and restore paths that are hard to time with processes are tested
+here with the real engine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from fluxlite.api import Engine
+from fluxlite.readers.generate import generate_graph
+from hierarchy import ForeignResourcesError, Instance
+from hierarchy._release import release_exact
+from hierarchy.base import MatchOutcome, ReleaseOutcome, ShrinkOutcome
+from tests.hierarchy.helpers import CORES, nodes_jobspec, socket_jobspec
+
+
+class Direct:
+    """A Parent that calls another Instance in this process."""
+
+    def __init__(self, inst: Instance) -> None:
+        self.inst = inst
+        self.address = f"direct:{inst.name}"
+
+    def match_allocate(self, jobspec: bytes, **kw: Any) -> MatchOutcome:
+        kw.pop("timeout", None)
+        return self.inst.match_allocate(jobspec, **kw)
+
+    def match_grow(self, jobid: int, jobspec: bytes, **kw: Any) -> MatchOutcome:
+        kw.pop("timeout", None)
+        return self.inst.match_grow(jobid, jobspec, **kw)
+
+    def shrink(self, jobid: int, **kw: Any) -> ShrinkOutcome:
+        kw.pop("timeout", None)
+        return self.inst.shrink(jobid, **kw)
+
+    def release(self, jobid: int, **kw: Any) -> ReleaseOutcome:
+        kw.pop("timeout", None)
+        return self.inst.release(jobid, **kw)
+
+    def heartbeat(self, jobid: int, **kw: Any) -> float:
+        return self.inst.heartbeat(jobid, kw.get("lease_token", ""))
+
+    def health(self, **kw: Any) -> dict[str, Any]:
+        return {"instance": self.inst.name}
+
+    def close(self) -> None:
+        pass
+
+
+def _root(nodes: int = 4, **kw: Any) -> Instance:
+    return Instance(
+        Engine(generate_graph(nodes=nodes, sockets=2, cores=CORES), policy="first"), name="root", **kw
+    )
+
+
+def _node_paths(jgf: bytes) -> list[str]:
+    return [n["metadata"]["paths"]["containment"] for n in orjson.loads(jgf)["graph"]["nodes"]]
+
+
+def test_deferred_attach_is_finished_after_a_crash(tmp_path: Path) -> None:
+    """A subgraph answered to the child but not yet attached (crash) is attached when the state is restored."""
+    root = _root()
+    mid = Instance.from_parent(
+        Direct(root), nodes_jobspec(1).encode(), name="mid", state_path=tmp_path / "mid.state"
+    )
+    lease = mid.match_allocate(nodes_jobspec(1).encode(), lease=True, child_name="leaf")
+    out = mid.match_grow(
+        lease.jobid,
+        nodes_jobspec(1).encode(),
+        request_id="r1",
+        lease_token=lease.lease_token,
+        after_reply=lambda start: None,  # the process dies before the deferred attach starts
+    )
+    assert out.timings[0].deferred and out.timings[0].outcome == "parent"
+    state = orjson.loads((tmp_path / "mid.state").read_bytes())
+    assert [r["state"] for r in state["requests"] if r["key"].startswith("grow:")] == ["received"]
+    back = Instance.restore(tmp_path / "mid.state", parent=Direct(root))
+    assert back.info(lease.jobid)["holds"] == {"core": 2 * 2 * CORES, "socket": 4}
+    assert back.info(recount=True)["recount_errors"] == []
+    again = back.match_grow(
+        lease.jobid, nodes_jobspec(1).encode(), request_id="r1", lease_token=lease.lease_token
+    )
+    assert again.replayed and again.jgf == out.jgf
+
+
+def test_pending_grow_is_resumed_with_the_same_upstream_id(tmp_path: Path) -> None:
+    """A grow whose upstream answer was lost asks the parent again with the same id: allocated once."""
+    root = _root()
+    mid = Instance.from_parent(
+        Direct(root), nodes_jobspec(1).encode(), name="mid", state_path=tmp_path / "mid.state"
+    )
+    job = mid.match_allocate(nodes_jobspec(1).encode()).jobid
+
+    class LosesAnswer(Direct):
+        def match_grow(self, jobid: int, jobspec: bytes, **kw: Any) -> MatchOutcome:
+            super().match_grow(jobid, jobspec, **kw)  # the parent does it ...
+            from hierarchy import InstanceUnavailableError
+
+            raise InstanceUnavailableError("answer lost")  # ... but the answer never arrives
+
+    mid.parent = LosesAnswer(root)
+    from hierarchy import InstanceUnavailableError
+
+    with pytest.raises(InstanceUnavailableError):
+        mid.match_grow(job, nodes_jobspec(1).encode(), request_id="r1")
+    free_after_first = root.stat()["free"]
+    back = Instance.restore(tmp_path / "mid.state", parent=Direct(root))
+    out = back.match_grow(job, nodes_jobspec(1).encode(), request_id="r1")
+    assert [t.outcome for t in out.timings] == ["parent", "replay"]
+    assert root.stat()["free"] == free_after_first
+    assert back.info(recount=True)["recount_errors"] == []
+
+
+def test_release_exact_any_granularity() -> None:
+    """Releasing one socket of a node held whole keeps the other socket and exact aggregates."""
+    from hierarchy._recount import recount_errors
+
+    eng = Engine(generate_graph(nodes=2, sockets=2, cores=CORES), policy="first")
+    from fluxlite.jobspec import parse_jobspec
+
+    job = eng.allocate(parse_jobspec(nodes_jobspec(1)), fmt="jgf")
+    node = next(p for p in _node_paths(job.text.encode()) if p.count("/") == 2)
+    g = eng.graph
+    s0 = g.vertex_by_path(node + "/socket0")
+    assert not release_exact(eng, job.jobid, g.subtree(s0), duration=3600)
+    assert recount_errors(eng) == []
+    held = eng.holders(g.subtree(g.vertex_by_path(node))).get(job.jobid, [])
+    assert g.vertex_by_path(node + "/socket1") in held and s0 not in held
+    s1 = g.vertex_by_path(node + "/socket1")
+    assert release_exact(eng, job.jobid, g.subtree(s1), duration=3600)
+    assert recount_errors(eng) == [] and job.jobid not in eng.jobs
+
+
+def test_shrink_by_path_and_foreign_path() -> None:
+    """A child's shrink by path releases its subtree; a path it does not hold is refused."""
+    root = _root(4)
+    a = root.match_allocate(nodes_jobspec(1).encode(), lease=True)
+    b = root.match_allocate(nodes_jobspec(1).encode(), lease=True)
+    node_a = next(p for p in _node_paths(a.jgf) if p.count("/") == 2)
+    with pytest.raises(ForeignResourcesError):
+        root.shrink(b.jobid, paths=[node_a], lease_token=b.lease_token)
+    out = root.shrink(a.jobid, paths=[node_a + "/socket0"], lease_token=a.lease_token)
+    assert out.released == 1 + CORES and not out.job_gone
+    assert root.info(recount=True)["recount_errors"] == []
+
+
+def test_provider_grow_and_give_back(tmp_path: Path) -> None:
+    """A root with a pool provider grows from it and gives the nodes back when they are free."""
+    from providers import PoolProvider
+    from tests.hierarchy.helpers import write_pool
+
+    root = _root(2, provider=PoolProvider(write_pool(tmp_path / "pool.json", 2, 1)))
+    job = root.match_allocate(nodes_jobspec(2).encode()).jobid
+    g = root.match_grow(job, socket_jobspec().encode())
+    assert g.timings[0].outcome == "provider"
+    assert "/cluster0/node2/socket1" in _node_paths(g.jgf) or "/cluster0/node2/socket0" in _node_paths(g.jgf)
+    out = root.shrink(job, jgf=g.jgf)
+    assert out.returned == 1 + 1 + CORES and out.pending == 0
+    assert root.engine.graph.vertex_by_path("/cluster0/node2") is None
+    assert root.info(recount=True)["recount_errors"] == []

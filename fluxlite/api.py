@@ -38,6 +38,34 @@ from fluxlite.writers import create_writer
 __all__ = ["Engine", "MatchResult"]
 
 
+class _NullWriter:
+    """A match writer that writes nothing (for updates whose output nobody reads)."""
+
+    emit_exclusive_subtrees = True
+    emits_edges = False
+
+    def emit_vtx(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def emit_edg(self, *args: Any) -> None:
+        pass
+
+    def emit_tm(self, start: int, end: int) -> None:
+        pass
+
+    def emit_attrs(self, key: str, value: str) -> None:
+        pass
+
+    def emit(self) -> str:
+        return ""
+
+    def reset(self) -> None:
+        pass
+
+
+_NULL_WRITER = _NullWriter()
+
+
 @dataclass
 class MatchResult:
     """Outcome of one match request."""
@@ -79,6 +107,8 @@ class Engine:
         self.jobs: dict[int, str] = {}
         self.job_at: dict[int, int] = {}
         self._next_jobid = 1
+        #: match-format text of the last attach with ``allocate_to`` (when ``fmt`` was given)
+        self.last_text = ""
 
     # -------------------------------------------------------------- construction
     @classmethod
@@ -214,7 +244,7 @@ class Engine:
         format: str = "jgf",
         at: int = 0,
         duration: int | None = None,
-        fmt: str = "simple",
+        fmt: str | None = "simple",
         reserve: bool = False,
     ) -> MatchResult:
         """Allocate to ``jobid`` exactly the resources listed in a JGF or R document (Fluxion's ``update``).
@@ -248,12 +278,27 @@ class Engine:
                     items.append((root, g.v_size[root], False))
         else:
             raise InputError(f"unsupported reader {format!r} (use jgf or rv1exec)")
+        return self._allocate_items(jobid, items, at, duration, fmt, reserve)
+
+    def _allocate_items(
+        self,
+        jobid: int,
+        items: list[tuple[int, int, bool]],
+        at: int,
+        duration: int | None,
+        fmt: str | None,
+        reserve: bool,
+    ) -> MatchResult:
         if not items:
             raise InputError("the document lists no resources")
         if duration is None:
             duration = self.traverser.graph_end - at
         grow = jobid in self.jobs
-        w = self._writer(fmt)
+        if grow and self.jobs[jobid] != ("reserved" if reserve else "allocated"):
+            raise StateError(
+                f"job {jobid} is {self.jobs[jobid]}: cannot add resources to it that way", jobid=jobid
+            )
+        w = self._writer(fmt) if fmt is not None else _NULL_WRITER
         w.reset()
         rc = self.traverser.update_allocate(w, jobid, items, at, duration, reserve=reserve)
         if rc != 0:
@@ -292,17 +337,54 @@ class Engine:
         self.job_at.pop(jobid, None)
 
     # -------------------------------------------------------------- graph elasticity
-    def attach(self, jgf_text: str | bytes, source: str = "<jgf>") -> list[int]:
+    def attach(
+        self,
+        jgf_text: str | bytes,
+        source: str = "<jgf>",
+        *,
+        allocate_to: int | None = None,
+        at: int = 0,
+        duration: int | None = None,
+        fmt: str | None = None,
+    ) -> list[int]:
         """Attach a JGF subgraph; vertices whose path exists are reused.  Returns new vertex handles.
 
-        All or nothing: a bad document raises and leaves the graph unchanged.
-        Cost O(subgraph + ancestors of the attach points).
+        With ``allocate_to``, the listed resources are also allocated to that
+        job over ``[at, at + duration)`` exactly as :meth:`update_allocate`
+        would (the receiving end of a MatchGrow), from one parse of the
+        document; if the job already runs, they are added to it.  ``fmt``
+        names a match writer whose output is kept in ``last_text`` (None:
+        no output is produced).  All or nothing: a bad document, or
+        resources that are not free, raise and leave the graph and every
+        job unchanged.  Cost O(subgraph + ancestors of the attach points).
         """
-        from fluxlite.readers import attach_jgf
+        from fluxlite.readers._common import no_gc
+        from fluxlite.readers.jgf import attach_document, parse_jgf
 
-        new = attach_jgf(self.graph, jgf_text, source=source)
-        self.traverser.attach_update(new)
-        return new
+        with no_gc():
+            doc = parse_jgf(jgf_text, source=source)
+            new, handles = attach_document(self.graph, doc, source=source)
+            self.traverser.attach_update(new)
+            if allocate_to is None:
+                return new
+            items = [(v, n.size, bool(n.exclusive)) for v, n in zip(handles, doc.nodes)]
+            try:
+                res = self._allocate_items(allocate_to, items, at, duration, fmt, False)
+            except BaseException:
+                if new:
+                    self._detach(new)
+                raise
+            self.last_text = res.text
+            return new
+
+    def _detach(self, new: Sequence[int]) -> None:
+        """Remove vertices attached a moment ago (free, so no job is affected)."""
+        g = self.graph
+        dom = self.traverser.dom
+        newset = set(new)
+        roots = [v for v in new if (p := g.parent(v, dom)) is None or p not in newset]
+        self.traverser.account_removal(roots)
+        g.remove_vertices(list(new))
 
     def holders(self, vids: Iterable[int]) -> dict[int, list[int]]:
         """Jobs holding state on any of ``vids``: job id -> those vertices."""

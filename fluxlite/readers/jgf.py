@@ -96,8 +96,19 @@ def _where(node: _jgf.Node) -> str:
     return f'nodes[{node.index}] (id "{node.key}")'
 
 
-def _unpack(graph: ResourceGraph, doc: _jgf.Document, source: str, *, require_root: bool) -> list[int]:
-    """Plan (checking everything), then commit.  Returns new vertex handles."""
+def _unpack(
+    graph: ResourceGraph,
+    doc: _jgf.Document,
+    source: str,
+    *,
+    require_root: bool,
+    per_node: list[int] | None = None,
+) -> list[int]:
+    """Plan (checking everything), then commit.  Returns new vertex handles.
+
+    ``per_node``, if given, receives the handle of every document node (new
+    or reused), in document order.
+    """
     by_path = graph.by_path
     v_rank = graph.v_rank
     planned_paths: dict[str, int] = {}  # path -> node index in doc
@@ -199,6 +210,8 @@ def _unpack(graph: ResourceGraph, doc: _jgf.Document, source: str, *, require_ro
         graph.set_root(ss, vids[k])
     if n or e_src:
         graph.version += 1
+    if per_node is not None:
+        per_node.extend(real(ref[node.key]) for node in doc.nodes)
     return vids
 
 
@@ -228,6 +241,16 @@ class JgfReader:
             doc = parse_jgf(text, source=source)
             _unpack(g, doc, source, require_root=len(g) == 0)
         return g
+
+
+def attach_document(
+    graph: ResourceGraph, doc: _jgf.Document, *, source: str = "<string>"
+) -> tuple[list[int], list[int]]:
+    """Attach a parsed JGF document; return (new handles, the handle of every document node)."""
+    per_node: list[int] = []
+    with no_gc():
+        new = _unpack(graph, doc, source, require_root=False, per_node=per_node)
+    return new, per_node
 
 
 def attach_jgf(graph: ResourceGraph, text: str | bytes, *, source: str = "<string>") -> list[int]:

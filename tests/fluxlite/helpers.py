@@ -133,4 +133,6 @@ def observable(eng: Engine, times: list[int]) -> tuple:
             aggs.append(
                 (ss, u, tuple(p.avail_resources_at(t, i) for t in times for i in range(p.resources_len)))
             )
-    return jobs, dict(eng.jobs), aggs, list(eng.graph.v_status), tr.nodes_up
+    g = eng.graph
+    status = {v: g.v_status[v] for v in g.vertices()}
+    return jobs, dict(eng.jobs), aggs, status, tr.nodes_up

@@ -228,3 +228,46 @@ def test_repl_grow_shrink_update(tmp_path: Any) -> None:
     out, err = _repl(eng, [f"update allocate jgf {jgf} 6 0 3600"])
     assert "No matching resources found" in out and "ERROR" in err
     assert snapshot(eng) == snap
+
+
+def test_attach_with_allocation_in_one_step_and_rollback() -> None:
+    twin = Engine(generate_graph(nodes=6, sockets=2, cores=4), policy="high")
+    for n in range(4):
+        twin.set_status(f"/cluster0/node{n}", "down")
+    sub = twin.allocate(NODE, fmt="jgf").text  # a node of twin beyond eng's 4 nodes
+    eng = _engine()
+    job = eng.allocate(NODE).jobid
+    held = _held(eng, job)
+    # a second engine does the same in two steps: the results must agree
+    ref = _engine()
+    ref.allocate(NODE)
+    ref_new = ref.attach(sub)
+    ref.update_allocate(job, sub, format="jgf", duration=eng.traverser.graph_end)
+    new = eng.attach(sub, allocate_to=job, fmt="simple")
+    assert len(new) == len(ref_new) == 1 + 2 + 8
+    assert "node" in eng.last_text
+    assert _held(eng, job) > held
+    assert observable(eng, TIMES) == observable(ref, TIMES)
+    assert recount_errors(eng, TIMES) == []
+    # the same subgraph again: its vertices exist and are taken -> refused, nothing changes
+    snap = snapshot(eng)
+    with pytest.raises(StateError):
+        eng.attach(sub, allocate_to=job + 1)
+    assert snapshot(eng) == snap
+    # a new subgraph whose allocation fails (the job id is a reservation) is detached again
+    other = Engine(generate_graph(nodes=7, sockets=2, cores=4), policy="high")
+    for n in range(6):
+        other.set_status(f"/cluster0/node{n}", "down")
+    sub2 = other.allocate(NODE, fmt="jgf").text
+    eng.jobs[99] = "reserved"  # a reserved job cannot take an allocation
+    seen = (observable(eng, TIMES), dict(eng.graph.by_path), sorted(eng.graph.vertices()))
+    try:
+        n_before = len(eng.graph)
+        with pytest.raises(StateError):
+            eng.attach(sub2, allocate_to=99)
+        assert len(eng.graph) == n_before
+        assert "/cluster0/node6" not in eng.graph.by_path
+        assert (observable(eng, TIMES), dict(eng.graph.by_path), sorted(eng.graph.vertices())) == seen
+    finally:
+        del eng.jobs[99]
+    assert recount_errors(eng, TIMES) == []

@@ -618,18 +618,18 @@ class Instance:
         """Attach a subgraph from above and allocate it to ``job``; undo (and hand it back) on failure."""
         eng = self.engine
         try:
-            new = eng.attach(jgf, source=f"{source} grow {upstream_id}")
+            # one parse; all or nothing (the engine detaches what it attached if the allocation fails)
+            new = eng.attach(
+                jgf,
+                source=f"{source} grow {upstream_id}",
+                allocate_to=job.jobid,
+                at=job.at,
+                duration=job.duration,
+            )
         except FluxliteError as exc:
             if hand_back:
                 self._hand_back_now(source, jgf, upstream_id)
             raise StateError(f"{self.name}: cannot attach the subgraph from the {source}: {exc}") from exc
-        try:
-            eng.update_allocate(job.jobid, jgf, at=job.at, duration=job.duration)
-        except FluxliteError as exc:
-            self._detach(new)
-            if hand_back:
-                self._hand_back_now(source, jgf, upstream_id)
-            raise StateError(f"{self.name}: cannot allocate the subgraph from the {source}: {exc}") from exc
         if new:
             paths = set(self._paths(new))
             oid = self._next_oid
@@ -637,14 +637,6 @@ class Instance:
             self.origins[oid] = Origin(oid, source, upstream_id, job.jobid, paths)
             for p in paths:
                 self._origin_of[p] = oid
-
-    def _detach(self, new: Sequence[int]) -> None:
-        """Remove freshly attached (free) vertices: the roots of the new subtrees."""
-        g = self.engine.graph
-        newset = set(new)
-        roots = [v for v in new if g.parent(v, self.engine.dom) not in newset]
-        for p in self._paths(roots):
-            self.engine.remove_subgraph(path=p)
 
     def _hand_back_now(self, source: str, jgf: bytes, upstream_id: str) -> None:
         """Best effort: give a subgraph we could not use back to where it came from."""

@@ -11,12 +11,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import orjson
 
-from fluxlite.graph import ResourceGraph
-from fluxlite.writers.jgf import vertex_json
+from fluxlite.writers.jgf import subgraph_jgf
 
 __all__ = ["jgf_counts", "releasable", "subgraph_jgf"]
 
@@ -40,29 +37,3 @@ def releasable(jgf: bytes | str) -> bytes:
         e for e in g.get("edges", []) if e.get("source") not in drop and e.get("target") not in drop
     ]
     return orjson.dumps(doc)
-
-
-def subgraph_jgf(
-    g: ResourceGraph,
-    vids: Iterable[int],
-    *,
-    exclusive: Iterable[int] = (),
-    subsystem: str = "containment",
-) -> bytes:
-    """JGF for ``vids`` (each with its full size) and the ``subsystem`` edges among them.  O(len(vids))."""
-    order = list(dict.fromkeys(vids))
-    inset = set(order)
-    excl = set(exclusive)
-    size = g.v_size
-    uniq = g.v_uniq
-    nodes = [vertex_json(g, v, size[v], None, v in excl) for v in order]
-    edges = []
-    for v in order:
-        p = g.parent(v, subsystem)
-        if p is not None and p in inset:
-            e = f'{{"source": "{uniq[p]}", "target": "{uniq[v]}"'
-            if subsystem != "containment":
-                e += f', "metadata": {{"subsystem": "{subsystem}"}}'
-            edges.append(e + "}")
-    text = '{"graph": {"nodes": [' + ", ".join(nodes) + '], "edges": [' + ", ".join(edges) + "]}}"
-    return text.encode()

@@ -2261,20 +2261,48 @@ class Traverser:
         reductions: dict[int, dict[str, int]] = {}
         depth: dict[int, int] = {}
         for root, vids in groups:
-            counts: dict[str, int] = {}
-            for v in vids:
-                amount = self._purge_vertex(v, jobid)
-                if amount is not None:
-                    t = g.v_type[v]
-                    counts[t] = counts.get(t, 0) + amount
             if root is None:
+                for v in vids:
+                    self._purge_vertex(v, jobid)
                 continue
-            chain = [a for a in g.ancestors(root, dom)]
-            for i, a in enumerate(chain):
-                depth[a] = len(chain) - 1 - i
-                red = reductions.setdefault(a, {})
-                for t, c in counts.items():
-                    red[t] = red.get(t, 0) + c
+            # A listed vertex above resources of the job that stay allocated is
+            # not released: it only loses what is released below it (it is
+            # reduced as an ancestor).  Everything else listed is purged, and
+            # each purged subtree's top reports its amounts to its ancestors.
+            vset = set(vids)
+            partial = self._keeps_below(jobid, root, vset)
+            purge = [v for v in vids if v not in partial]
+            pset = set(purge)
+            by_top: dict[int, dict[str, int]] = {}
+            top_of: dict[int, int] = {}
+            for v in purge:
+                amount = self._purge_vertex(v, jobid)
+                if amount is None:
+                    continue
+                path = [v]
+                top = v
+                while True:
+                    known = top_of.get(top)
+                    if known is not None:
+                        top = known
+                        break
+                    par = g.parent(top, dom)
+                    if par is None or par not in pset:
+                        break
+                    top = par
+                    path.append(top)
+                for x in path:
+                    top_of[x] = top
+                counts = by_top.setdefault(top, {})
+                t = g.v_type[v]
+                counts[t] = counts.get(t, 0) + amount
+            for top, counts in by_top.items():
+                chain = g.ancestors(top, dom)
+                for i, a in enumerate(chain):
+                    depth[a] = len(chain) - 1 - i
+                    red = reductions.setdefault(a, {})
+                    for t, c in counts.items():
+                        red[t] = red.get(t, 0) + c
         for u in sorted(reductions, key=lambda a: -depth[a]):
             released_own = self._reduce_ancestor(u, jobid, reductions[u])
             if released_own:
@@ -2324,6 +2352,25 @@ class Traverser:
             if not d2:
                 j2s[u] = None  # type: ignore[index]
         return self._rem_plan(u, jobid)
+
+    def _keeps_below(self, jobid: int, root: int, released: set[int]) -> set[int]:
+        """Listed vertices of ``root``'s subtree with a vertex of the job below them that is not listed.
+
+        O(subtree of ``root``).
+        """
+        g = self.g
+        dom = self.dom
+        tags = self.tags
+        order = g.subtree(root, dom)
+        keeps: dict[int, bool] = {}
+        for v in reversed(order):
+            k = False
+            for c in g.children(v, dom):
+                if keeps.get(c) or (c not in released and tags[c] is not None and jobid in tags[c]):
+                    k = True
+                    break
+            keeps[v] = k
+        return {v for v in released if keeps.get(v)}
 
     def _reduce_ancestor(self, u: int, jobid: int, red: dict[str, int]) -> int:
         """Shrink ``jobid``'s aggregate span on ancestor ``u``; return the size of ``u`` it released.

@@ -28,7 +28,7 @@ keeps key order), so ``emit`` and ``find`` output cannot diverge.
 from __future__ import annotations
 
 import errno
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import orjson
@@ -39,7 +39,7 @@ from fluxlite.writers.base import EmitError
 if TYPE_CHECKING:
     from fluxlite.graph import ResourceGraph
 
-__all__ = ["JgfShorthandWriter", "JgfWriter", "edge_json", "subsystem_order", "vertex_json"]
+__all__ = ["JgfShorthandWriter", "JgfWriter", "edge_json", "subgraph_jgf", "subsystem_order", "vertex_json"]
 
 CONTAINMENT = "containment"
 
@@ -229,3 +229,34 @@ class JgfShorthandWriter(JgfWriter):
 
     __slots__ = ()
     emit_exclusive_subtrees = False
+
+
+def subgraph_jgf(
+    g: ResourceGraph,
+    vids: Iterable[int],
+    *,
+    exclusive: Iterable[int] = (),
+    subsystem: str = "containment",
+) -> bytes:
+    """JGF for ``vids`` (each with its full size) and the ``subsystem`` edges among them.
+
+    The layout is the match writer's, so the result can be attached,
+    allocated with ``update`` or released with ``partial-cancel``/``shrink``.
+    O(len(vids)).
+    """
+    order = list(dict.fromkeys(vids))
+    inset = set(order)
+    excl = set(exclusive)
+    size = g.v_size
+    uniq = g.v_uniq
+    nodes = [vertex_json(g, v, size[v], None, v in excl) for v in order]
+    edges = []
+    for v in order:
+        p = g.parent(v, subsystem)
+        if p is not None and p in inset:
+            e = f'{{"source": "{uniq[p]}", "target": "{uniq[v]}"'
+            if subsystem != "containment":
+                e += f', "metadata": {{"subsystem": "{subsystem}"}}'
+            edges.append(e + "}")
+    text = '{"graph": {"nodes": [' + ", ".join(nodes) + '], "edges": [' + ", ".join(edges) + "]}}"
+    return text.encode()

@@ -271,3 +271,20 @@ def test_attach_with_allocation_in_one_step_and_rollback() -> None:
     finally:
         del eng.jobs[99]
     assert recount_errors(eng, TIMES) == []
+
+
+def test_partial_cancel_of_one_socket_keeps_the_node_and_the_other_socket() -> None:
+    """A JGF naming a node and one socket below it releases that socket; the node stays the job's."""
+    from fluxlite.writers.jgf import subgraph_jgf
+
+    eng = _engine(policy="first")
+    job = eng.allocate(NODE).jobid
+    g = eng.graph
+    node = g.vertex_by_path("/".join(eng.job_items(job)[0][0].split("/")[:3]))
+    s0, s1 = (g.vertex_by_path(f"{g.path(node)}/socket{i}") for i in (0, 1))
+    assert eng.partial_cancel(job, subgraph_jgf(g, [node, *g.subtree(s0)]), "jgf") is False
+    assert recount_errors(eng, TIMES) == []
+    assert all("/socket0" not in p for p, _, _ in eng.job_items(job))
+    assert eng.partial_cancel(job, subgraph_jgf(g, [node, *g.subtree(s1)]), "jgf") is True
+    assert eng.jobs == {}
+    assert recount_errors(eng, TIMES) == []

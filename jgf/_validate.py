@@ -328,10 +328,13 @@ def _edges(i: int, elem: Any) -> list[Edge]:
     src = elem.get("source")
     dst = elem.get("target")
     md = elem.get("metadata")
-    if type(src) is str and type(dst) is str and type(md) is dict and len(md) == 1:
-        ss = md.get("subsystem")
-        if type(ss) is str and ss:
-            return [Edge(src, dst, ss, None, i)]
+    if type(src) is str and type(dst) is str:
+        if md is None:
+            return [Edge(src, dst, "containment", None, i)]
+        if type(md) is dict and len(md) == 1:
+            ss = md.get("subsystem")
+            if type(ss) is str and ss:
+                return [Edge(src, dst, ss, None, i)]
     where = _edge_where(i, src, dst)
     if src is None:
         raise JGFError("missing required key 'source'", where)

@@ -57,6 +57,9 @@ class GraphObserver(Protocol):
     def vertex_removed(self, vid: int) -> None:
         """Called before vertex ``vid`` is deleted."""
 
+    # An observer may also define ``vertices_added(vids)``, called once for a
+    # bulk addition instead of ``vertex_added`` per vertex.
+
 
 class ResourceGraph:
     """A resource graph: rustworkx structure plus columnar vertex attributes.
@@ -388,9 +391,12 @@ class ResourceGraph:
                 lst = by_rank.setdefault(r, [])
                 last_rank = r
             lst.append(vid)
-        if self._observers:
-            for vid in vids:
-                for obs in self._observers:
+        for obs in self._observers:
+            bulk = getattr(obs, "vertices_added", None)
+            if bulk is not None:
+                bulk(vids)
+            else:
+                for vid in vids:
                     obs.vertex_added(vid)
         self.version += 1
         return vids

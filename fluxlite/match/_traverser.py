@@ -301,6 +301,27 @@ class Traverser:
                 col.extend([None] * (vid + 1 - len(col)))
         self._outedges.pop(vid, None)
 
+    def vertices_added(self, vids: Sequence[int]) -> None:
+        """Bulk form of :meth:`vertex_added`.  O(len(vids))."""
+        self.memo_clear()
+        g = self.g
+        for t in {g.v_type[v] for v in vids}:
+            self.types.intern(t)
+        cols: list[list[Any]] = [self.vspans, self.allocs, self.resvs, self.tags, self.xspans]
+        cols.extend(self.subplan.values())
+        cols.extend(self.job2span.values())
+        hi = max(vids, default=-1)
+        for col in cols:
+            if len(col) <= hi:
+                col.extend([None] * (hi + 1 - len(col)))
+            for v in vids:
+                if col[v] is not None:
+                    col[v] = None
+        oe = self._outedges
+        if oe:
+            for v in vids:
+                oe.pop(v, None)
+
     def vertex_removed(self, vid: int) -> None:
         self.memo_clear()
         for col in (self.vspans, self.allocs, self.resvs, self.tags, self.xspans):

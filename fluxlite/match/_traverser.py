@@ -1765,6 +1765,14 @@ class Traverser:
         edges = writer.emits_edges
         # jgf_shorthand: nothing below an exclusive vertex is written
         hide = excl and not writer.emit_exclusive_subtrees
+        # leaves that held nothing take dicts shared by the whole allocation (see _upd_leaf)
+        record = full and meta.alloc_type != AT_SATISFIABILITY
+        table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
+        tags, xspans, vspans = self.tags, self.xspans, self.vspans
+        leaf_shared = self._leaf_shared
+        total = self.prune.total
+        prefix = None if hide else levels[level + 1]
+        emit = writer.emit_vtx
         for ss in self.subsystems:
             col = g.out.get(ss)
             if col is None:
@@ -1784,7 +1792,22 @@ class Traverser:
                     # a leaf: upd_dfv + upd_sched without the recursion
                     if not (x or vt[tgt] in xtypes):
                         continue
-                    self._upd_leaf(tgt, writer, nd, meta, full, acc, None if hide else levels[level + 1])
+                    if tags[tgt] is None and xspans[tgt] is None and vspans[tgt] is None and table[tgt] is None:
+                        shared = leaf_shared.get(nd)
+                        if shared is None:
+                            shared = self._new_leaf_shared(nd, meta)
+                        if record:
+                            vspans[tgt] = shared[0]
+                            table[tgt] = shared[1]
+                        tags[tgt] = shared[2]
+                        xspans[tgt] = shared[3]
+                        t = vt[tgt]
+                        if t in total:
+                            acc[t] = acc.get(t, 0) + vsize[tgt]
+                        if prefix is not None:
+                            emit(prefix, g, tgt, nd, None, True)
+                    else:
+                        self._upd_leaf(tgt, writer, nd, meta, full, acc, prefix)
                     if edges and not hide:
                         writer.emit_edg(levels[level], g, e)
                     n_plans += 1
@@ -1855,13 +1878,7 @@ class Traverser:
         if self.tags[v] is None and self.xspans[v] is None and self.vspans[v] is None and table[v] is None:
             shared = self._leaf_shared.get(needs)
             if shared is None:
-                at, end = meta.at, meta.at + meta.duration
-                shared = self._leaf_shared[needs] = (
-                    _Shared({self._leaf_sid: (at, end, needs)}),
-                    _Shared({jobid: self._leaf_sid}),
-                    _Shared({jobid: jobid}),
-                    _Shared({jobid: (at, end)}),
-                )
+                shared = self._new_leaf_shared(needs, meta)
             if record:
                 self.vspans[v] = shared[0]
                 table[v] = shared[1]
@@ -1882,6 +1899,17 @@ class Traverser:
             acc[t] = acc.get(t, 0) + g.v_size[v]
         if prefix is not None:
             writer.emit_vtx(prefix, g, v, needs, None, True)
+
+    def _new_leaf_shared(self, needs: int, meta: JobMeta) -> tuple[Any, Any, Any, Any]:
+        at, end = meta.at, meta.at + meta.duration
+        jobid = meta.jobid
+        shared = self._leaf_shared[needs] = (
+            _Shared({self._leaf_sid: (at, end, needs)}),
+            _Shared({jobid: self._leaf_sid}),
+            _Shared({jobid: jobid}),
+            _Shared({jobid: (at, end)}),
+        )
+        return shared
 
     def _new_span_id(self) -> int:
         self._span_seq += 1

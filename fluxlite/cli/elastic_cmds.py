@@ -90,7 +90,7 @@ def cmd_remove(ctx: q.QueryContext, args: list[str]) -> int:
         if is_path == "true":
             ctx.engine.remove_subgraph(path=target, force=True)
         elif is_path == "false":
-            from fluxlite.writers._idset import decode as idset_decode
+            from fluxlite.idset import decode as idset_decode
 
             try:
                 ranks = list(idset_decode(target))

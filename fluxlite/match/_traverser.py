@@ -1264,39 +1264,7 @@ class Traverser:
                 eids = eids[::-1]
             if leaves and t not in factors and t != "node" and not (excl and r.exclusive is _TRISTATE_FALSE):
                 # leaf children evaluated inline: dom_dfv of a leaf without the call
-                x = excl or r.exclusive is _TRISTATE_TRUE
-                status = meta.alloc_type != AT_SATISFIABILITY
-                alloc_check = meta.alloc_type == AT_ALLOC
-                at, dur = meta.at, meta.duration
-                vstat, vsize, vid = g.v_status, g.v_size, g.v_id
-                vspans, allocs, xspans = self.vspans, self.allocs, self.xspans
-                base = MATCH_MET + 1 + (0 if self._locality else self.multilevel)
-                egs = ev.egroups
-                visited = 0
-                for e in eids:
-                    v = dst[e]
-                    visited += 1
-                    if status and vstat[v] != UP:
-                        continue
-                    sp = vspans[v]
-                    avail = vsize[v] if sp is None else avail_during(sp, vsize[v], at, dur)
-                    if avail == 0:
-                        continue
-                    if x:
-                        if alloc_check and allocs[v]:
-                            continue
-                        xs = xspans[v]
-                        if xs is not None and overlaps(xs, at, dur):
-                            continue
-                    egs.append((base + vid[v], avail, x, False, ((avail, avail, x, e),)))
-                    ev.total_count += avail
-                    ev.qual_count += avail
-                    qc += avail
-                    if qc >= need:
-                        break
-                self.preorder += visited
-                self.postorder += len(egs)
-                if egs:
+                if self._eval_leaves(meta, eids, r, excl, ev, need - qc):
                     rc2 = 0
                 continue
             for e in eids:
@@ -1488,6 +1456,18 @@ class Traverser:
         self, meta: JobMeta, keys: list[tuple[int, int, int]], r: Any, req: int, excl: bool, dfu: Dfu
     ) -> int:
         """_explore_dynamically over children that are all leaves of the one requested type ``r``."""
+        ev = dfu.get(r.type)
+        if ev.total_count >= req:
+            return -1
+        got = self._eval_leaves(meta, (e for _w, _uq, e in keys), r, excl, ev, req - ev.total_count)
+        return 0 if got else -1
+
+    def _eval_leaves(self, meta: JobMeta, eids: Iterable[int], r: Any, excl: bool, ev: Any, want: int) -> int:
+        """dom_dfv of leaf children (of ``r``'s type, in ``eids`` order) without the calls.
+
+        Appends an edge group per usable leaf to ``ev`` until ``want`` units
+        are found; returns the units found.
+        """
         g = self.g
         dst, vstat, vsize, vid = g.e_dst, g.v_status, g.v_size, g.v_id
         vspans, allocs, xspans = self.vspans, self.allocs, self.xspans
@@ -1496,43 +1476,34 @@ class Traverser:
         at, dur = meta.at, meta.duration
         base = MATCH_MET + 1 + (0 if self._locality else self.multilevel)
         x = excl or r.exclusive is _TRISTATE_TRUE
-        ev = dfu.get(r.type)
-        total = ev.total_count
-        if total >= req:
-            return -1
-        egs = []
+        egs = ev.egroups
+        n0 = len(egs)
         visited = 0
-        qual = 0
-        for _w, _uq, e in keys:
-            tgt = dst[e]
+        got = 0
+        for e in eids:
+            v = dst[e]
             visited += 1
-            if status and vstat[tgt] != UP:
+            if status and vstat[v] != UP:
                 continue
-            sp = vspans[tgt]
-            count = vsize[tgt] if sp is None else avail_during(sp, vsize[tgt], at, dur)
-            if count == 0:
+            sp = vspans[v]
+            avail = vsize[v] if sp is None else avail_during(sp, vsize[v], at, dur)
+            if avail == 0:
                 continue
             if x:
-                if alloc_check and allocs[tgt]:
+                if alloc_check and allocs[v]:
                     continue
-                xs = xspans[tgt]
+                xs = xspans[v]
                 if xs is not None and overlaps(xs, at, dur):
                     continue
-            score = base + vid[tgt]
-            egs.append((score, count, x, False, ((count, count, x, e),)))
-            if score > 0:
-                qual += count
-            total += count
-            if total >= req:
+            egs.append((base + vid[v], avail, x, False, ((avail, avail, x, e),)))
+            got += avail
+            if got >= want:
                 break
         self.preorder += visited
-        self.postorder += len(egs)
-        if not egs:
-            return -1
-        ev.egroups.extend(egs)
-        ev.total_count = total
-        ev.qual_count += qual
-        return 0
+        self.postorder += len(egs) - n0
+        ev.total_count += got
+        ev.qual_count += got  # every leaf score is above the cutline
+        return got
 
     def _leaf_requests(self, resources: Sequence[Any]) -> bool:
         """True if leaves can be evaluated inline against ``resources`` (distinct types, no slot, no factor)."""
@@ -1792,7 +1763,12 @@ class Traverser:
                     # a leaf: upd_dfv + upd_sched without the recursion
                     if not (x or vt[tgt] in xtypes):
                         continue
-                    if tags[tgt] is None and xspans[tgt] is None and vspans[tgt] is None and table[tgt] is None:
+                    if (
+                        tags[tgt] is None
+                        and xspans[tgt] is None
+                        and vspans[tgt] is None
+                        and table[tgt] is None
+                    ):
                         shared = leaf_shared.get(nd)
                         if shared is None:
                             shared = self._new_leaf_shared(nd, meta)

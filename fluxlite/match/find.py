@@ -219,7 +219,7 @@ def _eval_leaf(tr: Any, leaf: _Leaf, u: int, over: tuple[bool, bool, bool]) -> b
     if key == "agfilter":
         return lv in ("true", "t")
     if key == "names":
-        from fluxlite.writers._hostlist import decode as hostlist_decode
+        from fluxlite.hostlist import decode as hostlist_decode
 
         return g.v_name[u] in set(hostlist_decode(leaf.value))
     if key == "property":

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import gc
 import os
-import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from fluxlite.errors import GraphFormatError
+from fluxlite import hostlist as _hostlist
+from fluxlite import idset as _idset
+from fluxlite.errors import GraphFormatError, InputError
 
 __all__ = [
     "decode_hostlist",
@@ -91,118 +92,51 @@ def read_input(path_or_text: str | bytes | os.PathLike[str]) -> tuple[bytes | st
 
 
 # ----------------------------------------------------------------- idsets
-_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
 def decode_idset(text: str) -> list[int]:
-    """Decode an RFC 22 idset into a sorted list of distinct integers.
+    """Decode an RFC 22 idset (flux-core's ``idset_decode`` rules) into sorted distinct integers.
 
-    ``""`` is the empty set; ``"[0-3]"`` brackets are allowed; ranges must
-    be ascending; negative numbers are invalid.  Raises ValueError.
+    Raises ValueError for malformed input or a range of more than 10^7 ids.
     """
     if not isinstance(text, str):
         raise ValueError(f"expected an idset string, got {type(text).__name__}")
-    s = text.strip()
-    if s.startswith("[") and s.endswith("]"):
-        s = s[1:-1]
-    if not s:
-        return []
+    try:
+        ranges = _idset.decode_ranges(text.strip())
+    except InputError as exc:
+        raise ValueError(f'invalid idset "{text}"') from exc
+    body = text.strip().strip("[]")
+    for tok in body.split(",") if body else ():
+        if not tok.strip():
+            raise ValueError(f'invalid idset "{text}": empty element (RFC 22)')
+        lo, dash, hi = tok.partition("-")
+        if dash and lo.strip().isdigit() and hi.strip().isdigit() and int(hi) < int(lo):
+            raise ValueError(f'invalid idset "{text}": range {tok.strip()} is descending (RFC 22)')
+    if sum(hi - lo + 1 for lo, hi in ranges) > 10_000_000:
+        raise ValueError(f'invalid idset "{text}": range too large')
     out: set[int] = set()
-    for part in s.split(","):
-        m = _RANGE.match(part.strip())
-        if m is None:
-            raise ValueError(f'invalid idset "{text}"')
-        lo = int(m.group(1))
-        hi = int(m.group(2)) if m.group(2) is not None else lo
-        if hi < lo:
-            raise ValueError(f'invalid idset "{text}": range {lo}-{hi} is descending')
-        if hi - lo > 10_000_000:
-            raise ValueError(f'invalid idset "{text}": range too large')
+    for lo, hi in ranges:
         out.update(range(lo, hi + 1))
     return sorted(out)
 
 
-def encode_idset(ids: list[int] | tuple[int, ...] | set[int]) -> str:
+def encode_idset(ids: Iterable[int]) -> str:
     """Encode integers as a compact RFC 22 idset (``[0, 1, 2, 5] -> "0-2,5"``)."""
-    vals = sorted(set(ids))
-    parts: list[str] = []
-    k = 0
-    while k < len(vals):
-        j = k
-        while j + 1 < len(vals) and vals[j + 1] == vals[j] + 1:
-            j += 1
-        parts.append(str(vals[k]) if j == k else f"{vals[k]}-{vals[j]}")
-        k = j + 1
-    return ",".join(parts)
-
-
-# -------------------------------------------------------------- hostlists
-def _split_top(text: str) -> list[str]:
-    items: list[str] = []
-    depth = 0
-    cur: list[str] = []
-    for ch in text:
-        if ch == "[":
-            if depth:
-                raise ValueError(f'invalid hostlist "{text}": nested brackets')
-            depth = 1
-        elif ch == "]":
-            if not depth:
-                raise ValueError(f'invalid hostlist "{text}": unbalanced "]"')
-            depth = 0
-        if ch == "," and not depth:
-            items.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    if depth:
-        raise ValueError(f'invalid hostlist "{text}": unbalanced "["')
-    items.append("".join(cur))
-    return items
-
-
-_BRACKET = re.compile(r"^([^\[\]]*)\[([^\[\]]*)\]([^\[\]]*)$")
-_NUM_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+    return _idset.encode(ids)
 
 
 def decode_hostlist(text: str) -> list[str]:
-    """Expand an RFC 29 hostlist, keeping order and zero padding.
+    """Expand an RFC 29 hostlist (flux-core's rules), keeping order and zero padding.
 
     ``"node[0-2],login[08-09]"`` gives ``node0 node1 node2 login08 login09``.
     Raises ValueError for malformed input.
     """
     if not isinstance(text, str):
         raise ValueError(f"expected a hostlist string, got {type(text).__name__}")
-    out: list[str] = []
-    for item in _split_top(text.strip()):
-        item = item.strip()
-        if not item:
-            if text.strip():
-                raise ValueError(f'invalid hostlist "{text}": empty host name')
-            continue
-        if "[" not in item and "]" not in item:
-            out.append(item)
-            continue
-        m = _BRACKET.match(item)
-        if m is None:
-            raise ValueError(f'invalid hostlist "{text}"')
-        prefix, body, suffix = m.groups()
-        if not body:
-            raise ValueError(f'invalid hostlist "{text}": empty brackets')
-        for rng in body.split(","):
-            m2 = _NUM_RANGE.match(rng.strip())
-            if m2 is None:
-                raise ValueError(f'invalid hostlist "{text}": bad range "{rng}"')
-            lo_s = m2.group(1)
-            hi_s = m2.group(2) if m2.group(2) is not None else lo_s
-            lo, hi = int(lo_s), int(hi_s)
-            if hi < lo:
-                raise ValueError(f'invalid hostlist "{text}": range {lo_s}-{hi_s} is descending')
-            if hi - lo > 10_000_000:
-                raise ValueError(f'invalid hostlist "{text}": range too large')
-            width = len(lo_s) if len(lo_s) > 1 and lo_s.startswith("0") else 0
-            out.extend(f"{prefix}{k:0{width}d}{suffix}" for k in range(lo, hi + 1))
-    return out
+    try:
+        return _hostlist.decode(text.strip())
+    except InputError as exc:
+        raise ValueError(f'invalid hostlist "{text}": {exc}') from exc
 
 
 def split_hostname(hostname: str) -> tuple[str, int]:

@@ -16,7 +16,7 @@ with ``emit()`` (or the object with ``emit_json()`` for ``find``, printed by
 :func:`format_find_output`).  JSON follows jansson's formatting byte for byte
 (:func:`fluxlite.writers._jansson.dumps`).  Whole-graph dot/GraphML output
 lives in :mod:`fluxlite.writers.graph`; id-set and hostlist codecs in
-:mod:`fluxlite.writers._idset` and :mod:`fluxlite.writers._hostlist`.
+:mod:`fluxlite.idset` and :mod:`fluxlite.hostlist`.
 """
 
 from fluxlite.writers.base import (

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING
 import orjson
 
 from fluxlite.errors import InputError
-from fluxlite.writers._hostlist import HostList
-from fluxlite.writers._idset import compress_ids
+from fluxlite.hostlist import HostList
+from fluxlite.idset import compress_ids
 from fluxlite.writers._jansson import quote
 from fluxlite.writers.base import EmitError
 from fluxlite.writers.jgf import JgfWriter

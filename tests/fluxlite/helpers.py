@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fluxlite import check
 from fluxlite.api import Engine
 from fluxlite.jobspec import parse_jobspec
 from fluxlite.readers.generate import generate_graph
@@ -91,30 +92,7 @@ def snapshot(eng: Engine) -> tuple:
 
 def recount_errors(eng: Engine, times: list[int]) -> list[str]:
     """Compare every subtree aggregate with a fresh recount from the vertices' own spans."""
-    tr = eng.traverser
-    g = eng.graph
-    dom = tr.dom
-    errors = []
-    for u, p in enumerate(tr.subplan.get(dom, [])):
-        if p is None or not g.is_live(u):
-            continue
-        below = g.subtree(u, dom)[1:]
-        for i, t in enumerate(p.resource_types):
-            total = sum(g.v_size[v] for v in below if g.v_type[v] == t)
-            if p.resource_total_at(i) != total:
-                errors.append(f"{g.v_name[u]}: total {t} {p.resource_total_at(i)} != {total}")
-            for at in times:
-                used = 0
-                for v in below:
-                    if g.v_type[v] != t:
-                        continue
-                    sp = tr.vspans[v]
-                    if sp:
-                        used += sum(a for (s, e, a) in sp.values() if s <= at < e)
-                got = p.avail_resources_at(at, i)
-                if got != total - used:
-                    errors.append(f"{g.v_name[u]} {t} at {at}: aggregate {got} != recount {total - used}")
-    return errors
+    return check.recount_errors(eng, times)
 
 
 def observable(eng: Engine, times: list[int]) -> tuple:

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fluxlite.errors import InputError
-from fluxlite.writers._hostlist import HostList, decode, encode
+from fluxlite.hostlist import HostList, decode, encode
 
 
 def test_encode_consecutive_hosts() -> None:

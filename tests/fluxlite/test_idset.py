@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fluxlite.errors import InputError
-from fluxlite.writers._idset import UINT_MAX, compress_ids, decode, decode_ranges, encode, iter_ranges
+from fluxlite.idset import UINT_MAX, compress_ids, decode, decode_ranges, encode, iter_ranges
 
 IDS = st.sets(st.integers(0, 300), max_size=60)
 

@@ -1067,6 +1067,16 @@ class Instance:
                 c[g.v_type[v]] += 1
         return dict(c)
 
+    def _subtrees(self, jobid: int) -> list[str]:
+        """Paths of the topmost vertices the job holds exclusively (what ``shrink --path`` takes)."""
+        g = self.engine.graph
+        dom = self.engine.dom
+        held = [p for p, _units, excl in self.engine.job_items(jobid) if excl]
+        hs = set(held)
+        return sorted(
+            p for p in held if not any(g.path(a, dom) in hs for a in g.ancestors(g.vertex_by_path(p), dom))
+        )
+
     def info(self, jobid: int = 0, *, recount: bool = False) -> dict[str, Any]:
         """The instance as a JSON-able dict (or one job with ``jobid``)."""
         with self._lock:
@@ -1078,6 +1088,7 @@ class Instance:
                 d.pop("token", None)
                 d["state"] = self.engine.jobs[jobid]
                 d["holds"] = self._holds(jobid)
+                d["subtrees"] = self._subtrees(jobid)
                 return d
             by_type, free = self._free_and_types()
             now = time.monotonic()

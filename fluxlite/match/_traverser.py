@@ -2414,10 +2414,27 @@ class Traverser:
         p = self.subplan[dom][u]
         drained = False
         if p is not None:
-            span = d2[jobid]
-            planned = {t: p.span_planned_at(span, i) for i, t in enumerate(p.resource_types)}
-            cut = {t: min(c, planned[t]) for t, c in red.items() if t in planned}
-            drained = p.reduce_span(span, cut)
+            # the job's spans here: the current one, then those of earlier
+            # windows (a grow over another window), newest first
+            key = (dom, u, jobid)
+            extra = self._extra_spans.get(key, [])
+            left = dict(red)
+            for span in [d2[jobid], *reversed(extra)]:
+                planned = {t: p.span_planned_at(span, i) for i, t in enumerate(p.resource_types)}
+                cut = {t: min(c, planned[t]) for t, c in left.items() if t in planned}
+                gone = p.reduce_span(span, cut)
+                for t, c in cut.items():
+                    left[t] -= c
+                if span == d2[jobid]:
+                    drained = gone
+                elif gone:
+                    extra.remove(span)
+            if drained and extra:
+                # the current span is gone but an earlier one holds resources: it becomes current
+                d2[jobid] = extra.pop()
+                drained = False
+            if not extra:
+                self._extra_spans.pop(key, None)
             self._agg_touched(dom, u)
             if drained:
                 del d2[jobid]

@@ -288,3 +288,22 @@ def test_partial_cancel_of_one_socket_keeps_the_node_and_the_other_socket() -> N
     assert eng.partial_cancel(job, subgraph_jgf(g, [node, *g.subtree(s1)]), "jgf") is True
     assert eng.jobs == {}
     assert recount_errors(eng, TIMES) == []
+
+
+def test_shrink_of_resources_added_over_another_window() -> None:
+    """A job grown over a different window keeps two aggregate spans; releasing the grown part drains only it."""
+    twin = Engine(generate_graph(nodes=6, sockets=2, cores=4), policy="high")
+    for n in range(4):
+        twin.set_status(f"/cluster0/node{n}", "down")
+    sub = twin.allocate(NODE, fmt="jgf").text
+    eng = _engine()
+    job = eng.allocate(NODE).jobid  # window [0, 3600)
+    before = observable(eng, TIMES)
+    new = eng.attach(sub, allocate_to=job)  # window [0, end of the graph)
+    g = eng.graph
+    node = next(g.path(v) for v in new if g.v_type[v] == "node")
+    assert eng.shrink(job, paths=[node]) is False
+    assert job in eng.jobs
+    assert recount_errors(eng, TIMES) == []
+    eng.remove_subgraph(path=node)
+    assert observable(eng, TIMES) == before

@@ -141,3 +141,20 @@ def test_shrink_by_path_releases_upwards(tree: Tree) -> None:
     assert node not in str(tree.client("mid").info(graph=True)["jgf"])
     leaf.release(job)
     _check_recount(tree)
+
+
+def test_shrink_of_two_grown_nodes_returns_both(tree: Tree) -> None:
+    """Both nodes of one grown subgraph go back to the root when the leaf shrinks them together."""
+    leaf = tree.client("leaf")
+    job = leaf.match_allocate(nodes_jobspec(2)).jobid
+    leaf.match_grow(job, nodes_jobspec(2))  # mid's own nodes
+    free_root0 = _free(tree, "root")
+    g = leaf.match_grow(job, nodes_jobspec(2))  # from the root
+    nodes = sorted(p for p in _paths(g.jgf) if p.count("/") == 2)
+    assert len(nodes) == 2
+    out = leaf.shrink(job, paths=nodes)
+    assert out.returned == 2 * (1 + 2 + 8)
+    assert _free(tree, "root") == free_root0
+    assert leaf.info()["origins"] == [o for o in leaf.info()["origins"] if o["vertices"] != 11]
+    leaf.release(job)
+    _check_recount(tree)

@@ -2078,16 +2078,17 @@ class Traverser:
         self.postorder += 1
         return rc
 
-    def _rem_plan(self, u: int, jobid: int) -> int | None:
+    def _rem_plan(self, u: int, jobid: int) -> tuple[int, int, int] | None:
+        """Drop ``jobid``'s own span on ``u``; return it as (amount, start, end), or None."""
         for table in (self.allocs, self.resvs):
             d = table[u]
             if d is not None and jobid in d:
                 sid = _drop(table, u, jobid)
                 sp = self.vspans[u]
-                amount = None
                 if sp is not None and sid in sp:
-                    amount = _drop(self.vspans, u, sid)[2]
-                return amount
+                    start, end, amount = _drop(self.vspans, u, sid)
+                    return amount, start, end
+                return None
         return None
 
     def _mod_exv(self, jobid: int) -> int:
@@ -2283,7 +2284,8 @@ class Traverser:
         g = self.g
         dom = self.dom
         # accumulate reductions along each group root's ancestor chain
-        reductions: dict[int, dict[str, int]] = {}
+        #: ancestor -> (type, start, end) -> units released below it in that window
+        reductions: dict[int, dict[tuple[str, int, int], int]] = {}
         depth: dict[int, int] = {}
         for root, vids in groups:
             if root is None:
@@ -2298,12 +2300,13 @@ class Traverser:
             partial = self._keeps_below(jobid, root, vset)
             purge = [v for v in vids if v not in partial]
             pset = set(purge)
-            by_top: dict[int, dict[str, int]] = {}
+            by_top: dict[int, dict[tuple[str, int, int], int]] = {}
             top_of: dict[int, int] = {}
             for v in purge:
-                amount = self._purge_vertex(v, jobid)
-                if amount is None:
+                got = self._purge_vertex(v, jobid)
+                if got is None:
                     continue
+                amount, start, end = got
                 path = [v]
                 top = v
                 while True:
@@ -2319,8 +2322,8 @@ class Traverser:
                 for x in path:
                     top_of[x] = top
                 counts = by_top.setdefault(top, {})
-                t = g.v_type[v]
-                counts[t] = counts.get(t, 0) + amount
+                k = (g.v_type[v], start, end)
+                counts[k] = counts.get(k, 0) + amount
             for top, counts in by_top.items():
                 chain = g.ancestors(top, dom)
                 for i, a in enumerate(chain):
@@ -2330,12 +2333,12 @@ class Traverser:
                         red[t] = red.get(t, 0) + c
         for u in sorted(reductions, key=lambda a: -depth[a]):
             released_own = self._reduce_ancestor(u, jobid, reductions[u])
-            if released_own:
-                t = g.v_type[u]
+            if released_own is not None:
+                k = (g.v_type[u], released_own[1], released_own[2])
                 for a in g.ancestors(u, dom):
                     red = reductions.get(a)
                     if red is not None:
-                        red[t] = red.get(t, 0) + released_own
+                        red[k] = red.get(k, 0) + released_own[0]
         root = g.roots[dom]
         tg = self.tags[root]
         if tg is not None and jobid in tg:
@@ -2357,8 +2360,8 @@ class Traverser:
             self._purge_vertex(v, jobid)
         return True
 
-    def _purge_vertex(self, u: int, jobid: int) -> int | None:
-        """Remove every piece of ``jobid``'s state on ``u``; return the amount of its own span."""
+    def _purge_vertex(self, u: int, jobid: int) -> tuple[int, int, int] | None:
+        """Remove every piece of ``jobid``'s state on ``u``; return its own span as (amount, start, end)."""
         for col in (self.tags, self.xspans):
             d = col[u]
             if d is not None and jobid in d:
@@ -2397,8 +2400,14 @@ class Traverser:
             keeps[v] = k
         return {v for v in released if keeps.get(v)}
 
-    def _reduce_ancestor(self, u: int, jobid: int, red: dict[str, int]) -> int:
-        """Shrink ``jobid``'s aggregate span on ancestor ``u``; return the size of ``u`` it released.
+    def _reduce_ancestor(
+        self, u: int, jobid: int, red: dict[tuple[str, int, int], int]
+    ) -> tuple[int, int, int] | None:
+        """Shrink ``jobid``'s aggregate spans on ancestor ``u`` by ``red`` ((type, start, end) -> units).
+
+        Each reduction goes to the span of the same window (a job grown over
+        another window has one span per window); returns what ``u`` released
+        of its own span as (amount, start, end), or None.
 
         An ancestor whose aggregate span drains completely holds nothing of
         the job any more and is purged; one that still holds resources below
@@ -2410,7 +2419,7 @@ class Traverser:
         d2 = j2s[u] if j2s is not None else None
         tg = self.tags[u]
         if tg is None or jobid not in tg or d2 is None or jobid not in d2:
-            return 0
+            return None
         p = self.subplan[dom][u]
         drained = False
         if p is not None:
@@ -2418,13 +2427,29 @@ class Traverser:
             # windows (a grow over another window), newest first
             key = (dom, u, jobid)
             extra = self._extra_spans.get(key, [])
+            spans = [d2[jobid], *reversed(extra)]
+            types = p.resource_types
             left = dict(red)
-            for span in [d2[jobid], *reversed(extra)]:
-                planned = {t: p.span_planned_at(span, i) for i, t in enumerate(p.resource_types)}
-                cut = {t: min(c, planned[t]) for t, c in left.items() if t in planned}
-                gone = p.reduce_span(span, cut)
-                for t, c in cut.items():
-                    left[t] -= c
+            cuts: dict[int, dict[str, int]] = {sp: {} for sp in spans}
+            # first what was released in each span's own window, then anything left, newest first
+            for exact in (True, False):
+                for span in spans:
+                    at, dur = p.span_window(span)
+                    for i, t in enumerate(types):
+                        room = p.span_planned_at(span, i) - cuts[span].get(t, 0)
+                        if room <= 0:
+                            continue
+                        for k, c in left.items():
+                            if c <= 0 or k[0] != t or (exact and (k[1], k[2]) != (at, at + dur)):
+                                continue
+                            take = min(c, room)
+                            cuts[span][t] = cuts[span].get(t, 0) + take
+                            left[k] = c - take
+                            room -= take
+                            if room == 0:
+                                break
+            for span in spans:
+                gone = p.reduce_span(span, cuts[span])
                 if span == d2[jobid]:
                     drained = gone
                 elif gone:
@@ -2440,7 +2465,7 @@ class Traverser:
                 del d2[jobid]
                 if not d2:
                     j2s[u] = None  # type: ignore[index]
-        own = 0
+        own = None
         for table in (self.allocs, self.resvs):
             d = table[u]
             if d is not None and jobid in d:
@@ -2449,7 +2474,7 @@ class Traverser:
                 if sp is not None and sid in sp and sp[sid][2] != 0:
                     start, end, _amount = sp[sid]
                     _own(self.vspans, u)[sid] = (start, end, 0)
-                    own = self.g.v_size[u]
+                    own = (self.g.v_size[u], start, end)
         if drained:
             self._purge_vertex(u, jobid)
         return own

@@ -9,9 +9,24 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from fluxlite import UnknownJobError
-from tests.fluxlite.helpers import CORE, NODE, SOCKET, TWO_NODES, recount_errors, small_engine, snapshot
+from fluxlite.errors import FluxliteError
+from tests.fluxlite.helpers import (
+    CORE,
+    NODE,
+    SOCKET,
+    TWO_NODES,
+    jobspec,
+    recount_errors,
+    small_engine,
+    snapshot,
+)
 
 REQUESTS = [CORE, SOCKET, NODE, TWO_NODES]
+#: a core for longer than the others: a grow with it adds resources over another window
+CORE_LONG = jobspec(
+    "  - type: slot\n    count: 1\n    label: default\n    with:\n      - type: core\n        count: 1\n",
+    duration=7200,
+)
 TIMES = [0, 1, 1799, 3599, 3600, 7199, 7200, 10800, 14400]
 
 
@@ -54,6 +69,30 @@ class EngineMachine(RuleBasedStateMachine):
             self.eng.partial_cancel(jobid, r, "rv1exec")
         except Exception:
             assert snapshot(self.eng) == before, "a failed partial cancel changed the state"
+
+    @precondition(lambda self: any(s == "allocated" for s in self.eng.jobs.values()))
+    @rule(data=st.data(), req=st.sampled_from([CORE, SOCKET, NODE, CORE_LONG]))
+    def grow(self, data: st.DataObject, req: object) -> None:
+        jobid = data.draw(st.sampled_from(sorted(j for j, s in self.eng.jobs.items() if s == "allocated")))
+        before = snapshot(self.eng)
+        try:
+            self.eng.grow(jobid, req)
+        except FluxliteError:
+            assert snapshot(self.eng) == before, "a failed grow changed the state"
+
+    @precondition(lambda self: any(s == "allocated" for s in self.eng.jobs.values()))
+    @rule(data=st.data())
+    def shrink(self, data: st.DataObject) -> None:
+        jobid = data.draw(st.sampled_from(sorted(j for j, s in self.eng.jobs.items() if s == "allocated")))
+        paths = sorted(p for p, _units, excl in self.eng.job_items(jobid) if excl)
+        path = data.draw(st.sampled_from(paths))
+        before = snapshot(self.eng)
+        try:
+            gone = self.eng.shrink(jobid, paths=[path])
+        except FluxliteError:
+            assert snapshot(self.eng) == before, "a failed shrink changed the state"
+        else:
+            assert gone == (jobid not in self.eng.jobs)
 
     @rule(data=st.data(), up=st.booleans())
     def set_status(self, data: st.DataObject, up: bool) -> None:

@@ -490,7 +490,17 @@ class Engine:
                 raise CommandError(f"could not find path {path} in resource graph")
             picked.append(v)
         if jgf is not None:
-            picked.extend(locate_vertices(g, read_vertices(jgf)))
+            listed = locate_vertices(g, read_vertices(jgf))
+            lset = set(listed)
+            # a match's JGF also lists the ancestors the job shares (the cluster, a
+            # node it holds only a socket of): those are not released themselves
+            below = {a for v in listed for a in g.ancestors(v, dom) if a in lset}
+            own = tr.allocs
+            picked.extend(
+                v
+                for v in listed
+                if v not in below or (own[v] is not None and jobid in own[v] and v != g.roots.get(dom))
+            )
         if not picked:
             raise InputError("nothing to release")
         pset = set(picked)

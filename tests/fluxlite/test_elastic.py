@@ -307,3 +307,15 @@ def test_shrink_of_resources_added_over_another_window() -> None:
     assert recount_errors(eng, TIMES) == []
     eng.remove_subgraph(path=node)
     assert observable(eng, TIMES) == before
+
+
+def test_shrink_by_the_jgf_of_a_grow_on_a_node_the_job_already_uses() -> None:
+    """The grow's JGF lists the shared cluster and node; only the grown socket is released."""
+    eng = _engine(nodes=1)
+    job = eng.allocate(SOCKET).jobid  # socket0 of node0
+    held = _held(eng, job)
+    grown = eng.grow(job, SOCKET, fmt="jgf")  # socket1 of the same node
+    assert '"/cluster0/node0"' in grown.text and '"/cluster0"' in grown.text
+    assert eng.shrink(job, jgf=grown.text) is False
+    assert _held(eng, job) == held
+    assert recount_errors(eng, TIMES) == []

@@ -266,6 +266,8 @@ class Traverser:
         self._kids_version = -1
         self._child_types: dict[int, frozenset[str]] = {}
         self._leaf_kids: dict[int, str | None] = {}
+        #: (wide vertex, job) -> children the job was given (None: unknown, scan them all)
+        self._wide_kids: dict[tuple[int, int], list[int] | None] = {}
         self._t0 = graph_start
         #: edges marked with the current token (for wide vertices, whose out-edges are too many to scan)
         self._marked: list[int] = []
@@ -1795,6 +1797,18 @@ class Traverser:
                     if edges and not hide:
                         writer.emit_edg(levels[level], g, e)
                     n_plans += sub
+            if ss == dom and len(col[u]) > 64:
+                # remember which children of a wide vertex the job reached, so
+                # that its cancel does not scan them all (None: all of them)
+                key = (u, meta.jobid)
+                if mod:
+                    self._wide_kids[key] = None
+                else:
+                    have = self._wide_kids.get(key, [])
+                    if have is not None:
+                        jobid = meta.jobid
+                        have.extend(dst[e] for e in out if tags[dst[e]] is not None and jobid in tags[dst[e]])
+                        self._wide_kids[key] = have
         return self._upd_sched(u, writer, dom, needs, excl, n_plans, meta, full, acc, to_parent, excl_parent)
 
     def _replay(self, marks: list[tuple[int, int, bool]]) -> None:
@@ -2073,7 +2087,13 @@ class Traverser:
         for ss in self.subsystems:
             if ss != dom:
                 continue
-            for e in g.out[ss][u]:
+            out = g.out[ss][u]
+            kids = self._wide_kids.pop((u, jobid), None) if len(out) > 64 else None
+            if kids is not None:
+                for v in dict.fromkeys(kids):
+                    rc += self._mod_dfv(v, jobid)
+                continue
+            for e in out:
                 rc += self._mod_dfv(g.e_dst[e], jobid)
         self.postorder += 1
         return rc

@@ -319,3 +319,19 @@ def test_shrink_by_the_jgf_of_a_grow_on_a_node_the_job_already_uses() -> None:
     assert eng.shrink(job, jgf=grown.text) is False
     assert _held(eng, job) == held
     assert recount_errors(eng, TIMES) == []
+
+
+def test_cancel_visits_only_the_jobs_part_of_a_wide_vertex() -> None:
+    """Cancelling a one-node job under a 200-node cluster visits that node's subtree, not every node."""
+    eng = Engine(generate_graph(nodes=200, sockets=2, cores=4), policy="first")
+    jobs = [eng.allocate(NODE).jobid for _ in range(5)]
+    grown = eng.grow(jobs[2], NODE)
+    assert grown.ok
+    before = observable(eng, TIMES)
+    eng.cancel(jobs[2])
+    assert eng.traverser.total_preorder <= 1 + 2 * (1 + 2 + 8)
+    assert recount_errors(eng, TIMES) == []
+    # the other jobs are intact, and the freed nodes are usable again
+    assert before[0].keys() - {jobs[2]} == observable(eng, TIMES)[0].keys()
+    assert eng.allocate(NODE).ok and eng.allocate(NODE).ok
+    assert recount_errors(eng, TIMES) == []

@@ -179,6 +179,8 @@ def _worker(cfg: dict[str, Any]) -> int:
             t = time.perf_counter()
             eng = Engine(graph, policy=policy, prune_filters=cfg["prune"])
             init_s = time.perf_counter() - t
+            gc.collect()
+            gc.freeze()  # what a long-running scheduler does after start-up
             times: list[float] = []
             start = time.perf_counter()
             stopped = False
@@ -214,6 +216,7 @@ def _worker(cfg: dict[str, Any]) -> int:
                 cancel_ms.append((time.perf_counter() - t) * 1000.0)
             graph.remove_observer(eng.traverser)
             del eng
+            gc.unfreeze()
             _emit(
                 {
                     "kind": "match",
@@ -292,6 +295,27 @@ def _run_worker(cfg: dict[str, Any], progress: Any) -> list[dict[str, Any]]:
         last = err.strip().splitlines()[-1] if err.strip() else f"exit status {rc}"
         raise RuntimeError(f"benchmark worker for {cfg['graph']} failed: {last}")
     return rows
+
+
+def _combine(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Rows of repeated runs as one: medians of the per-run figures, the largest max."""
+    if len(runs) == 1:
+        return runs[0]
+    out = []
+    for rows in zip(*runs):
+        row = dict(rows[0])
+        for key in list(row):
+            vals = [
+                r[key]
+                for r in rows
+                if isinstance(r.get(key), int | float) and not isinstance(r.get(key), bool)
+            ]
+            if not vals or key in ("matches",):
+                continue
+            row[key] = max(vals) if key.startswith("max") or key == "rss_mb" else statistics.median(vals)
+        row["runs"] = len(rows)
+        out.append(row)
+    return out
 
 
 def _fmt(x: float | None, width: int = 8, digits: int = 3) -> str:
@@ -385,11 +409,19 @@ def main_match(argv: Sequence[str]) -> int:
     p.add_argument(
         "--budget", type=float, default=60.0, help="seconds per (graph, policy, request) before stopping (60)"
     )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run each graph this many times (fresh processes) and report the median of the medians",
+    )
     p.add_argument("--bench-dir", help="benchmark inputs (graphs/, jobspecs/, README.md)")
     p.add_argument("--csv", type=Path, help="write every row as CSV here")
     p.add_argument("--json", type=Path, help="write every row as JSON lines here")
     p.add_argument("--plot", type=Path, help="bar chart (PNG) of median ms vs Fluxion's")
     a = p.parse_args(argv)
+    if a.repeat < 1:
+        p.error("--repeat must be at least 1")
     graphs = [x for x in a.graphs.split(",") if x]
     reqs = [x for x in a.requests.split(",") if x]
     bad = [x for x in graphs if x not in BENCH_GRAPHS] + [x for x in reqs if x not in BENCH_REQUESTS]
@@ -440,11 +472,20 @@ def main_match(argv: Sequence[str]) -> int:
                         header[0] = True
                     _print_match(row, fluxion, out)
 
-            try:
-                rows.extend(_run_worker(cfg, progress))
-            except RuntimeError as exc:
-                sys.stderr.write(f"fluxlite bench match: {exc}\n")
-                return 1
+            runs: list[list[dict[str, Any]]] = []
+            for k in range(a.repeat):
+                if a.repeat > 1:
+                    sys.stderr.write(f"fluxlite bench match: {gname}, run {k + 1} of {a.repeat}...\n")
+                try:
+                    runs.append(_run_worker(cfg, progress if a.repeat == 1 else lambda _row: None))
+                except RuntimeError as exc:
+                    sys.stderr.write(f"fluxlite bench match: {exc}\n")
+                    return 1
+            combined = _combine(runs)
+            if a.repeat > 1:
+                for row in combined:
+                    progress(row)
+            rows.extend(combined)
             out.write("\n")
     matches = [r for r in rows if r["kind"] == "match"]
     ratios = [

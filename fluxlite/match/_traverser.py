@@ -1343,11 +1343,7 @@ class Traverser:
         col = g.out[ss] if leaf_ok else None
         if leaf_ok:
             by_type = {r.type: r for r in resources}
-            status = meta.alloc_type != AT_SATISFIABILITY
-            alloc_check = meta.alloc_type == AT_ALLOC
-            at, dur = meta.at, meta.duration
-            vstat, vsize, vid = g.v_status, g.v_size, g.v_id
-            vspans, allocs, xspans = self.vspans, self.allocs, self.xspans
+            vid = g.v_id
             base = MATCH_MET + 1 + (0 if self._locality else self.multilevel)
             if len(resources) == 1:
                 r = resources[0]
@@ -1394,18 +1390,9 @@ class Traverser:
                 if excl and r.exclusive is _TRISTATE_FALSE:
                     self._by_excl(meta, tgt, x, r)
                     continue
-                if status and vstat[tgt] != UP:
-                    continue
-                sp = vspans[tgt]
-                count = vsize[tgt] if sp is None else avail_during(sp, vsize[tgt], at, dur)
+                count = self._leaf_units(meta, tgt, x)
                 if count == 0:
                     continue
-                if x:
-                    if alloc_check and allocs[tgt]:
-                        continue
-                    xs = xspans[tgt]
-                    if xs is not None and overlaps(xs, at, dur):
-                        continue
                 self.postorder += 1
                 dfu.add(t, (base + vid[tgt], count, x, False, ((count, count, x, e),)))
             else:
@@ -1463,6 +1450,24 @@ class Traverser:
             return -1
         got = self._eval_leaves(meta, (e for _w, _uq, e in keys), r, excl, ev, req - ev.total_count)
         return 0 if got else -1
+
+    def _leaf_units(self, meta: JobMeta, v: int, x: bool) -> int:
+        """Units of leaf ``v`` usable by the request over the window (0: none).
+
+        The same test as :meth:`_eval_leaves`' loop, which keeps it inline for speed.
+        """
+        g = self.g
+        if meta.alloc_type != AT_SATISFIABILITY and g.v_status[v] != UP:
+            return 0
+        sp = self.vspans[v]
+        count = g.v_size[v] if sp is None else avail_during(sp, g.v_size[v], meta.at, meta.duration)
+        if count and x:
+            if meta.alloc_type == AT_ALLOC and self.allocs[v]:
+                return 0
+            xs = self.xspans[v]
+            if xs is not None and overlaps(xs, meta.at, meta.duration):
+                return 0
+        return count
 
     def _eval_leaves(self, meta: JobMeta, eids: Iterable[int], r: Any, excl: bool, ev: Any, want: int) -> int:
         """dom_dfv of leaf children (of ``r``'s type, in ``eids`` order) without the calls.

@@ -72,6 +72,7 @@ from typing import Any
 import orjson
 
 from fluxlite.api import Engine
+from fluxlite.check import recount_errors
 from fluxlite.errors import (
     BusyError,
     FluxliteError,
@@ -85,7 +86,6 @@ from fluxlite.jobspec import Jobspec, parse_jobspec
 from fluxlite.readers import load_graph, read_vertices
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, NotAuthorizedError
 from hierarchy._jgfsub import jgf_counts, subgraph_jgf
-from hierarchy._recount import recount_errors
 from hierarchy._release import release_exact, vertices_held
 from hierarchy._state import STATE_FORMAT, STATE_VERSION, read_state, write_atomic
 from hierarchy.base import LevelTiming, MatchOutcome, Parent, ReleaseOutcome, ShrinkOutcome
@@ -738,7 +738,7 @@ class Instance:
             self._preflight(vids, deadline)
             undo = self._items_of(jobid, vids) if self.parent is not None else []
             ta = _now()
-            gone = release_exact(self.engine, jobid, vids, at=job.at, duration=job.duration)
+            gone = release_exact(self.engine, jobid, vids)
             if gone:
                 self.jobs.pop(jobid, None)
             release_s = _now() - ta

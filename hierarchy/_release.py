@@ -22,15 +22,11 @@ def vertices_held(eng: Engine, jobid: int, vids: Iterable[int]) -> set[int]:
     return set(eng.holders(vids).get(jobid, ()))
 
 
-def release_exact(
-    eng: Engine, jobid: int, vids: Iterable[int], *, at: int = 0, duration: int | None = None
-) -> bool:
+def release_exact(eng: Engine, jobid: int, vids: Iterable[int]) -> bool:
     """Release ``vids`` (subtrees held by ``jobid``); True if the job is gone.
 
     The caller checked ownership.  Raises what the engine raises
     (StateError, UnknownJobError, CommandError); then nothing changed.
-    ``at`` and ``duration`` are accepted for compatibility and unused: the
-    job keeps its window.
     """
     g = eng.graph
     dom = eng.dom

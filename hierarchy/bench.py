@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import resource
 import statistics
 import subprocess
@@ -60,10 +59,9 @@ FILLER = {"L1": "T5", "L2": "T6", "L3": "T7", "L4": "T7"}
 
 
 def _default_bench_dir() -> Path:
-    env = os.environ.get("FLUXLITE_BENCH_DIR")
-    if env:
-        return Path(env)
-    return (Path(__file__).resolve().parents[1] / ".." / "shared" / "bench").resolve()
+    from fluxlite.cli.bench import find_bench_dir
+
+    return find_bench_dir() or (Path(__file__).resolve().parents[1] / ".." / "shared" / "bench").resolve()
 
 
 def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float]:
@@ -250,7 +248,7 @@ def _single_worker(mode: str, bench: Path, reps: int) -> dict[str, Any]:
 
         def reset() -> None:
             g = eng.graph
-            release_exact(eng, job, g.subtree(g.vertex_by_path(state["sock"])), duration=3600)
+            release_exact(eng, job, g.subtree(g.vertex_by_path(state["sock"])))
 
     elif mode == "attach":
         # the socket a parent would send, and a child whose graph is the node's other socket, all allocated
@@ -268,7 +266,7 @@ def _single_worker(mode: str, bench: Path, reps: int) -> dict[str, Any]:
             return sub
 
         def reset() -> None:
-            release_exact(child, cjob, state["new"], duration=3600)
+            release_exact(child, cjob, state["new"])
             child.remove_subgraph(path=sock)
 
     else:

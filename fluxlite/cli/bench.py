@@ -45,7 +45,17 @@ BENCH_GRAPHS = {"L0": 128, "N1024": 1024, "N8192": 8192, "N16384": 16384}
 #: request name -> nodes (0: one socket of 16 cores)
 BENCH_REQUESTS = {"T1": 64, "T2": 32, "T3": 16, "T4": 8, "T5": 4, "T6": 2, "T7": 1, "T8": 0}
 
-_NODE_REQUEST = """version: 1
+_REQUEST_TAIL = """attributes:
+  system:
+    duration: 3600
+tasks:
+  - command: [ "app" ]
+    slot: default
+    count:
+      per_slot: 1
+"""
+_NODE_REQUEST = (
+    """version: 1
 resources:
   - type: node
     count: {n}
@@ -59,16 +69,11 @@ resources:
             with:
               - type: core
                 count: 16
-attributes:
-  system:
-    duration: 3600
-tasks:
-  - command: [ "app" ]
-    slot: default
-    count:
-      per_slot: 1
 """
-_SOCKET_REQUEST = """version: 1
+    + _REQUEST_TAIL
+)
+_SOCKET_REQUEST = (
+    """version: 1
 resources:
   - type: slot
     count: 1
@@ -79,15 +84,9 @@ resources:
         with:
           - type: core
             count: 16
-attributes:
-  system:
-    duration: 3600
-tasks:
-  - command: [ "app" ]
-    slot: default
-    count:
-      per_slot: 1
 """
+    + _REQUEST_TAIL
+)
 
 
 def find_bench_dir(given: str | os.PathLike[str] | None = None) -> Path | None:

@@ -45,10 +45,7 @@ def cmd_partial_cancel(ctx: q.QueryContext, args: list[str]) -> int:
             ctx.err.write(f"ERROR: error encountered while removing job {jobid}\n")
         else:
             if full:
-                ctx.allocations.pop(jobid, None)
-                info = ctx.jobs.get(jobid)
-                if info is not None:
-                    info.state = "CANCELED"
+                q.job_ended(ctx, jobid)
     elif jobid in ctx.reservations:
         ctx.err.write("ERROR: reservations not currently supported by partial cancel\n")
         return 0
@@ -56,11 +53,7 @@ def cmd_partial_cancel(ctx: q.QueryContext, args: list[str]) -> int:
         ctx.err.write(f"ERROR: nonexistent job {jobid}\n")
         return 0
     if len(args) == 5 and args[4] == "stats":
-        out = ctx.out
-        out.write("INFO: =============================\n")
-        out.write(f'INFO: PARTIAL CANCEL PREORDER COUNT="{ctx.engine.preorder_count}"\n')
-        out.write(f'INFO: PARTIAL CANCEL POSTORDER COUNT="{ctx.engine.postorder_count}"\n')
-        out.write("INFO: =============================\n")
+        q.print_visit_counts(ctx, "PARTIAL CANCEL")
     return 0
 
 
@@ -215,10 +208,7 @@ def cmd_shrink(ctx: q.QueryContext, args: list[str]) -> int:
     out.write(f"INFO: RESOURCES={'CANCELED' if gone else 'SHRUNK'}\n")
     out.write("INFO: =============================\n")
     if gone:
-        ctx.allocations.pop(jobid, None)
-        info = ctx.jobs.get(jobid)
-        if info is not None:
-            info.state = "CANCELED"
+        q.job_ended(ctx, jobid)
     return 0
 
 

@@ -214,21 +214,31 @@ def cmd_cancel(ctx: QueryContext, args: list[str]) -> int:
         except FluxliteError as exc:
             ctx.err.write(f"cancel: ERROR: error encountered while removing job {jobid}: {exc}\n")
             return 0
-        ctx.allocations.pop(jobid, None)
-        ctx.reservations.pop(jobid, None)
-        info = ctx.jobs.get(jobid)
-        if info is not None:
-            info.state = "CANCELED"
+        job_ended(ctx, jobid)
     else:
         ctx.err.write(f"cancel: ERROR: nonexistent job {jobid}\n")
         return 0
     if len(args) == 3 and args[2] == "stats":
-        out = ctx.out
-        out.write("INFO: =============================\n")
-        out.write(f'INFO: CANCEL PREORDER COUNT="{ctx.engine.preorder_count}"\n')
-        out.write(f'INFO: CANCEL POSTORDER COUNT="{ctx.engine.postorder_count}"\n')
-        out.write("INFO: =============================\n")
+        print_visit_counts(ctx, "CANCEL")
     return 0
+
+
+def job_ended(ctx: QueryContext, jobid: int) -> None:
+    """Forget a job that holds nothing any more; ``info`` then shows it as CANCELED."""
+    ctx.allocations.pop(jobid, None)
+    ctx.reservations.pop(jobid, None)
+    info = ctx.jobs.get(jobid)
+    if info is not None:
+        info.state = "CANCELED"
+
+
+def print_visit_counts(ctx: QueryContext, what: str) -> None:
+    """The ``stats`` block of cancel / partial-cancel: the last operation's visit counts."""
+    out = ctx.out
+    out.write("INFO: =============================\n")
+    out.write(f'INFO: {what} PREORDER COUNT="{ctx.engine.preorder_count}"\n')
+    out.write(f'INFO: {what} POSTORDER COUNT="{ctx.engine.postorder_count}"\n')
+    out.write("INFO: =============================\n")
 
 
 def _parse_jobid(ctx: QueryContext, s: str) -> int | None:

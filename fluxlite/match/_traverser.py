@@ -745,50 +745,6 @@ class Traverser:
         t = self.g.v_type[u]
         return any(r.type == t for r in resources)
 
-    def _leaf_dfv(
-        self, meta: JobMeta, v: int, resources: Sequence[Any], excl: bool
-    ) -> tuple[int, bool, int, int]:
-        """dom_dfv of a leaf vertex, inlined: (rc, exclusive, score, avail).
-
-        Only for leaves whose type is requested by exactly one resource with no
-        children and no score factor; everything else takes the general path.
-        """
-        g = self.g
-        t = g.v_type[v]
-        match_r = None
-        x_in = excl
-        for r in resources:
-            if r.type == t:
-                match_r = r
-                if r.exclusive is _TRISTATE_TRUE:
-                    x_in = True
-        self.preorder += 1
-        if match_r is None:
-            return -1, excl, 0, 0
-        if meta.alloc_type != AT_SATISFIABILITY and g.v_status[v] != UP:
-            return -1, excl, 0, 0
-        sp = self.vspans[v]
-        avail = g.v_size[v] if sp is None else avail_during(sp, g.v_size[v], meta.at, meta.duration)
-        if avail == 0:
-            return -1, excl, 0, 0
-        if x_in or match_r.exclusive is _TRISTATE_TRUE:
-            if match_r.exclusive is _TRISTATE_FALSE and x_in:
-                self._by_excl(meta, v, x_in, match_r)
-                return -1, excl, 0, 0
-            if meta.alloc_type == AT_ALLOC and self.allocs[v]:
-                return -1, excl, 0, 0
-            xs = self.xspans[v]
-            if xs is not None and overlaps(xs, meta.at, meta.duration):
-                return -1, excl, 0, 0
-        if match_r.with_:
-            return -1, x_in, 0, 0
-        if self._locality:
-            score = MATCH_MET + g.v_id[v] + 1
-        else:
-            score = MATCH_MET + self.multilevel + g.v_id[v] + 1
-        self.postorder += 1
-        return 0, x_in, score, avail
-
     def _dom_exp(
         self, meta: JobMeta, u: int, resources: Sequence[Any], pristine: bool, excl: bool, dfu: Dfu, mode: int
     ) -> int:
@@ -1862,32 +1818,22 @@ class Traverser:
         acc: dict[str, int],
         prefix: str | None,
     ) -> None:
-        """Record an exclusive allocation of leaf ``v`` (upd_plan + upd_meta + emit, no children).
+        """Record an exclusive allocation of leaf ``v`` that already holds state (of another job or window).
 
-        A leaf that held nothing gets dicts shared with the other leaves of
-        this allocation (no allocation per leaf); they are copied on change.
+        Leaves that held nothing are recorded inline in :meth:`_upd_dfv` with
+        dicts shared by the whole allocation; here the leaf's own dicts are
+        copied on change.
         """
         jobid = meta.jobid
-        record = full and meta.alloc_type != AT_SATISFIABILITY
         table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
-        if self.tags[v] is None and self.xspans[v] is None and self.vspans[v] is None and table[v] is None:
-            shared = self._leaf_shared.get(needs)
-            if shared is None:
-                shared = self._new_leaf_shared(needs, meta)
-            if record:
-                self.vspans[v] = shared[0]
-                table[v] = shared[1]
-            self.tags[v] = shared[2]
-            self.xspans[v] = shared[3]
-        else:
-            at, end = meta.at, meta.at + meta.duration
-            if record:
-                self._span_seq += 1
-                sid = self._span_seq
-                _own(self.vspans, v)[sid] = (at, end, needs)
-                _own(table, v)[jobid] = sid
-            _own(self.tags, v)[jobid] = jobid
-            _own(self.xspans, v)[jobid] = (at, end)
+        at, end = meta.at, meta.at + meta.duration
+        if full and meta.alloc_type != AT_SATISFIABILITY:
+            self._span_seq += 1
+            sid = self._span_seq
+            _own(self.vspans, v)[sid] = (at, end, needs)
+            _own(table, v)[jobid] = sid
+        _own(self.tags, v)[jobid] = jobid
+        _own(self.xspans, v)[jobid] = (at, end)
         g = self.g
         t = g.v_type[v]
         if t in self.prune.total:
@@ -2073,20 +2019,9 @@ class Traverser:
             self.err_msg += "rem_exclusive_filter: jobid isn't found in x_spans table.\n "
             return -1
         _drop(self.xspans, u, jobid)
-        dom = self.dom
-        j2s = self.job2span.get(dom)
-        d2 = j2s[u] if j2s is not None else None
-        if d2 is not None and jobid in d2:
-            p = self.subplan[dom][u]
-            if p is not None:
-                p.rem_span(d2[jobid])
-                for sid in self._extra_spans.pop((dom, u, jobid), ()):
-                    p.rem_span(sid)
-                self._agg_touched(dom, u)
-            del d2[jobid]
-            if not d2:
-                j2s[u] = None  # type: ignore[index]
+        self._drop_job_aggregate(u, jobid)
         self._rem_plan(u, jobid)
+        dom = self.dom
         rc = 0
         g = self.g
         for ss in self.subsystems:
@@ -2391,20 +2326,25 @@ class Traverser:
             d = col[u]
             if d is not None and jobid in d:
                 _drop(col, u, jobid)
+        self._drop_job_aggregate(u, jobid)
+        return self._rem_plan(u, jobid)
+
+    def _drop_job_aggregate(self, u: int, jobid: int) -> None:
+        """Remove ``jobid``'s spans (of every window) from ``u``'s subtree aggregate."""
         dom = self.dom
         j2s = self.job2span.get(dom)
         d2 = j2s[u] if j2s is not None else None
-        if d2 is not None and jobid in d2:
-            p = self.subplan[dom][u]
-            if p is not None:
-                p.rem_span(d2[jobid])
-                for sid in self._extra_spans.pop((dom, u, jobid), ()):
-                    p.rem_span(sid)
-                self._agg_touched(dom, u)
-            del d2[jobid]
-            if not d2:
-                j2s[u] = None  # type: ignore[index]
-        return self._rem_plan(u, jobid)
+        if d2 is None or jobid not in d2:
+            return
+        p = self.subplan[dom][u]
+        if p is not None:
+            p.rem_span(d2[jobid])
+            for sid in self._extra_spans.pop((dom, u, jobid), ()):
+                p.rem_span(sid)
+            self._agg_touched(dom, u)
+        del d2[jobid]
+        if not d2:
+            j2s[u] = None  # type: ignore[index]
 
     def _keeps_below(self, jobid: int, root: int, released: set[int]) -> set[int]:
         """Listed vertices of ``root``'s subtree with a vertex of the job below them that is not listed.

@@ -121,7 +121,7 @@ def test_pending_grow_is_resumed_with_the_same_upstream_id(tmp_path: Path) -> No
 
 def test_release_exact_any_granularity() -> None:
     """Releasing one socket of a node held whole keeps the other socket and exact aggregates."""
-    from hierarchy._recount import recount_errors
+    from fluxlite.check import recount_errors
 
     eng = Engine(generate_graph(nodes=2, sockets=2, cores=CORES), policy="first")
     from fluxlite.jobspec import parse_jobspec
@@ -130,12 +130,12 @@ def test_release_exact_any_granularity() -> None:
     node = next(p for p in _node_paths(job.text.encode()) if p.count("/") == 2)
     g = eng.graph
     s0 = g.vertex_by_path(node + "/socket0")
-    assert not release_exact(eng, job.jobid, g.subtree(s0), duration=3600)
+    assert not release_exact(eng, job.jobid, g.subtree(s0))
     assert recount_errors(eng) == []
     held = eng.holders(g.subtree(g.vertex_by_path(node))).get(job.jobid, [])
     assert g.vertex_by_path(node + "/socket1") in held and s0 not in held
     s1 = g.vertex_by_path(node + "/socket1")
-    assert release_exact(eng, job.jobid, g.subtree(s1), duration=3600)
+    assert release_exact(eng, job.jobid, g.subtree(s1))
     assert recount_errors(eng) == [] and job.jobid not in eng.jobs
 
 

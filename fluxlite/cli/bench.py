@@ -517,26 +517,34 @@ def main_match(argv: Sequence[str]) -> int:
     return 0
 
 
+#: benchmark name -> (module with a ``main(argv)``, one-line description).  Modules
+#: outside ``fluxlite`` are imported only when their benchmark runs, so the engine
+#: never imports gRPC, boto3 or kubernetes.
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    "match": ("fluxlite.cli.bench", "matcher speed on the benchmark graphs (T1..T8 until full)"),
+    "hierarchy": ("hierarchy.bench", "nested MatchGrow across five instance processes"),
+}
+
+
 def main_bench(argv: Sequence[str]) -> int:
+    import importlib
+
     args = list(argv)
-    usage = (
-        "usage: fluxlite bench {match,hierarchy} [options]\n\n"
-        "  match      matcher speed on the benchmark graphs (T1..T8 until full)\n"
-        "  hierarchy  nested MatchGrow across five instance processes\n\n"
-        "Run 'fluxlite bench <name> --help' for the options.\n"
-    )
+    lines = ["usage: fluxlite bench {" + ",".join(BENCHMARKS) + "} [options]", ""]
+    lines += [f"  {name:<10} {desc}" for name, (_mod, desc) in BENCHMARKS.items()]
+    usage = "\n".join(lines) + "\n\nRun 'fluxlite bench <name> --help' for the options.\n"
     if not args or args[0] in ("-h", "--help"):
         sys.stdout.write(usage)
         return 0
     name, rest = args[0], args[1:]
     if name == "match":
         return main_match(rest)
-    if name == "hierarchy":
-        from hierarchy.bench import main as main_hierarchy
-
-        return int(main_hierarchy(rest) or 0)
-    sys.stderr.write(f"fluxlite bench: unknown benchmark {name!r}\n{usage}")
-    return 2
+    entry = BENCHMARKS.get(name)
+    if entry is None:
+        sys.stderr.write(f"fluxlite bench: unknown benchmark {name!r}\n{usage}")
+        return 2
+    mod = importlib.import_module(entry[0])
+    return int(mod.main(rest) or 0)
 
 
 main = main_bench

@@ -1,0 +1,97 @@
+"""The one event kernel of every simulator: a SimPy environment with a few conveniences.
+
+SimPy (a well-kept, process-based discrete-event library) owns the event
+queue and the virtual clock.  Simulators use either style:
+
+* callbacks: ``k.at(t, fn, *args)`` / ``k.after(dt, fn, *args)`` run ``fn`` at
+  an absolute / relative virtual time; events at the same time run in the
+  order they were scheduled (SimPy's FIFO tie order), unless ``urgent=True``
+  puts them before the normal ones of that instant;
+* processes: ``k.process(generator)`` with ``yield k.timeout(dt)`` and the
+  rest of SimPy's API through ``k.env``.
+
+Time is a float in seconds.  The engine's planner counts whole seconds:
+:meth:`Kernel.tick` is the integer time to hand it (``ceil`` of ``now``, so
+nothing is ever planned in the past).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Generator
+from typing import Any
+
+import simpy
+from simpy.core import NORMAL, URGENT
+
+__all__ = ["Kernel"]
+
+
+class Kernel:
+    """A virtual clock and event queue (SimPy) shared by every simulator."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.env = simpy.Environment(initial_time=start)
+        #: callbacks run so far (a simulator's events per second is ``events / wall time``)
+        self.events = 0
+
+    @property
+    def now(self) -> float:
+        return self.env.now
+
+    def tick(self) -> int:
+        """The current time as the engine's integer seconds (rounded up)."""
+        return math.ceil(self.env.now - 1e-9)
+
+    def at(self, t: float, fn: Callable[..., Any], *args: Any, urgent: bool = False) -> simpy.Event:
+        """Run ``fn(*args)`` at absolute virtual time ``t`` (never before now)."""
+        return self.after(max(0.0, t - self.env.now), fn, *args, urgent=urgent)
+
+    def after(self, dt: float, fn: Callable[..., Any], *args: Any, urgent: bool = False) -> simpy.Event:
+        """Run ``fn(*args)`` ``dt`` seconds from now; returns the event (``.cancel()``-able)."""
+        if dt < 0:
+            raise ValueError(f"cannot schedule {dt} s in the past")
+        ev = _Call(self, fn, args)
+        # Event.ok/_value must be set for SimPy to process it; schedule with a delay.
+        ev._ok = True
+        ev._value = None
+        self.env.schedule(ev, URGENT if urgent else NORMAL, dt)
+        return ev
+
+    def timeout(self, dt: float, value: Any = None) -> simpy.Timeout:
+        return self.env.timeout(dt, value)
+
+    def process(self, gen: Generator[simpy.Event, Any, Any]) -> simpy.Process:
+        return self.env.process(gen)
+
+    def run(self, until: float | None = None) -> None:
+        """Process events until the queue is empty or virtual time ``until``."""
+        self.env.run(until=until)
+
+    def peek(self) -> float:
+        """Time of the next event (``inf`` when none is left)."""
+        return self.env.peek()
+
+
+class _Call(simpy.Event):
+    """An event whose only job is to call a function; cancel() makes it a no-op."""
+
+    __slots__ = ("_args", "_fn", "_kernel")
+
+    def __init__(self, kernel: Kernel, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        super().__init__(kernel.env)
+        self._kernel = kernel
+        self._fn: Callable[..., Any] | None = fn
+        self._args = args
+        self.callbacks.append(_fire)
+
+    def cancel(self) -> None:
+        self._fn = None
+
+
+def _fire(ev: simpy.Event) -> None:
+    assert isinstance(ev, _Call)
+    fn = ev._fn
+    if fn is not None:
+        ev._kernel.events += 1
+        fn(*ev._args)

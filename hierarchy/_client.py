@@ -1,4 +1,4 @@
-"""The gRPC client of an instance: typed calls, the tree secret on each, errors as fluxlite types.
+"""The gRPC client of an instance: typed calls, the tree secret and a user token on each, errors as fluxlite types.
 
 :class:`InstanceClient` implements :class:`hierarchy.base.Parent` (what a
 child needs from its parent) plus the read-only calls (``info``, ``stat``).
@@ -32,7 +32,8 @@ from fluxlite.errors import (
     UnsatisfiableError,
 )
 from hierarchy._address import SECRET_KEY, Address, TlsConfig, parse_address
-from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, NotAuthorizedError
+from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, LimitError, NotAuthorizedError
+from hierarchy._identity import USER_KEY, Credential
 from hierarchy._pb import fluxlite_instance_pb2 as pb
 from hierarchy._pb import fluxlite_instance_pb2_grpc as pb_grpc
 from hierarchy.base import LevelTiming, MatchOutcome, ReleaseOutcome, ShrinkOutcome
@@ -65,6 +66,7 @@ _ERROR_TYPES: dict[str, type[FluxliteError]] = {
         GraphFormatError,
         CommandError,
         InputError,
+        LimitError,
         NotAuthorizedError,
         InstanceUnavailableError,
         RpcError,
@@ -125,6 +127,7 @@ class InstanceClient:
         timeout: float = 10.0,
         tls: TlsConfig | None = None,
         wait_for_ready: bool = False,
+        credential: Credential | None = None,
     ) -> None:
         self.addr = address if isinstance(address, Address) else parse_address(address)
         self.address = self.addr.target
@@ -133,6 +136,8 @@ class InstanceClient:
         self.wait_for_ready = wait_for_ready
         sec = secret.decode() if isinstance(secret, bytes) else secret
         self._md = ((SECRET_KEY, sec),)
+        #: the user this client acts for: every call carries a fresh token signed by it
+        self.credential = credential
         if tls is not None and tls.enabled:
             self._channel = grpc.secure_channel(
                 self.address, tls.channel_credentials(), options=CHANNEL_OPTIONS
@@ -144,12 +149,15 @@ class InstanceClient:
     # ------------------------------------------------------------------ plumbing
     def _call(self, method: str, request: Any, timeout: float | None) -> tuple[Any, float]:
         fn = getattr(self._stub, method)
+        md = self._md
+        if self.credential is not None:
+            md = (*md, (USER_KEY, self.credential.token()))
         t0 = time.perf_counter()
         try:
             reply = fn(
                 request,
                 timeout=self.timeout if timeout is None else timeout,
-                metadata=self._md,
+                metadata=md,
                 wait_for_ready=self.wait_for_ready,
             )
         except grpc.RpcError as exc:

@@ -6,7 +6,9 @@
     ├── StateError
     │   └── ForeignResourcesError    a shrink names resources its job does not hold
     └── RpcError
-        ├── NotAuthorizedError       refused: no/wrong tree secret or lease token
+        ├── NotAuthorizedError       refused: no/wrong tree secret, user token or lease token,
+        │   │                        or the user may not act on that job
+        │   └── LimitError           refused: the user would go over a configured limit
         └── InstanceUnavailableError the instance (or its parent) is down or timed out
 
 Errors raised by a remote instance are re-raised on the calling side with
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from fluxlite.errors import RpcError, StateError
 
-__all__ = ["ForeignResourcesError", "InstanceUnavailableError", "NotAuthorizedError"]
+__all__ = ["ForeignResourcesError", "InstanceUnavailableError", "LimitError", "NotAuthorizedError"]
 
 
 class ForeignResourcesError(StateError):
@@ -27,6 +29,10 @@ class ForeignResourcesError(StateError):
 
 class NotAuthorizedError(RpcError):
     """The call was refused: missing or wrong tree secret, or a wrong lease token."""
+
+
+class LimitError(NotAuthorizedError):
+    """The call would take its user over a configured limit (the message names it); nothing changed."""
 
 
 class InstanceUnavailableError(RpcError):

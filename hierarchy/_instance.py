@@ -84,8 +84,9 @@ from fluxlite.errors import (
 )
 from fluxlite.jobspec import Jobspec, parse_jobspec
 from fluxlite.readers import load_graph, read_vertices
-from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, NotAuthorizedError
+from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, LimitError, NotAuthorizedError
 from hierarchy._jgfsub import jgf_counts, subgraph_jgf
+from hierarchy._limits import Limits, request_counts
 from hierarchy._release import release_exact, vertices_held
 from hierarchy._state import STATE_FORMAT, STATE_VERSION, read_state, write_atomic
 from hierarchy.base import LevelTiming, MatchOutcome, Parent, ReleaseOutcome, ShrinkOutcome
@@ -147,6 +148,8 @@ class JobRecord:
     token: str = ""
     at: int = 0
     duration: int | None = None
+    #: the user who owns the job ("" when the instance runs without identities)
+    owner: str = ""
     #: time.monotonic() of the last heartbeat (children); not persisted
     last_seen: float = field(default=0.0, compare=False)
 
@@ -196,6 +199,8 @@ class Instance:
         address: str = "",
         defer_attach: bool = True,
         log: logging.Logger | None = None,
+        owner: str = "",
+        limits: Limits | None = None,
     ) -> None:
         self.engine = engine
         self.name = name
@@ -213,7 +218,16 @@ class Instance:
         self.jobs: dict[int, JobRecord] = {}
         self.origins: dict[int, Origin] = {}
         self._origin_of: dict[str, int] = {}
-        self.requests: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        #: request key -> answer, for the requests of live jobs (dropped with the job)
+        self.requests: dict[str, dict[str, Any]] = {}
+        self._job_requests: dict[int, set[str]] = {}
+        #: answers to requests of jobs that ended (the last ``request_table_size``)
+        self.ended: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        #: the instance owner (admin): may act on every job; "" = nobody
+        self.owner = owner
+        self.limits = limits
+        #: user -> wall-clock times of their recent grows (for ``grows_per_minute``)
+        self.grow_times: dict[str, list[float]] = {}
         self.returning: list[dict[str, Any]] = []
         self._next_oid = 1
         self._lock = threading.Lock()
@@ -345,23 +359,92 @@ class Instance:
             return 0, int(js.duration)
         return 0, (end - start) if end is not None else 0
 
-    def _job(self, jobid: int, token: str) -> JobRecord:
+    def _job(self, jobid: int, token: str, caller: str | None = None, op: str = "act on") -> JobRecord:
         """The job record, after checking the job runs here and the caller may act on it."""
         rec = self.jobs.get(jobid)
         if rec is None or jobid not in self.engine.jobs:
             raise UnknownJobError(f"instance {self.name} has no job {jobid}")
         if rec.token and not secrets.compare_digest(rec.token.encode(), token.encode()):
             raise NotAuthorizedError(f"job {jobid} at {self.name} is a lease: wrong or missing lease token")
+        if not self.may_act(rec, caller):
+            raise NotAuthorizedError(
+                f"user {caller!r} may not {op} job {jobid} at {self.name}: it belongs to {rec.owner!r} "
+                f"(only its owner and the instance owner {self.owner!r} may)"
+            )
         return rec
+
+    def may_act(self, rec: JobRecord, caller: str | None) -> bool:
+        """True if ``caller`` may act on ``rec``: its owner, the instance owner, or a trusted in-process call (None)."""
+        return caller is None or caller == rec.owner or (bool(self.owner) and caller == self.owner)
+
+    # ------------------------------------------------------------------ limits
+    def _held_by(self, user: str) -> Counter[str]:
+        """What ``user``'s jobs hold here, exclusive vertices by type.  O(size of their jobs)."""
+        c: Counter[str] = Counter()
+        for j, rec in self.jobs.items():
+            if rec.owner == user and j in self.engine.jobs:
+                c.update(self._holds(j))
+        return c
+
+    def _check_limits(self, caller: str | None, js: Jobspec, op: str) -> None:
+        """LimitError (naming the limit) if ``op`` of ``js`` would take ``caller`` over a limit."""
+        if self.limits is None or caller is None or (self.owner and caller == self.owner):
+            return
+        lim = self.limits.for_user(caller)
+        if op == "grow" and lim.grows_per_minute is not None:
+            now = time.time()
+            recent = [t for t in self.grow_times.get(caller, ()) if now - t < 60.0]
+            self.grow_times[caller] = recent
+            if len(recent) >= lim.grows_per_minute:
+                raise LimitError(
+                    f"user {caller!r} is over the limit grows_per_minute={lim.grows_per_minute} "
+                    f"at {self.name}: nothing was changed"
+                )
+        caps = {"node": lim.max_nodes, "core": lim.max_cores}
+        if all(v is None for v in caps.values()):
+            return
+        want = request_counts(js)
+        held = self._held_by(caller)
+        for typ, cap in caps.items():
+            if cap is not None and want.get(typ, 0) and held.get(typ, 0) + want[typ] > cap:
+                raise LimitError(
+                    f"user {caller!r} is over the limit max_{typ}s={cap} at {self.name}: holds "
+                    f"{held.get(typ, 0)}, asks for {want[typ]} more; nothing was changed"
+                )
+
+    def _count_grow(self, caller: str | None) -> None:
+        if self.limits is not None and caller is not None:
+            self.grow_times.setdefault(caller, []).append(time.time())
 
     def _upstream_id(self, kind: str, jobid: int, rid: str) -> str:
         return hashlib.blake2b(f"{self.name}|{kind}|{jobid}|{rid}".encode(), digest_size=16).hexdigest()
 
     def _remember(self, key: str, rec: dict[str, Any]) -> None:
+        """Keep the answer to request ``key`` for as long as its job lives (see :meth:`_job_ended`)."""
         self.requests[key] = rec
-        self.requests.move_to_end(key)
-        while len(self.requests) > self.request_table_size:
-            self.requests.popitem(last=False)
+        self._job_requests.setdefault(rec["jobid"], set()).add(key)
+
+    def _lookup(self, key: str) -> dict[str, Any] | None:
+        rec = self.requests.get(key)
+        return rec if rec is not None else self.ended.get(key)
+
+    def _forget(self, key: str) -> None:
+        rec = self.requests.pop(key, None)
+        if rec is not None:
+            keys = self._job_requests.get(rec["jobid"])
+            if keys is not None:
+                keys.discard(key)
+
+    def _job_ended(self, jobid: int) -> None:
+        """Forget job ``jobid``: its record, and its requests (their answers stay among the last few ended)."""
+        self.jobs.pop(jobid, None)
+        for key in self._job_requests.pop(jobid, ()):
+            rec = self.requests.pop(key, None)
+            if rec is not None and rec.get("state") == "done":
+                self.ended[key] = rec
+                self.ended.move_to_end(key)
+        while len(self.ended) > self.request_table_size:
+            self.ended.popitem(last=False)
 
     def _sources(self) -> list[str]:
         out = []
@@ -386,13 +469,17 @@ class Instance:
         child_name: str = "",
         child_address: str = "",
         deadline: float | None = None,
+        caller: str | None = None,
     ) -> MatchOutcome:
-        """Allocate a new job here (no recursion).  With ``lease`` the job belongs to a child instance."""
+        """Allocate a new job here (no recursion).  With ``lease`` the job belongs to a child instance.
+
+        The job belongs to ``caller`` (the verified user; None for a trusted in-process call).
+        """
         t0 = _now()
         js = self._parse_jobspec(jobspec)
         key = f"alloc:{request_id}" if request_id else ""
         with self._locked(deadline):
-            rec = self.requests.get(key) if key else None
+            rec = self._lookup(key) if key else None
             if rec is not None and rec["state"] == "done":
                 r = rec["result"]
                 self.counters["allocate_replayed"] += 1
@@ -406,6 +493,7 @@ class Instance:
                     r["vertices"],
                     r["edges"],
                 )
+            self._check_limits(caller, js, "allocate")
             tm = _now()
             res = self.engine.allocate(js, fmt="jgf")
             match_s = _now() - tm
@@ -420,6 +508,7 @@ class Instance:
                 token,
                 at,
                 duration,
+                owner=caller or "",
                 last_seen=time.monotonic(),
             )
             nv, ne = jgf_counts(jgf)
@@ -452,6 +541,7 @@ class Instance:
         lease_token: str = "",
         deadline: float | None = None,
         after_reply: Callable[[Callable[[], None]], None] | None = None,
+        caller: str | None = None,
     ) -> MatchOutcome:
         """Grow job ``jobid``: locally, else from the parent, else from the provider (see the module docstring).
 
@@ -467,9 +557,9 @@ class Instance:
         raw = jobspec.encode() if isinstance(jobspec, str) else jobspec
         deferred = False
         with self._locked(deadline) as hold:
-            job = self._job(jobid, lease_token)
+            job = self._job(jobid, lease_token, caller, "grow")
             key = f"grow:{jobid}:{rid}"
-            rec = self.requests.get(key)
+            rec = self._lookup(key)
             if rec is not None and rec["state"] == "done":
                 self.counters["grow_replayed"] += 1
                 r = rec["result"]
@@ -481,6 +571,8 @@ class Instance:
                     vertices=r["vertices"],
                     edges=r["edges"],
                 )
+            if rec is None:
+                self._check_limits(caller, js, "grow")
             match_s = attach_s = upstream_s = 0.0
             up_timings: list[LevelTiming] = []
             outcome = "local"
@@ -527,7 +619,7 @@ class Instance:
                             nv, ne = jgf_counts(jgf)
                     except MatchError as exc:
                         err = exc
-                        self.requests.pop(key, None)
+                        self._forget(key)
                         jgf = None
                         continue
                     except InstanceUnavailableError as exc:
@@ -537,7 +629,7 @@ class Instance:
                             f"grow of job {jobid} at {self.name}: the parent did not answer ({exc})"
                         ) from exc
                     except FluxliteError:
-                        self.requests.pop(key, None)
+                        self._forget(key)
                         self._persist()
                         raise
                     finally:
@@ -568,6 +660,7 @@ class Instance:
                     ta = _now()
                     self._attach_for(job, jgf, outcome, upstream_id)
                     attach_s = _now() - ta
+            self._count_grow(caller)
             if not deferred:
                 self._remember(
                     key,
@@ -715,14 +808,15 @@ class Instance:
         lease_token: str = "",
         request_id: str = "",
         deadline: float | None = None,
+        caller: str | None = None,
     ) -> ShrinkOutcome:
         """Release part of job ``jobid``; what came from above and is now free goes back up."""
         t0 = _now()
         rid = request_id or secrets.token_hex(16)
         with self._locked(deadline):
-            job = self._job(jobid, lease_token)
+            job = self._job(jobid, lease_token, caller, "shrink")
             key = f"shrink:{jobid}:{rid}"
-            rec = self.requests.get(key)
+            rec = self._lookup(key)
             if rec is not None and rec["state"] == "done":
                 r = rec["result"]
                 self.counters["shrink_replayed"] += 1
@@ -740,7 +834,7 @@ class Instance:
             ta = _now()
             gone = release_exact(self.engine, jobid, vids)
             if gone:
-                self.jobs.pop(jobid, None)
+                self.jobs.pop(jobid, None)  # (requests forgotten below, once the answer is recorded)
             release_s = _now() - ta
             tu = _now()
             try:
@@ -751,6 +845,8 @@ class Instance:
             upstream_s = _now() - tu - detach_s
             result = {"job_gone": gone, "released": len(vids), "returned": returned, "pending": pending}
             self._remember(key, {"state": "done", "jobid": jobid, "result": result})
+            if gone:
+                self._job_ended(jobid)
             self.counters["shrink"] += 1
             self._persist()
         self.log.info(
@@ -766,11 +862,18 @@ class Instance:
         )
         return ShrinkOutcome(gone, len(vids), returned, pending, False, [timing, *up_timings])
 
-    def release(self, jobid: int, *, lease_token: str = "", deadline: float | None = None) -> ReleaseOutcome:
+    def release(
+        self,
+        jobid: int,
+        *,
+        lease_token: str = "",
+        deadline: float | None = None,
+        caller: str | None = None,
+    ) -> ReleaseOutcome:
         """Release the whole job ``jobid``; what came from above and is now free goes back up."""
         t0 = _now()
         with self._locked(deadline):
-            self._job(jobid, lease_token)
+            self._job(jobid, lease_token, caller, "release")
             vids = self.engine.traverser.job_vertices(jobid)
             self._preflight(vids, deadline)
             returned, pending, up_timings = self._release_job(jobid, vids, deadline)
@@ -781,7 +884,8 @@ class Instance:
         self, jobid: int, vids: list[int], deadline: float | None
     ) -> tuple[int, int, list[LevelTiming]]:
         self.engine.cancel(jobid)
-        rec = self.jobs.pop(jobid, None)
+        rec = self.jobs.get(jobid)
+        self._job_ended(jobid)
         returned, pending, up_timings, _ = self._hand_back(vids, deadline)
         self.counters["release"] += 1
         self._persist()
@@ -1077,13 +1181,24 @@ class Instance:
             p for p in held if not any(g.path(a, dom) in hs for a in g.ancestors(g.vertex_by_path(p), dom))
         )
 
-    def info(self, jobid: int = 0, *, recount: bool = False) -> dict[str, Any]:
-        """The instance as a JSON-able dict (or one job with ``jobid``)."""
+    def info(self, jobid: int = 0, *, recount: bool = False, caller: str | None = None) -> dict[str, Any]:
+        """The instance as a JSON-able dict (or one job with ``jobid``).
+
+        A caller who is neither the job's owner nor the instance owner sees
+        only what is public of a job: its id, state, kind and owner.
+        """
         with self._lock:
             if jobid:
                 rec = self.jobs.get(jobid)
                 if rec is None or jobid not in self.engine.jobs:
                     raise UnknownJobError(f"instance {self.name} has no job {jobid}")
+                if not self.may_act(rec, caller):
+                    return {
+                        "jobid": jobid,
+                        "state": self.engine.jobs[jobid],
+                        "kind": rec.kind,
+                        "owner": rec.owner,
+                    }
                 d = rec.public()
                 d.pop("token", None)
                 d["state"] = self.engine.jobs[jobid]
@@ -1108,16 +1223,8 @@ class Instance:
                 "edges": self.engine.graph.rx.num_edges(),
                 "by_type": by_type,
                 "free": free,
-                "jobs": [
-                    {
-                        "jobid": j,
-                        "state": s,
-                        "kind": self.jobs[j].kind if j in self.jobs else "?",
-                        "name": self.jobs[j].name if j in self.jobs else "",
-                        "holds": self._holds(j),
-                    }
-                    for j, s in sorted(self.engine.jobs.items())
-                ],
+                "owner": self.owner,
+                "jobs": [self._job_summary(j, s, caller) for j, s in sorted(self.engine.jobs.items())],
                 "children": [
                     {
                         "jobid": r.jobid,
@@ -1134,12 +1241,26 @@ class Instance:
                 ],
                 "returning": len(self.returning),
                 "requests": len(self.requests),
+                "ended_requests": len(self.ended),
                 "last_deferred": self.last_deferred,
                 "counters": dict(self.counters),
             }
             if recount:
                 out["recount_errors"] = recount_errors(self.engine, [0])
             return out
+
+    def _job_summary(self, jobid: int, state: str, caller: str | None) -> dict[str, Any]:
+        rec = self.jobs.get(jobid)
+        d: dict[str, Any] = {
+            "jobid": jobid,
+            "state": state,
+            "kind": rec.kind if rec is not None else "?",
+            "owner": rec.owner if rec is not None else "",
+        }
+        if rec is None or self.may_act(rec, caller):
+            d["name"] = rec.name if rec is not None else ""
+            d["holds"] = self._holds(jobid)
+        return d
 
     def stat(self) -> dict[str, Any]:
         with self._lock:
@@ -1186,6 +1307,12 @@ class Instance:
                 {"key": k, **{kk: (vv.decode() if isinstance(vv, bytes) else vv) for kk, vv in r.items()}}
                 for k, r in self.requests.items()
             ],
+            "ended_requests": [
+                {"key": k, **{kk: (vv.decode() if isinstance(vv, bytes) else vv) for kk, vv in r.items()}}
+                for k, r in self.ended.items()
+            ],
+            "owner": self.owner,
+            "grow_times": self.grow_times,
             "returning": [
                 {**r, "jgf": r["jgf"].decode() if isinstance(r["jgf"], bytes) else r["jgf"]}
                 for r in self.returning
@@ -1239,12 +1366,19 @@ class Instance:
             inst.origins[origin.oid] = origin
             for path in origin.paths:
                 inst._origin_of[path] = origin.oid
-        for r in doc["requests"]:
-            r = dict(r)
-            key = r.pop("key")
-            if isinstance(r.get("jgf"), str):
-                r["jgf"] = r["jgf"].encode()
-            inst.requests[key] = r
+        for name, table in (("requests", None), ("ended_requests", inst.ended)):
+            for r in doc.get(name, ()):
+                r = dict(r)
+                key = r.pop("key")
+                if isinstance(r.get("jgf"), str):
+                    r["jgf"] = r["jgf"].encode()
+                if table is None:
+                    inst._remember(key, r)
+                else:
+                    table[key] = r
+        if not inst.owner:
+            inst.owner = doc.get("owner", "")
+        inst.grow_times = {u: list(ts) for u, ts in doc.get("grow_times", {}).items()}
         inst.returning = [{**r, "jgf": r["jgf"].encode()} for r in doc.get("returning", [])]
         inst._next_oid = doc.get("next_oid", len(inst.origins) + 1)
         for key, rec in list(inst.requests.items()):

@@ -7,6 +7,7 @@ A tree spec (YAML) is either *regular* - a root plus ``depth`` and
     policy: first
     child_grace: 10          # seconds a parent waits for a silent child
     state: false             # true: every instance keeps a state file in the run directory
+    limits: limits.yaml      # optional per-user limits for every instance (see hierarchy/_limits.py)
     root:
       graph: cluster.graphml # relative to this file; format from the extension or `format:`
       provider: pool:burst.json
@@ -21,7 +22,11 @@ but the root), ``graph`` (the root), optional ``policy``/``provider`` and
 :func:`launch` creates a private run directory (mode 0700) holding the
 tree secret (``secret``, mode 0600 - passed to every instance as
 ``--secret-file``, never on a command line), one socket, log, address file
-and optional state file per instance, and ``instances.json`` (name, depth,
+and optional state file per instance, the site key (``site.key``) from
+which user keys derive, the launching user's key (``users/USER.key``: the
+instances act for that user towards their parents, and that user owns
+them), one audit log per instance (``NAME.audit.jsonl``), and
+``instances.json`` (name, depth,
 parent, address, pid, log, state).  Instances start level by level, each
 level's siblings in parallel, each in its own process group.  In the
 foreground the launcher waits and tears everything down (deepest level
@@ -48,6 +53,14 @@ import yaml
 
 from fluxlite.errors import FluxliteError, InputError
 from hierarchy._address import write_secret_file
+from hierarchy._identity import (
+    Credential,
+    current_user,
+    read_key_file,
+    read_user_key_file,
+    write_key_file,
+    write_user_key_file,
+)
 from hierarchy._state import write_atomic
 
 __all__ = ["TreeNode", "TreeSpec", "launch", "load_tree_spec", "start_tree", "status", "stop_tree"]
@@ -81,6 +94,7 @@ class TreeSpec:
     rpc_timeout: float = 10.0
     state: bool = False
     extra_args: list[str] = field(default_factory=list)
+    limits: Path | None = None
 
 
 def _num(doc: dict[str, Any], key: str, default: float | None, where: str) -> float | None:
@@ -121,6 +135,7 @@ def load_tree_spec(path: str | Path) -> TreeSpec:
         "heartbeat",
         "rpc_timeout",
         "state",
+        "limits",
         "root",
         "depth",
         "fanout",
@@ -141,6 +156,7 @@ def load_tree_spec(path: str | Path) -> TreeSpec:
         heartbeat=_num(doc, "heartbeat", None, src),
         rpc_timeout=_num(doc, "rpc_timeout", 10.0, src) or 10.0,
         state=bool(doc.get("state", False)),
+        limits=_path(base, doc["limits"], f"{src}: limits") if doc.get("limits") else None,
     )
     if "tree" in doc:
         if "root" in doc or "depth" in doc:
@@ -333,6 +349,26 @@ def _wait_gone(pid: int, end: float, proc: subprocess.Popen[bytes] | None) -> bo
     return False
 
 
+def ensure_identity(run_dir: Path, owner: str | None = None) -> tuple[Path, Path, str]:
+    """The run directory's site key and the owner's user key (created if missing): (site key, user key, owner)."""
+    owner = owner or current_user()
+    site_key = run_dir / "site.key"
+    if not site_key.exists():
+        write_key_file(site_key)
+    users = run_dir / "users"
+    users.mkdir(mode=0o700, exist_ok=True)
+    owner_key = users / f"{owner}.key"
+    if not owner_key.exists():
+        write_user_key_file(owner_key, read_key_file(site_key), owner)
+    return site_key, owner_key, owner
+
+
+def owner_credential(run_dir: Path) -> Credential | None:
+    """The current user's credential in a run directory (None if it holds no key for them)."""
+    f = Path(run_dir) / "users" / f"{current_user()}.key"
+    return read_user_key_file(f) if f.exists() else None
+
+
 def start_tree(
     spec: TreeSpec,
     run_dir: Path,
@@ -350,6 +386,7 @@ def start_tree(
     secret_file = run_dir / "secret"
     if not secret_file.exists():
         write_secret_file(secret_file)
+    site_key, owner_key, owner = ensure_identity(run_dir)
     tree = _Tree(run_dir)
     addr: dict[str, str] = {}
     levels: dict[int, list[TreeNode]] = {}
@@ -400,6 +437,10 @@ def start_tree(
                 state = run_dir / f"{n.name}.state" if spec.state else None
                 if state is not None:
                     cmd += ["--state", str(state)]
+                cmd += ["--site-key", str(site_key), "--user-key", str(owner_key), "--owner", owner]
+                cmd += ["--audit-log", str(run_dir / f"{n.name}.audit.jsonl")]
+                if spec.limits is not None:
+                    cmd += ["--limits", str(spec.limits)]
                 cmd += list(extra_args or []) + spec.extra_args
                 with open(log, "ab") as lf:
                     proc = subprocess.Popen(
@@ -515,6 +556,7 @@ def status(run_dir: str | Path, out: Any = None) -> int:
 
     out = out or sys.stdout
     rd = Path(run_dir)
+    cred = owner_credential(rd)
     try:
         doc = orjson.loads((rd / "instances.json").read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
@@ -523,7 +565,7 @@ def status(run_dir: str | Path, out: Any = None) -> int:
     bad = 0
     for r in doc.get("instances", []):
         try:
-            with InstanceClient(r["address"], secret, timeout=2.0) as c:
+            with InstanceClient(r["address"], secret, timeout=2.0, credential=cred) as c:
                 s = c.stat()
             out.write(f"{r['name']:<16} {r['address']}  up  {s['vertices']} vertices, {s['jobs']} jobs\n")
         except FluxliteError as exc:

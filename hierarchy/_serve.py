@@ -32,7 +32,16 @@ from fluxlite.api import Engine
 from fluxlite.errors import FluxliteError, InputError
 from hierarchy._address import TlsConfig, parse_address, read_secret_file, write_secret_file
 from hierarchy._client import InstanceClient
+from hierarchy._identity import (
+    AuditLog,
+    Credential,
+    Verifier,
+    current_user,
+    read_key_file,
+    read_user_key_file,
+)
 from hierarchy._instance import Instance, settle_memory
+from hierarchy._limits import Limits
 from hierarchy._service import InstanceServicer, build_server
 from hierarchy._state import read_state, write_atomic
 
@@ -75,6 +84,16 @@ class ServeOptions:
     defer_attach: bool = True
     ready_file: Path | None = None
     log_level: str = "INFO"
+    #: verify every caller's user token with this site key (None: single-user mode)
+    site_key: Path | None = None
+    #: the user this instance acts for towards its parent (a user key file)
+    user_key: Path | None = None
+    #: the instance owner (admin); default: the user of ``user_key``, else the process's user
+    owner: str | None = None
+    limits: Path | None = None
+    audit_log: Path | None = None
+    audit_max_bytes: int = 10 * 1024 * 1024
+    audit_backups: int = 5
 
 
 def _logger(name: str, level: str) -> logging.Logger:
@@ -88,7 +107,14 @@ def _logger(name: str, level: str) -> logging.Logger:
     return logging.getLogger("fluxlite.instance")
 
 
-def _build(opts: ServeOptions, secret: bytes, address: str, log: logging.Logger) -> Instance:
+def _build(
+    opts: ServeOptions,
+    secret: bytes,
+    address: str,
+    log: logging.Logger,
+    credential: Credential | None = None,
+    owner: str = "",
+) -> Instance:
     parent_addr = opts.from_parent
     restoring = opts.state is not None and opts.state.exists()
     if restoring and not parent_addr:
@@ -99,7 +125,12 @@ def _build(opts: ServeOptions, secret: bytes, address: str, log: logging.Logger)
     if parent_addr:
         # waits for a restarting parent (up to each call's timeout) instead of failing at once
         parent = InstanceClient(
-            parent_addr, secret, timeout=opts.rpc_timeout, tls=opts.tls, wait_for_ready=True
+            parent_addr,
+            secret,
+            timeout=opts.rpc_timeout,
+            tls=opts.tls,
+            wait_for_ready=True,
+            credential=credential,
         )
     provider = None
     if opts.provider:
@@ -115,6 +146,8 @@ def _build(opts: ServeOptions, secret: bytes, address: str, log: logging.Logger)
         "defer_attach": opts.defer_attach,
         "address": address,
         "log": log,
+        "owner": owner,
+        "limits": Limits.from_file(opts.limits) if opts.limits is not None else None,
     }
     if restoring:
         assert opts.state is not None
@@ -176,9 +209,23 @@ def serve(opts: ServeOptions) -> int:
         log.info("created a new tree secret in %s", secret_file)
         print(f"tree secret in {secret_file}", flush=True)
     secret = read_secret_file(secret_file)
-    inst = _build(opts, secret, listen.target, log)
+    credential = read_user_key_file(opts.user_key) if opts.user_key is not None else None
+    owner = opts.owner or (credential.user if credential is not None else current_user())
+    site_key = read_key_file(opts.site_key) if opts.site_key is not None else None
+    audit = (
+        AuditLog(opts.audit_log, max_bytes=opts.audit_max_bytes, backups=opts.audit_backups)
+        if opts.audit_log is not None
+        else None
+    )
+    inst = _build(opts, secret, listen.target, log, credential, owner)
+    verifier = Verifier(site_key, inst.name, log=log) if site_key is not None else None
+    if verifier is None:
+        log.warning(
+            "no --site-key: single-user mode, every holder of the tree secret acts as the instance owner"
+        )
     settle_memory()
-    server, bound = build_server(InstanceServicer(inst), listen, secret, tls=opts.tls)
+    servicer = InstanceServicer(inst, verifier=verifier, audit=audit)
+    server, bound = build_server(servicer, listen, secret, tls=opts.tls)
     inst.address = bound.target
     server.start()
     inst.save()

@@ -2,8 +2,11 @@
 
 * :class:`SecretInterceptor` refuses (UNAUTHENTICATED) every call whose
   metadata does not carry the tree secret, compared in constant time.
-* :class:`InstanceServicer` turns each RPC into a call of
-  :class:`hierarchy.Instance`; a fluxlite error becomes a gRPC status (see
+* :class:`InstanceServicer` checks the caller's user token (metadata
+  ``x-fluxlite-user``, see :mod:`hierarchy._identity`) when the instance
+  has a :class:`~hierarchy._identity.Verifier`, turns each RPC into a call
+  of :class:`hierarchy.Instance` on behalf of that user, writes one audit
+  line per state-changing call, and maps a fluxlite error to a gRPC status (see
   :data:`STATUS_OF`) with the error class in the trailing metadata, so the
   client re-raises the same type.  Deadlines propagate: an upstream call
   never outlives the caller's deadline.
@@ -34,7 +37,8 @@ from fluxlite.errors import (
 )
 from hierarchy._address import SECRET_KEY, Address, TlsConfig, check_listen
 from hierarchy._client import CHANNEL_OPTIONS, ERROR_KEY
-from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, NotAuthorizedError
+from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, LimitError, NotAuthorizedError
+from hierarchy._identity import USER_KEY, AuditLog, Verifier
 from hierarchy._instance import Instance
 from hierarchy._pb import fluxlite_instance_pb2 as pb
 from hierarchy._pb import fluxlite_instance_pb2_grpc as pb_grpc
@@ -50,6 +54,7 @@ STATUS_OF: list[tuple[type[FluxliteError], grpc.StatusCode]] = [
     (UnsatisfiableError, grpc.StatusCode.FAILED_PRECONDITION),
     (UnknownJobError, grpc.StatusCode.NOT_FOUND),
     (ForeignResourcesError, grpc.StatusCode.PERMISSION_DENIED),
+    (LimitError, grpc.StatusCode.PERMISSION_DENIED),
     (NotAuthorizedError, grpc.StatusCode.PERMISSION_DENIED),
     (InstanceUnavailableError, grpc.StatusCode.UNAVAILABLE),
     (InputError, grpc.StatusCode.INVALID_ARGUMENT),
@@ -114,19 +119,51 @@ def _on_termination(context: grpc.ServicerContext) -> Callable[[Callable[[], Non
     return register
 
 
+#: RPCs that change state: each gets one audit line
+AUDITED = frozenset({"MatchAllocate", "MatchGrow", "Shrink", "Release"})
+
+
 class InstanceServicer(pb_grpc.InstanceServicer):
     """RPCs -> :class:`Instance` methods (see the module docstring)."""
 
-    def __init__(self, instance: Instance) -> None:
+    def __init__(
+        self, instance: Instance, *, verifier: Verifier | None = None, audit: AuditLog | None = None
+    ) -> None:
         self.instance = instance
+        self.verifier = verifier
+        self.audit = audit
 
-    def _run(self, context: grpc.ServicerContext, method: str, fn: Callable[[float | None], Any]) -> Any:
+    def _user(self, context: grpc.ServicerContext, method: str) -> str | None:
+        """The verified user of this call (None when the instance runs without identities)."""
+        if self.verifier is None:
+            return None
+        token = ""
+        for key, value in context.invocation_metadata() or ():
+            if key == USER_KEY:
+                token = value if isinstance(value, str) else value.decode(errors="replace")
+        return self.verifier.verify(token, method=method)
+
+    def _run(
+        self,
+        context: grpc.ServicerContext,
+        method: str,
+        fn: Callable[[float | None, str | None], Any],
+        jobid: int = 0,
+        request_id: str = "",
+    ) -> Any:
         remaining = context.time_remaining()
         deadline = time.monotonic() + remaining if remaining is not None else None
+        user: str | None = None
         try:
-            return fn(deadline)
+            user = self._user(context, method)
+            out = fn(deadline, user)
+            if self.audit is not None and method in AUDITED:
+                self._audit(method, user, jobid or getattr(out, "jobid", 0), request_id, "ok")
+            return out
         except FluxliteError as exc:
             code = _status(exc)
+            if self.audit is not None and (method in AUDITED or isinstance(exc, NotAuthorizedError)):
+                self._audit(method, user, jobid, request_id, type(exc).__name__, str(exc))
             context.set_trailing_metadata(((ERROR_KEY, type(exc).__name__),))
             if code not in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.FAILED_PRECONDITION):
                 _log.info("%s refused: %s", method, exc)
@@ -135,8 +172,28 @@ class InstanceServicer(pb_grpc.InstanceServicer):
             _log.exception("%s failed", method)
             context.abort(grpc.StatusCode.INTERNAL, f"{method}: internal error: {type(exc).__name__}: {exc}")
 
+    def _audit(
+        self, method: str, user: str | None, jobid: int, request_id: str, outcome: str, detail: str = ""
+    ) -> None:
+        assert self.audit is not None
+        rec: dict[str, Any] = {
+            "user": user,
+            "instance": self.instance.name,
+            "op": method,
+            "job": jobid,
+            "outcome": outcome,
+        }
+        if request_id:
+            rec["request_id"] = request_id
+        if detail:
+            rec["detail"] = detail[:500]
+        try:
+            self.audit.write(**rec)
+        except OSError as exc:  # the call was served; say the audit line is missing
+            _log.error("audit log %s: cannot write (%s)", self.audit.path, exc)
+
     def MatchAllocate(self, request: Any, context: grpc.ServicerContext) -> Any:
-        def call(deadline: float | None) -> Any:
+        def call(deadline: float | None, user: str | None) -> Any:
             out = self.instance.match_allocate(
                 request.jobspec,
                 request_id=request.request_id,
@@ -144,6 +201,7 @@ class InstanceServicer(pb_grpc.InstanceServicer):
                 child_name=request.child_name,
                 child_address=request.child_address,
                 deadline=deadline,
+                caller=user,
             )
             return pb.MatchReply(
                 jobid=out.jobid,
@@ -156,10 +214,10 @@ class InstanceServicer(pb_grpc.InstanceServicer):
                 timings=_timings(out.timings),
             )
 
-        return self._run(context, "MatchAllocate", call)
+        return self._run(context, "MatchAllocate", call, request_id=request.request_id)
 
     def MatchGrow(self, request: Any, context: grpc.ServicerContext) -> Any:
-        def call(deadline: float | None) -> Any:
+        def call(deadline: float | None, user: str | None) -> Any:
             out = self.instance.match_grow(
                 request.jobid,
                 request.jobspec,
@@ -167,6 +225,7 @@ class InstanceServicer(pb_grpc.InstanceServicer):
                 lease_token=request.lease_token,
                 deadline=deadline,
                 after_reply=_on_termination(context),
+                caller=user,
             )
             return pb.MatchReply(
                 jobid=out.jobid,
@@ -177,10 +236,10 @@ class InstanceServicer(pb_grpc.InstanceServicer):
                 timings=_timings(out.timings),
             )
 
-        return self._run(context, "MatchGrow", call)
+        return self._run(context, "MatchGrow", call, request.jobid, request.request_id)
 
     def Shrink(self, request: Any, context: grpc.ServicerContext) -> Any:
-        def call(deadline: float | None) -> Any:
+        def call(deadline: float | None, user: str | None) -> Any:
             out = self.instance.shrink(
                 request.jobid,
                 jgf=request.jgf,
@@ -188,6 +247,7 @@ class InstanceServicer(pb_grpc.InstanceServicer):
                 lease_token=request.lease_token,
                 request_id=request.request_id,
                 deadline=deadline,
+                caller=user,
             )
             return pb.ShrinkReply(
                 job_gone=out.job_gone,
@@ -198,17 +258,19 @@ class InstanceServicer(pb_grpc.InstanceServicer):
                 timings=_timings(out.timings),
             )
 
-        return self._run(context, "Shrink", call)
+        return self._run(context, "Shrink", call, request.jobid, request.request_id)
 
     def Release(self, request: Any, context: grpc.ServicerContext) -> Any:
-        def call(deadline: float | None) -> Any:
-            out = self.instance.release(request.jobid, lease_token=request.lease_token, deadline=deadline)
+        def call(deadline: float | None, user: str | None) -> Any:
+            out = self.instance.release(
+                request.jobid, lease_token=request.lease_token, deadline=deadline, caller=user
+            )
             return pb.ReleaseReply(returned=out.returned, pending=out.pending, timings=_timings(out.timings))
 
-        return self._run(context, "Release", call)
+        return self._run(context, "Release", call, request.jobid)
 
     def Heartbeat(self, request: Any, context: grpc.ServicerContext) -> Any:
-        def call(deadline: float | None) -> Any:
+        def call(deadline: float | None, user: str | None) -> Any:
             return pb.HeartbeatReply(grace_s=self.instance.heartbeat(request.jobid, request.lease_token))
 
         return self._run(context, "Heartbeat", call)
@@ -216,15 +278,15 @@ class InstanceServicer(pb_grpc.InstanceServicer):
     def Info(self, request: Any, context: grpc.ServicerContext) -> Any:
         import orjson
 
-        def call(deadline: float | None) -> Any:
-            doc = self.instance.info(request.jobid, recount=request.recount)
+        def call(deadline: float | None, user: str | None) -> Any:
+            doc = self.instance.info(request.jobid, recount=request.recount, caller=user)
             jgf = self.instance.graph_jgf() if request.graph else b""
             return pb.InfoReply(json=orjson.dumps(doc), jgf=jgf)
 
         return self._run(context, "Info", call)
 
     def Stat(self, request: Any, context: grpc.ServicerContext) -> Any:
-        def call(deadline: float | None) -> Any:
+        def call(deadline: float | None, user: str | None) -> Any:
             s = self.instance.stat()
             return pb.StatReply(
                 vertices=s["vertices"],

@@ -105,7 +105,7 @@ def run_nested(
     """
     mode = "sync" if sync_attach else "deferred"
     from hierarchy import InstanceClient, read_secret_file
-    from hierarchy._launch import TreeNode, TreeSpec, start_tree
+    from hierarchy._launch import TreeNode, TreeSpec, owner_credential, start_tree
 
     graphs, jobspecs = bench / "graphs", bench / "jobspecs"
     js = {name: (jobspecs / f"{name}.yaml").read_bytes() for name in REQUESTS}
@@ -130,7 +130,11 @@ def run_nested(
             f"({transport} transport)\n"
         )
         secret = read_secret_file(run_dir / "secret")
-        clients = {r["name"]: InstanceClient(r["address"], secret, timeout=120.0) for r in tree.records}
+        cred = owner_credential(run_dir)
+        clients = {
+            r["name"]: InstanceClient(r["address"], secret, timeout=120.0, credential=cred)
+            for r in tree.records
+        }
         try:
             for lv in LEVELS[1:4]:
                 clients[lv].match_allocate(js[FILLER[lv]])

@@ -26,6 +26,7 @@ from fluxlite.errors import BusyError, FluxliteError, InputError, UnsatisfiableE
 from hierarchy._address import TlsConfig, read_secret_file
 from hierarchy._client import InstanceClient, new_request_id
 from hierarchy._errors import InstanceUnavailableError
+from hierarchy._identity import Credential, current_user, read_user_key_file
 from hierarchy.base import LevelTiming
 
 __all__ = ["main_grow", "main_hierarchy", "main_instance", "main_shrink"]
@@ -72,6 +73,12 @@ def _client_options(p: argparse.ArgumentParser, need_instance: bool = True) -> N
         "default $FLUXLITE_RUN_DIR)",
     )
     g.add_argument("--secret-file", type=Path, help="file holding the tree secret (mode 0600)")
+    g.add_argument(
+        "--user-key",
+        type=Path,
+        default=os.environ.get("FLUXLITE_USER_KEY") or None,
+        help="your user key file (default $FLUXLITE_USER_KEY, else RUN_DIR/users/$USER.key if present)",
+    )
     g.add_argument("--timeout", type=float, default=30.0, help="seconds per call (default 30)")
     g.add_argument(
         "--retries",
@@ -91,6 +98,22 @@ def _tls_options(p: argparse.ArgumentParser) -> None:
 
 def _tls(a: argparse.Namespace) -> TlsConfig:
     return TlsConfig(a.tls_cert, a.tls_key, a.tls_ca)
+
+
+def _credential(a: argparse.Namespace) -> Credential | None:
+    """The caller's credential: --user-key, else the run directory's key of the current user, else none."""
+    if a.user_key is not None:
+        return read_user_key_file(a.user_key)
+    if a.run_dir is not None:
+        f = Path(a.run_dir) / "users" / f"{current_user()}.key"
+        if f.exists():
+            return read_user_key_file(f)
+    return None
+
+
+def _client(a: argparse.Namespace) -> InstanceClient:
+    addr, secret = _resolve(a)
+    return InstanceClient(addr, secret, timeout=a.timeout, tls=_tls(a), credential=_credential(a))
 
 
 def _resolve(a: argparse.Namespace) -> tuple[str, bytes]:
@@ -209,6 +232,28 @@ def _serve_parser(sub: Any) -> None:
     )
     p.add_argument("--ready-file", type=Path, help="write the bound address here once serving")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    ident = p.add_argument_group(
+        "identity and limits",
+        "With --site-key every call must carry a token signed by its user's key (see 'fluxlite auth'); "
+        "only a job's owner and the instance owner may grow, shrink, release or inspect it.  Without it the "
+        "instance is single-user: every holder of the tree secret acts as the instance owner.",
+    )
+    ident.add_argument("--site-key", type=Path, help="site key file (mode 0600) that user keys derive from")
+    ident.add_argument(
+        "--user-key",
+        type=Path,
+        default=os.environ.get("FLUXLITE_USER_KEY") or None,
+        help="user key file: the user this instance acts for towards its parent (default $FLUXLITE_USER_KEY)",
+    )
+    ident.add_argument(
+        "--owner", help="instance owner (admin of every job here; default: the --user-key user, else you)"
+    )
+    ident.add_argument("--limits", type=Path, help="per-user limits (YAML; see hierarchy/_limits.py)")
+    ident.add_argument("--audit-log", type=Path, help="JSON-lines audit log of every state-changing call")
+    ident.add_argument(
+        "--audit-max-bytes", type=int, default=10 * 1024 * 1024, help="rotate the audit log at this size"
+    )
+    ident.add_argument("--audit-backups", type=int, default=5, help="rotated audit logs kept (default 5)")
     _tls_options(p)
 
 
@@ -245,6 +290,13 @@ def _cmd_serve(a: argparse.Namespace) -> int:
         defer_attach=not a.sync_attach,
         ready_file=a.ready_file,
         log_level=a.log_level,
+        site_key=a.site_key,
+        user_key=a.user_key,
+        owner=a.owner,
+        limits=a.limits,
+        audit_log=a.audit_log,
+        audit_max_bytes=a.audit_max_bytes,
+        audit_backups=a.audit_backups,
     )
     return serve(opts)
 
@@ -275,8 +327,7 @@ def main_instance(argv: list[str]) -> int:
     def body() -> int:
         if a.cmd == "serve":
             return _cmd_serve(a)
-        addr, secret = _resolve(a)
-        with InstanceClient(addr, secret, timeout=a.timeout, tls=_tls(a)) as c:
+        with _client(a) as c:
             if a.cmd == "info":
                 doc = _retrying(a, lambda: c.info(a.jobid, recount=a.recount))
             elif a.cmd == "stat":
@@ -360,9 +411,8 @@ def main_grow(argv: list[str]) -> int:
         from fluxlite.jobspec import parse_jobspec
 
         parse_jobspec(js, source=str(a.jobspec))  # bad input fails here, before any call
-        addr, secret = _resolve(a)
         rid = a.request_id or new_request_id()
-        with InstanceClient(addr, secret, timeout=a.timeout, tls=_tls(a)) as c:
+        with _client(a) as c:
             if a.jobid is None:
                 out = _retrying(a, lambda: c.match_allocate(js, request_id=rid))
                 what = f"job {out.jobid} allocated"
@@ -429,9 +479,8 @@ def main_shrink(argv: list[str]) -> int:
                 doc = a.jgf.read_bytes()
             except OSError as exc:
                 raise InputError(f"cannot read {a.jgf}: {exc.strerror or exc}") from exc
-        addr, secret = _resolve(a)
         rid = a.request_id or new_request_id()
-        with InstanceClient(addr, secret, timeout=a.timeout, tls=_tls(a)) as c:
+        with _client(a) as c:
             out = _retrying(
                 a,
                 lambda: c.shrink(

@@ -17,7 +17,7 @@ from typing import Any
 from fluxlite.readers import graph_to_jgf
 from fluxlite.readers.generate import generate_graph
 from hierarchy import InstanceClient, read_secret_file
-from hierarchy._launch import TreeNode, TreeSpec, _Tree, start_tree
+from hierarchy._launch import TreeNode, TreeSpec, _Tree, owner_credential, start_tree
 
 CORES = 4  # per socket; 2 sockets per node
 
@@ -90,7 +90,9 @@ class Tree:
     def client(self, name: str, timeout: float = 10.0) -> InstanceClient:
         c = self._clients.get(name)
         if c is None:
-            c = self._clients[name] = InstanceClient(self.address(name), self.secret, timeout=timeout)
+            c = self._clients[name] = InstanceClient(
+                self.address(name), self.secret, timeout=timeout, credential=owner_credential(self.run_dir)
+            )
         return c
 
     def info(self, name: str) -> dict[str, Any]:

@@ -379,11 +379,12 @@ class Instance:
 
     # ------------------------------------------------------------------ limits
     def _held_by(self, user: str) -> Counter[str]:
-        """What ``user``'s jobs hold here, exclusive vertices by type.  O(size of their jobs)."""
+        """Vertices by type that ``user``'s jobs use here (wholly or in part).  O(size of their jobs)."""
+        g = self.engine.graph
         c: Counter[str] = Counter()
         for j, rec in self.jobs.items():
             if rec.owner == user and j in self.engine.jobs:
-                c.update(self._holds(j))
+                c.update(g.v_type[v] for v in set(self.engine.traverser.job_vertices(j)))
         return c
 
     def _check_limits(self, caller: str | None, js: Jobspec, op: str) -> None:

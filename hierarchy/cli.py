@@ -515,3 +515,47 @@ def main_shrink(argv: list[str]) -> int:
         return 0
 
     return _run("fluxlite shrink", body)
+
+
+# ---------------------------------------------------------------------- fluxlite auth
+def main_auth(argv: list[str]) -> int:
+    """``fluxlite auth site-key FILE | key --site-key F --user U -o FILE | whoami``."""
+    from hierarchy._identity import read_key_file, write_key_file, write_user_key_file
+
+    p = _Parser(
+        prog="fluxlite auth",
+        description="Identities of a tree's users.  A site key (one 0600 file per tree, given to every instance "
+        "as --site-key) derives one key per user; a user signs every call with their key and can sign as "
+        "nobody else.  'fluxlite hierarchy launch' creates the site key and its owner's key in the run "
+        "directory; the owner gives other users their keys with 'fluxlite auth key'.",
+    )
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
+    ps = sub.add_parser("site-key", help="create a new site key file (mode 0600; refuses to overwrite)")
+    ps.add_argument("file", type=Path)
+    pk = sub.add_parser("key", help="write a user's key file (mode 0600) derived from the site key")
+    pk.add_argument("--site-key", type=Path, required=True, help="the tree's site key file")
+    pk.add_argument("--user", required=True, help="user name (letters, digits, _.@-)")
+    pk.add_argument(
+        "-o", "--output", type=Path, required=True, help="where to write the key (must not exist)"
+    )
+    pw = sub.add_parser("whoami", help="the user a key file signs as")
+    pw.add_argument("--user-key", type=Path, default=os.environ.get("FLUXLITE_USER_KEY") or None)
+    a = p.parse_args(argv)
+    if a.cmd is None:
+        p.print_help()
+        return 2
+
+    def body() -> int:
+        if a.cmd == "site-key":
+            write_key_file(a.file)
+            sys.stdout.write(f"wrote a new site key to {a.file}\n")
+        elif a.cmd == "key":
+            cred = write_user_key_file(a.output, read_key_file(a.site_key), a.user)
+            sys.stdout.write(f"wrote the key of user {cred.user} to {a.output}\n")
+        else:
+            if a.user_key is None:
+                raise InputError("give --user-key FILE (or set FLUXLITE_USER_KEY)")
+            sys.stdout.write(read_user_key_file(a.user_key).user + "\n")
+        return 0
+
+    return _run(f"fluxlite auth {a.cmd}", body)

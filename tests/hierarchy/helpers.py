@@ -165,6 +165,7 @@ def start(
     state: bool = False,
     rpc_timeout: float = 5.0,
     extra_args: list[str] | None = None,
+    limits: Path | None = None,
 ) -> Tree:
     """Start ``nodes`` (parents first) as real processes (``extra_args`` go to every ``instance serve``)."""
     spec = TreeSpec(
@@ -175,6 +176,7 @@ def start(
         rpc_timeout=rpc_timeout,
         state=state,
         extra_args=list(extra_args or []),
+        limits=limits,
     )
     return Tree(start_tree(spec, run_dir, python=sys.executable, startup_timeout=60.0), run_dir)
 

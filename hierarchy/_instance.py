@@ -96,6 +96,9 @@ __all__ = ["Instance", "JobRecord", "Origin", "settle_memory"]
 
 _log = logging.getLogger("fluxlite.instance")
 
+#: Largest jobspec a call may carry (YAML parsing costs about 2 s per MB: a bigger one is refused unread).
+MAX_JOBSPEC_BYTES = 1 << 20
+
 
 def _now() -> float:
     return time.perf_counter()
@@ -349,6 +352,11 @@ class Instance:
 
     @staticmethod
     def _parse_jobspec(jobspec: bytes | str) -> Jobspec:
+        if len(jobspec) > MAX_JOBSPEC_BYTES:
+            raise InputError(
+                f"request jobspec is {len(jobspec)} bytes; the limit is {MAX_JOBSPEC_BYTES} "
+                "(a jobspec describes a request, not the resources themselves)"
+            )
         return parse_jobspec(jobspec, source="request jobspec")
 
     def _job_window(self, js: Jobspec) -> tuple[int, int]:

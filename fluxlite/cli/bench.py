@@ -527,24 +527,9 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
 
 
 def main_bench(argv: Sequence[str]) -> int:
-    import importlib
+    from fluxlite.cli._registry import dispatch
 
-    args = list(argv)
-    lines = ["usage: fluxlite bench {" + ",".join(BENCHMARKS) + "} [options]", ""]
-    lines += [f"  {name:<10} {desc}" for name, (_mod, desc) in BENCHMARKS.items()]
-    usage = "\n".join(lines) + "\n\nRun 'fluxlite bench <name> --help' for the options.\n"
-    if not args or args[0] in ("-h", "--help"):
-        sys.stdout.write(usage)
-        return 0
-    name, rest = args[0], args[1:]
-    if name == "match":
-        return main_match(rest)
-    entry = BENCHMARKS.get(name)
-    if entry is None:
-        sys.stderr.write(f"fluxlite bench: unknown benchmark {name!r}\n{usage}")
-        return 2
-    mod = importlib.import_module(entry[0])
-    return int(mod.main(rest) or 0)
+    return dispatch("fluxlite bench", BENCHMARKS, argv, what="benchmark")
 
 
 main = main_bench

@@ -14,8 +14,9 @@ status is non-zero; there is never a traceback for bad input.
 
 from __future__ import annotations
 
-import importlib
 import sys
+
+from fluxlite.cli._registry import dispatch
 
 __all__ = ["main"]
 
@@ -32,37 +33,15 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def _usage() -> str:
-    lines = ["usage: fluxlite <command> [options]", "", "commands:"]
-    for name, (_mod, desc) in SUBCOMMANDS.items():
-        lines.append(f"  {name:<10} {desc}")
-    lines += ["", "Run 'fluxlite <command> --help' for the options of a command."]
-    return "\n".join(lines) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] in ("-h", "--help", "help"):
-        sys.stdout.write(_usage())
-        return 0
-    if args[0] in ("-V", "--version"):
+    if args and args[0] in ("-V", "--version"):
         from fluxlite import __version__
 
         sys.stdout.write(f"fluxlite {__version__}\n")
         return 0
-    cmd = args[0]
-    entry = SUBCOMMANDS.get(cmd)
-    if entry is None:
-        sys.stderr.write(f"fluxlite: unknown command {cmd!r}\n{_usage()}")
-        return 2
     try:
-        mod = importlib.import_module(entry[0])
-    except ImportError as exc:
-        sys.stderr.write(f"fluxlite {cmd}: not available: {exc}\n")
-        return 2
-    func = getattr(mod, f"main_{cmd}", None) or mod.main
-    try:
-        return int(func(args[1:]) or 0)
+        return dispatch("fluxlite", SUBCOMMANDS, args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import Sequence
+
+from fluxlite.cli._registry import dispatch
 
 __all__ = ["SIMULATORS", "main"]
 
@@ -23,20 +23,4 @@ SIMULATORS: dict[str, tuple[str, str]] = {
 
 
 def main(argv: Sequence[str]) -> int:
-    args = list(argv)
-    lines = ["usage: fluxlite sim {" + ",".join(SIMULATORS) + "} ...", ""]
-    lines += [f"  {name:<10} {desc}" for name, (_mod, desc) in SIMULATORS.items()]
-    usage = "\n".join(lines) + "\n\nRun 'fluxlite sim <name> --help' for the options.\n"
-    if not args or args[0] in ("-h", "--help"):
-        sys.stdout.write(usage)
-        return 0
-    entry = SIMULATORS.get(args[0])
-    if entry is None:
-        sys.stderr.write(f"fluxlite sim: unknown simulator {args[0]!r}\n{usage}")
-        return 2
-    try:
-        mod = importlib.import_module(entry[0])
-    except ModuleNotFoundError as exc:
-        sys.stderr.write(f"fluxlite sim {args[0]}: not available: {exc}\n")
-        return 2
-    return int(mod.main(args[1:]) or 0)
+    return dispatch("fluxlite sim", SIMULATORS, argv, what="simulator")

@@ -514,22 +514,24 @@ def launch(
     out = out or sys.stdout
     spec = load_tree_spec(spec_path)
     rd = Path(run_dir).resolve() if run_dir else Path(tempfile.mkdtemp(prefix="fluxlite-run-"))
-    tree = start_tree(spec, rd)
-    out.write(f"run directory {rd}\n")
-    for r in tree.records:
-        out.write(f"{r['name']:<16} depth {r['depth']}  {r['address']}  pid {r['pid']}\n")
-    out.flush()
-    if detach:
-        out.write(f"stop with: fluxlite hierarchy stop {rd}\n")
-        return 0
     stopping = False
 
     def on_signal(signum: int, frame: Any) -> None:
         nonlocal stopping
         stopping = True
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    # in the foreground, Ctrl-C from the first moment on stops the tree (once it is up) instead of
+    # killing the launcher half way
+    old = {} if detach else {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
+        tree = start_tree(spec, rd)
+        out.write(f"run directory {rd}\n")
+        for r in tree.records:
+            out.write(f"{r['name']:<16} depth {r['depth']}  {r['address']}  pid {r['pid']}\n")
+        out.flush()
+        if detach:
+            out.write(f"stop with: fluxlite hierarchy stop {rd}\n")
+            return 0
         exited: set[str] = set()
         while not stopping:
             for name, p in tree.procs.items():

@@ -91,3 +91,26 @@ Errors: ``fluxlite.errors.DeadlineError(MatchError)``.
 """
 
 from __future__ import annotations
+
+from fluxlite.grid.alloc import ALLOCATORS, choose_count, choose_hilbert, choose_manhattan
+from fluxlite.grid.curves import hilbert_cells, hilbert_order, snake_order
+from fluxlite.grid.machine import GridInfo, generate_grid, parse_grid_size
+from fluxlite.grid.ops import GRID_POLICIES, LEAK_STRATEGIES, GridOps, LeakJob, Proc
+
+__all__ = [
+    "ALLOCATORS",
+    "GRID_POLICIES",
+    "LEAK_STRATEGIES",
+    "GridInfo",
+    "GridOps",
+    "LeakJob",
+    "Proc",
+    "choose_count",
+    "choose_hilbert",
+    "choose_manhattan",
+    "generate_grid",
+    "hilbert_cells",
+    "hilbert_order",
+    "parse_grid_size",
+    "snake_order",
+]

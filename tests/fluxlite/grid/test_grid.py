@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import subprocess
 import sys
@@ -29,7 +30,7 @@ def test_hilbert_is_a_hamiltonian_path_of_unit_steps(w: int, h: int) -> None:
     cells = hilbert_cells(w, h)
     assert len(cells) == w * h
     assert set(cells) == {(x, y) for x in range(w) for y in range(h)}
-    for (ax, ay), (bx, by) in zip(cells, cells[1:]):
+    for (ax, ay), (bx, by) in itertools.pairwise(cells):
         assert abs(ax - bx) + abs(ay - by) == 1, (w, h, (ax, ay), (bx, by))
 
 

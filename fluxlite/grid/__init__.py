@@ -62,30 +62,42 @@ A job gets whole nodes (every core of each chosen node, exclusively).
 Leak policies (dynamic, one process per core)
 --------------------------------------------
 ``eng.leak_start(nprocs, strategy="leak" | "leak-noncontig", now=0, duration=..., jobid=None) -> LeakJob``
-    Start node: snake scan from an entry node that rotates from job to job;
-    first node with a free core over [now, now + duration).  Then processes
-    breadth-first: free cores of the start node, then of its free neighbours,
-    and so on.  Raises ``BusyError`` when no node has a free core, or when
-    fewer than ``nprocs`` cores are reachable that way (nothing changed).
-    ``LeakJob``: ``jobid``, ``end`` (now + duration), ``procs`` (list of
-    ``Proc``), ``oversubscribed`` (processes currently running on top of
-    another's core), ``nodes()`` (grid indices in use).
+    ``nprocs``: a process count, or a jobspec (its cores, else nodes x cores per
+    node; its duration unless ``duration`` is given).  Start node: snake scan
+    from an entry node that rotates from job to job; first node with a free
+    core over [now, now + duration).  Then processes breadth-first: free cores
+    of the start node, then of its neighbours with free cores, and so on.
+    Processes that do not fit follow the fork rule: ``leak`` oversubscribes the
+    job's nodes (counted), ``leak-noncontig`` opens new regions in snake order.
+    Raises ``BusyError`` only when no node has a free core (or, non-contiguous,
+    no free core is left anywhere for the rest); nothing changed then.
+    The job is allocated (``eng.jobs[jobid] == "allocated"``) over
+    [now, now + duration).
+    ``LeakJob``: ``jobid``, ``strategy``, ``start``, ``end``, ``procs`` (list of
+    ``Proc``), ``oversubscribed`` (processes currently running without a core
+    of their own), ``oversubscribed_total``, ``nodes()`` (grid indices in use).
 ``eng.grow(jobid, jobspec=None, strategy="leak", parent=NODE_INDEX, now=t) -> Proc``
     A fork: a free core on the parent's node, then on a free neighbour node of
     the parent, then of any node of the job; if none, ``leak`` oversubscribes
     the parent's node (``Proc.core is None``, ``Proc.oversubscribed`` True,
     counted in ``LeakJob.oversubscribed``) and ``leak-noncontig`` takes the
     next node with a free core in snake order (a new region); ``BusyError``
-    when the machine has no free core at all (non-contiguous only).
+    when the machine has no free core at all (non-contiguous only);
+    ``StateError`` when ``now >= job.end``.
     ``Proc``: ``node`` (grid index), ``core`` (core vertex handle or None),
     ``oversubscribed`` (bool).  ``jobspec`` may be None (one core) or a
     jobspec asking for one core.  The core is allocated over [now, job end).
 ``eng.leak_join(jobid, proc)``
-    A join: releases the process's core at once (``shrink``); for an
-    oversubscribed process only decrements the count.  Returns True when the
-    job holds nothing any more (it is then gone from ``eng.jobs``).
-``eng.shrink(jobid, paths=[core path])`` works too (general partial release).
-``eng.leak_jobs[jobid]`` -> ``LeakJob``.
+    A join: releases the process's core at once (a partial release through
+    ``Traverser.release_groups``, as ``shrink``), unless an oversubscribed
+    process of the job waits on the same node: it inherits the core.  For an
+    oversubscribed process only the count drops.  Returns True when the job
+    holds nothing any more (it is then gone from ``eng.jobs``).  Use this, not
+    ``eng.shrink``, for leak processes (shrink does not update ``procs``).
+``eng.leak_jobs[jobid]`` -> ``LeakJob``; ``eng.cancel(jobid)`` ends a leak job
+    (e.g. at its deadline) and forgets it.
+``eng.grid.free_nodes(at, duration)`` -> bool mask by grid index of nodes no
+    job uses over the window (occupancy pictures, utilisation).
 
 Errors: ``fluxlite.errors.DeadlineError(MatchError)``.
 """

@@ -55,58 +55,75 @@ def choose_count(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None:
 
 
 def free_regions(gi: GridInfo, free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Label the connected regions of free nodes: (label per node, -1 if busy; size per label)."""
-    n = gi.n
-    label = np.full(n, -1, dtype=np.int64)
-    sizes: list[int] = []
-    nb = gi.neighbours
-    fl = free.tolist()
-    for s in range(n):
-        if not fl[s] or label[s] >= 0:
-            continue
-        lab = len(sizes)
-        label[s] = lab
-        stack = [s]
-        size = 0
-        while stack:
-            u = stack.pop()
-            size += 1
-            for w in nb(u):
-                if fl[w] and label[w] < 0:
-                    label[w] = lab
-                    stack.append(w)
-        sizes.append(size)
-    return label, np.array(sizes, dtype=np.int64)
+    """Label the connected regions of free nodes: (label per node, -1 if busy; size per label).
+
+    4-connectivity by :func:`scipy.ndimage.label`; on a torus, regions that
+    touch across the wrap-around edges are merged.  O(n).
+    """
+    from scipy import ndimage
+
+    w, h = gi.width, gi.height
+    grid = free.reshape(h, w)
+    lab, count = ndimage.label(grid)
+    if gi.torus and count > 1:
+        parent = list(range(count + 1))
+
+        def find(a: int) -> int:
+            while parent[a] != a:
+                parent[a] = parent[parent[a]]
+                a = parent[a]
+            return a
+
+        pairs = []
+        if w > 2:
+            pairs.append((lab[:, 0], lab[:, w - 1]))
+        if h > 2:
+            pairs.append((lab[0, :], lab[h - 1, :]))
+        for a_col, b_col in pairs:
+            for a, b in zip(a_col.tolist(), b_col.tolist()):
+                if a and b:
+                    ra, rb = find(a), find(b)
+                    if ra != rb:
+                        parent[max(ra, rb)] = min(ra, rb)
+        roots = np.array([find(a) for a in range(count + 1)], dtype=np.int64)
+        lab = roots[lab]
+    flat = lab.reshape(-1).astype(np.int64)
+    sizes = np.bincount(flat, minlength=count + 1)
+    sizes[0] = 0
+    return flat - 1, sizes[1:]
 
 
 def grow_compact(gi: GridInfo, free: np.ndarray, start: int, k: int) -> list[int] | None:
-    """The greedy compact partition of ``k`` free nodes grown from ``start``; None when it runs out."""
-    part = [start]
-    inpart = np.zeros(gi.n, dtype=bool)
-    inpart[start] = True
-    dsum = gi.dist[start].copy()
-    d2sum = gi.dist2[start].copy()
-    cand = np.zeros(gi.n, dtype=bool)
+    """The greedy compact partition of ``k`` free nodes grown from ``start``; None when it runs out.
+
+    Candidates are the free neighbours of the partition; each carries its sum
+    of distances to the partition (and of squared distances, the tie-break),
+    updated as nodes join.  O(k x border) scalar steps.
+    """
+    dist, dist2 = gi.dist_rows, gi.dist2_rows
     nb = gi.neighbours
+    fl = free.tolist()
+    part = [start]
+    taken = {start}
+    #: candidate -> [sum of distances to the partition, sum of squared distances]
+    cand: dict[int, list[int]] = {}
     for w in nb(start):
-        if free[w]:
-            cand[w] = True
-    big = int(gi.n) * int(gi.dist2.max() + 1) + 1
-    order_key = np.arange(gi.n, dtype=np.int64)
+        if fl[w]:
+            cand[w] = [dist[start][w], dist2[start][w]]
     while len(part) < k:
-        idx = np.flatnonzero(cand)
-        if len(idx) == 0:
+        if not cand:
             return None
-        key = (dsum[idx] * big + d2sum[idx]) * gi.n + order_key[idx]
-        best = int(idx[int(np.argmin(key))])
+        best = min(cand, key=lambda c: (cand[c][0], cand[c][1], c))
+        del cand[best]
         part.append(best)
-        inpart[best] = True
-        cand[best] = False
-        dsum += gi.dist[best]
-        d2sum += gi.dist2[best]
+        taken.add(best)
+        drow, d2row = dist[best], dist2[best]
+        for c, acc in cand.items():
+            acc[0] += drow[c]
+            acc[1] += d2row[c]
         for w in nb(best):
-            if free[w] and not inpart[w]:
-                cand[w] = True
+            if fl[w] and w not in taken and w not in cand:
+                cand[w] = [sum(dist[w][p] for p in part), sum(dist2[w][p] for p in part)]
     return part
 
 
@@ -117,21 +134,26 @@ def improve_compact(
     part = list(part)
     if len(part) < 2:
         return part
-    inp = np.zeros(gi.n, dtype=bool)
+    n = gi.n
+    inp = np.zeros(n + 1, dtype=bool)
     inp[part] = True
+    freex = np.zeros(n + 1, dtype=bool)
+    freex[:n] = free
+    nbm = gi.nbr_matrix
     dist = gi.dist
     moves = max_moves if max_moves is not None else 4 * len(part)
     dsum = dist[part].sum(axis=0)
     for _ in range(moves):
         # candidate spots: free, outside, next to the partition
-        near = np.zeros(gi.n, dtype=bool)
-        for u in part:
-            near[list(gi.neighbours(u))] = True
-        cand = np.flatnonzero(near & free & ~inp)
+        near = np.zeros(n + 1, dtype=bool)
+        near[nbm[part].ravel()] = True
+        cand = np.flatnonzero(near & freex & ~inp)
         if len(cand) == 0:
             break
         pa = np.array(part, dtype=np.int64)
         delta = dsum[cand][None, :] - dist[np.ix_(pa, cand)] - dsum[pa][:, None]
+        if delta.min() >= 0:
+            break
         flat = np.argsort(delta, axis=None, kind="stable")
         moved = False
         ncand = len(cand)
@@ -158,18 +180,24 @@ def choose_manhattan(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None
     """Greedy compact partition of ``k`` free nodes (see the module docstring); or None."""
     if k <= 0 or int(free.sum()) < k:
         return None
+    first = int(np.flatnonzero(free)[0])
     if k == 1:
-        return [int(np.flatnonzero(free)[0])]
-    label, sizes = free_regions(gi, free)
-    big = np.flatnonzero(sizes >= k)
-    if len(big) == 0:
+        return [first]
+    # the common case: the first free node's region is big enough
+    got = grow_compact(gi, free, first, k)
+    if got is None:
+        label, sizes = free_regions(gi, free)
+        big = np.flatnonzero(sizes >= k)
+        ok = np.isin(label, big)
+        ok[: first + 1] = False
+        for start in np.flatnonzero(ok).tolist():
+            got = grow_compact(gi, free, start, k)
+            if got is not None:
+                break
+    if got is None:
         return None
-    ok = np.isin(label, big)
-    for start in np.flatnonzero(ok):
-        got = grow_compact(gi, free, int(start), k)
-        if got is not None:
-            return improve_compact(gi, free, got)
-    return None
+    # two or three nodes: the greedy choice is already optimal
+    return got if k <= 3 else improve_compact(gi, free, got)
 
 
 #: policy name -> chooser(grid, free mask, k) -> grid indices or None

@@ -204,6 +204,23 @@ class GridInfo:
             dy = np.minimum(dy, self.height - dy)
         return (dx * dx + dy * dy).astype(np.int64)
 
+    @cached_property
+    def dist_rows(self) -> list[list[int]]:
+        """:attr:`dist` as Python lists (fast scalar access in greedy loops)."""
+        return self.dist.tolist()
+
+    @cached_property
+    def dist2_rows(self) -> list[list[int]]:
+        return self.dist2.tolist()
+
+    @cached_property
+    def nbr_matrix(self) -> np.ndarray:
+        """n x 4 neighbour indices, padded with ``n`` (a dummy slot one past the end)."""
+        m = np.full((self.n, 4), self.n, dtype=np.int64)
+        for i, nb in enumerate(self._nbrs):
+            m[i, : len(nb)] = nb
+        return m
+
     def distance(self, i: int, j: int) -> int:
         """Manhattan hops between grid indices ``i`` and ``j`` (wrap-around on a torus)."""
         ax, ay = i % self.width, i // self.width

@@ -353,3 +353,45 @@ def test_leak_noncontig_opens_a_new_region_in_snake_order() -> None:
     assert not p.oversubscribed and p.core is not None
     with pytest.raises(BusyError):
         eng.grow(a.jobid, None, strategy="leak-noncontig", parent=a.procs[0].node, now=1)
+
+
+def test_repl_deadline_leak_grow_and_join(tmp_path: Path) -> None:
+    r = _cli("graph", "generate", "--grid", "4x2", "--cores", "2", "-o", str(tmp_path / "g.json"))
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "job.yaml").write_text(JOB.replace("duration: 100", "duration: 3600"))
+    # the same steps through the Python API tell where the leak job's processes go
+    eng = Engine.from_file(tmp_path / "g.json", format="jgf", policy="hilbert")
+    for jid in (2, 3):
+        eng.allocate_deadline(4, 0, 7200, duration=3600, jobid=jid)
+    eng.allocate_deadline(4, 0, 7300, duration=3600, jobid=4)
+    eng.cancel(3)
+    job = eng.leak_start(3, now=0, duration=100, jobid=6)
+    eng.grow(6, None, strategy="leak", now=1)
+    eng.grow(6, None, strategy="leak", now=1)
+    last = eng.graph.path(job.procs[-1].core)
+    cmds = [
+        "deadline 0 100 job.yaml",  # 1: 3600 s never fit before 100: rejected
+        "deadline 0 7200 job.yaml",  # 2: now
+        "deadline 0 7200 job.yaml",  # 3: now, the other half
+        "deadline 0 7300 job.yaml",  # 4: at 3600
+        "deadline 0 7100 job.yaml",  # 5: rejected (the machine is full until 3600)
+        "cancel 3",
+        "leak-start 3 duration=100",  # 6
+        "grow 6 - strategy=leak now=1",
+        "grow 6 - strategy=leak now=1",  # 5 processes on 4 nodes x 2 cores... still free
+        f"join 6 {last}",
+        "help deadline",
+        "quit",
+    ]
+    r = _cli(
+        "query", "-L", "g.json", "-f", "jgf", "-P", "hilbert", stdin="\n".join(cmds) + "\n", cwd=tmp_path
+    )
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert r.stdout.count("RESOURCES=REJECTED (DEADLINE)") == 2
+    assert "ERROR: deadline 1: REJECTED: cannot meet the deadline" in r.stderr
+    assert "ERROR: deadline 5: REJECTED" in r.stderr
+    assert "SCHEDULED AT=3600" in r.stdout
+    assert r.stdout.count("RESOURCES=GROWN") == 2
+    assert f"INFO: PROCESS node={job.procs[-1].node} {last}" in r.stdout
+    assert "RESOURCES=SHRUNK" in r.stdout
+    assert "deadline (D)" in r.stdout

@@ -116,6 +116,8 @@ class Engine:
         self.jobs: dict[int, str] = {}
         self.job_at: dict[int, int] = {}
         self._next_jobid = 1
+        if self.grid_policy is not None:
+            _ = self.grid  # a grid policy needs a grid machine: say so now
         #: match-format text of the last attach with ``allocate_to`` (when ``fmt`` was given)
         self.last_text = ""
 

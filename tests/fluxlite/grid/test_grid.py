@@ -64,9 +64,11 @@ def test_generate_grid_shape_properties_and_network(torus: bool) -> None:
 def test_not_a_grid_is_a_clear_input_error() -> None:
     from fluxlite.readers.generate import generate_graph
 
-    eng = Engine(generate_graph(nodes=4), policy="hilbert")
     with pytest.raises(InputError, match="not a grid machine"):
-        eng.allocate_deadline(1, 0, 100, duration=10)
+        Engine(generate_graph(nodes=4), policy="hilbert")
+    eng = Engine(generate_graph(nodes=4))
+    with pytest.raises(InputError, match="not a grid machine"):
+        eng.allocate_deadline(1, 0, 100, duration=10, policy="hilbert")
 
 
 def _cli(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

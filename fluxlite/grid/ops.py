@@ -129,6 +129,10 @@ class GridOps:
         self.cores_per_node = max((len(c) for c in gi.cores), default=0)
         self._node_vid = gi.node_vid
         self._cores = gi.cores
+        #: grid index -> the exact items of a whole-node allocation (the node and its cores, exclusive)
+        self._node_items = [
+            [(v, 1, True), *((c, 1, True) for c in cs)] for v, cs in zip(gi.node_vid, gi.cores)
+        ]
         #: the next leak job's entry position in snake order
         self._entry = 0
         #: jobid -> LeakJob
@@ -225,8 +229,7 @@ class GridOps:
                 continue
             items: list[tuple[int, int, bool]] = []
             for i in chosen:
-                items.append((self._node_vid[i], 1, True))
-                items.extend((c, 1, True) for c in self._cores[i])
+                items.extend(self._node_items[i])
             return eng._allocate_items(jobid, items, t, d, fmt, t > now)
         if busy_error:
             raise BusyError("resources exist but are not free now", jobid=jobid)

@@ -297,10 +297,12 @@ def test_leak_never_places_on_a_busy_core_and_keeps_aggregates(strategy: str, se
             job = rnd.choice(jobs)
             parent = rnd.choice(job.procs).node if job.procs else None
             free_before = eng.grid.free_nodes(now, 1).sum()
+            before = snapshot(eng)
             try:
                 p = eng.grow(job.jobid, None, strategy=strategy, parent=parent, now=now)
             except BusyError:
                 assert strategy == "leak-noncontig"
+                assert snapshot(eng) == before
                 continue
             oversub += p.oversubscribed
             if p.oversubscribed:
@@ -397,3 +399,36 @@ def test_repl_deadline_leak_grow_and_join(tmp_path: Path) -> None:
     assert f"INFO: PROCESS node={job.procs[-1].node} {last}" in r.stdout
     assert "RESOURCES=SHRUNK" in r.stdout
     assert "deadline (D)" in r.stdout
+
+
+def test_down_nodes_are_never_chosen_and_state_round_trips() -> None:
+    eng = Engine(generate_grid(4, 4, cores=2), policy="hilbert")
+    gi = eng.grid_info
+    eng.set_status("/cluster0/node1", "down")
+    r = eng.allocate_deadline(4, 0, 1000, duration=100)
+    assert 1 not in eng.job_nodes(r.jobid)
+    pos = sorted(int(gi.hilbert_pos[i]) for i in eng.job_nodes(r.jobid))
+    assert pos == list(range(pos[0], pos[0] + 4))
+    job = eng.leak_start(20, "leak-noncontig", now=0, duration=50)
+    assert all(p.node != 1 for p in job.procs)
+    with pytest.raises(UnsatisfiableError):
+        eng.allocate_deadline(16, 0, 10**6, duration=10)
+    again = Engine.restore_state(eng.save_state())
+    assert again.grid_policy == "hilbert"
+    assert again.job_nodes(r.jobid) == eng.job_nodes(r.jobid)
+    assert not recount_errors(again, [0, 60, 120])
+
+
+def test_a_jobspec_request_counts_nodes_or_whole_nodes_of_cores() -> None:
+    from fluxlite.jobspec import parse_jobspec
+
+    eng = Engine(generate_grid(4, 4, cores=4), policy="count")
+    r = eng.allocate_deadline(parse_jobspec(JOB), 0, 1000)
+    assert len(eng.job_nodes(r.jobid)) == 4  # node count 4, duration 100 from the jobspec
+    cores_only = JOB.replace("type: node\n    count: 4", "type: slot\n    count: 1\n    label: x").replace(
+        "      - type: slot\n        count: 1\n        label: default\n        with:\n          - type: core\n            count: 4",
+        "      - type: core\n        count: 6",
+    )
+    cores_only = cores_only.replace("slot: default", "slot: x")
+    r2 = eng.allocate_deadline(parse_jobspec(cores_only), 0, 1000)
+    assert len(eng.job_nodes(r2.jobid)) == 2  # 6 cores = 2 whole nodes of 4

@@ -174,6 +174,18 @@ class GridOps:
             free[idx[hit]] = False
         return free
 
+    def occupancy(self, at: int) -> np.ndarray:
+        """Job id using each node at time ``at`` (0: none; the lowest id when several share a node), by grid index."""
+        xspans = self.eng.traverser.xspans
+        out = np.zeros(self.gi.n, dtype=np.int64)
+        for i, v in enumerate(self._node_vid):
+            xs = xspans[v]
+            if xs:
+                jobs = [j for j, (s, e) in xs.items() if s <= at < e]
+                if jobs:
+                    out[i] = min(jobs)
+        return out
+
     def job_nodes(self, jobid: int) -> list[int]:
         """Grid indices of the nodes ``jobid`` uses (all of them or some cores), read from the engine."""
         tags = self.eng.traverser.tags

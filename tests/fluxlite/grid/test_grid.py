@@ -413,6 +413,9 @@ def test_down_nodes_are_never_chosen_and_state_round_trips() -> None:
     assert all(p.node != 1 for p in job.procs)
     with pytest.raises(UnsatisfiableError):
         eng.allocate_deadline(16, 0, 10**6, duration=10)
+    occ = eng.grid.occupancy(10)
+    assert sorted(int(i) for i in np.flatnonzero(occ == r.jobid)) == sorted(eng.job_nodes(r.jobid))
+    assert occ[1] == 0 and eng.grid.occupancy(200)[eng.job_nodes(r.jobid)[0]] == 0
     again = Engine.restore_state(eng.save_state())
     assert again.grid_policy == "hilbert"
     assert again.job_nodes(r.jobid) == eng.job_nodes(r.jobid)

@@ -196,8 +196,9 @@ def choose_manhattan(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None
                 break
     if got is None:
         return None
-    # two or three nodes: the greedy choice is already optimal
-    return got if k <= 3 else improve_compact(gi, free, got)
+    # two or three nodes of a mesh: the greedy choice is already optimal (not
+    # on a torus, where a short ring of three is more compact than an L)
+    return got if k <= 2 or (k == 3 and not gi.torus) else improve_compact(gi, free, got)
 
 
 #: policy name -> chooser(grid, free mask, k) -> grid indices or None

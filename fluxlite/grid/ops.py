@@ -143,18 +143,20 @@ class GridOps:
         """(grid index, start, end) of every job window on every node (from ``xspans``)."""
         xspans = self.eng.traverser.xspans
         idx: list[int] = []
-        win: list[tuple[int, int]] = []
+        ss: list[int] = []
+        es: list[int] = []
         for i, v in enumerate(self._node_vid):
             xs = xspans[v]
             if xs:
-                vals = xs.values()
-                win.extend(vals)
-                idx.extend([i] * len(vals))
-        if not win:
-            empty = np.empty(0, dtype=np.int64)
-            return empty, empty, empty
-        a = np.array(win, dtype=np.int64)
-        return np.array(idx, dtype=np.int64), a[:, 0], a[:, 1]
+                for s, e in xs.values():
+                    ss.append(s)
+                    es.append(e)
+                idx.extend([i] * len(xs))
+        return (
+            np.array(idx, dtype=np.int64),
+            np.array(ss, dtype=np.int64),
+            np.array(es, dtype=np.int64),
+        )
 
     def _down(self) -> np.ndarray:
         st = self.eng.graph.v_status

@@ -21,7 +21,9 @@ Machines
     grid neighbours (wrap-around when ``torus``; relation ``neighbour``).
     ``fluxlite graph generate --grid 16x8 [--torus] --cores 4`` writes it.
 
-``GridInfo.from_graph(graph) -> GridInfo`` (also ``eng.grid_info``, built lazily)
+``GridInfo.from_graph(graph) -> GridInfo`` (also ``eng.grid_info``; an engine
+with a grid policy builds it at construction and raises ``InputError`` for a
+graph without node coordinates)
     ``width``, ``height``, ``torus``, ``n`` (nodes);
     ``node_vid[i]`` (vertex handle of grid index ``i``), ``index_of[vid]``,
     ``xy(i) -> (x, y)``, ``index(x, y) -> i``;
@@ -51,10 +53,14 @@ A job gets whole nodes (every core of each chosen node, exclusively).
     ``result.reserved`` is True when t > now.  ``eng.job_nodes(jobid)`` gives
     the chosen grid indices.
     Raises ``DeadlineError`` (a ``MatchError``; not Busy, not Unsatisfiable)
-    when no start meets the deadline, ``UnsatisfiableError`` when the machine
-    has fewer nodes than asked (or duration > deadline - earliest is NOT this:
-    that is a DeadlineError too), ``InputError`` for a bad request.  On any
-    failure nothing changed.
+    when no start meets the deadline (including runtime > deadline - earliest),
+    ``UnsatisfiableError`` when the machine has fewer nodes up than asked,
+    ``StateError`` for a job id in use, ``InputError`` for a bad request (a
+    node count without ``duration``, zero nodes).  On any failure nothing
+    changed.  ``policy=`` overrides the engine's allocator for one call (any
+    engine on a grid machine can call this).  Manhattan: the greedy partition
+    from the first free node whose free region is big enough, then a local
+    search (single moves that lower the total distance and keep it connected).
 ``eng.allocate(jobspec)`` / ``eng.allocate_orelse_reserve(jobspec)`` with a
     grid policy use the same allocator (no deadline), as does the REPL.
 ``eng.cancel(jobid)`` frees a job (as for any match).

@@ -475,3 +475,18 @@ def test_static_and_leak_jobs_share_one_machine_without_conflicts(seed: int, pol
             assert snapshot(eng) == before
         _check_leak_state(eng)
         assert not recount_errors(eng, [now, now + 30, now + 90])
+
+
+def test_a_join_frees_the_node_for_static_jobs_at_once() -> None:
+    eng = Engine(generate_grid(3, 1, cores=2), policy="count")
+    job = eng.leak_start(2, "leak", now=0, duration=100)
+    p = eng.grow(job.jobid, None, strategy="leak", parent=0, now=5)
+    assert p.node == 1
+    before = snapshot(eng)
+    with pytest.raises(DeadlineError):
+        eng.allocate_deadline(2, 10, 60, now=10, duration=50)
+    assert snapshot(eng) == before
+    eng.leak_join(job.jobid, p)
+    r = eng.allocate_deadline(2, 10, 60, now=10, duration=50)
+    assert r.at == 10 and sorted(eng.job_nodes(r.jobid)) == [1, 2]
+    assert not recount_errors(eng, [10, 50, 99])

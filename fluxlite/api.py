@@ -634,6 +634,8 @@ class Engine:
         if full:
             del self.jobs[jobid]
             self.job_at.pop(jobid, None)
+        if self._grid is not None:
+            self._grid.after_release(jobid, full)
         return full
 
     def partial_cancel(self, jobid: int, r_text: str | bytes, format: str = "rv1exec") -> bool:
@@ -668,6 +670,8 @@ class Engine:
         if full:
             del self.jobs[jobid]
             self.job_at.pop(jobid, None)
+        if self._grid is not None:
+            self._grid.after_release(jobid, full)
         return full
 
     # -------------------------------------------------------------- persistence

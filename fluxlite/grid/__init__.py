@@ -98,8 +98,9 @@ Leak policies (dynamic, one process per core)
     ``Traverser.release_groups``, as ``shrink``), unless an oversubscribed
     process of the job waits on the same node: it inherits the core.  For an
     oversubscribed process only the count drops.  Returns True when the job
-    holds nothing any more (it is then gone from ``eng.jobs``).  Use this, not
-    ``eng.shrink``, for leak processes (shrink does not update ``procs``).
+    holds nothing any more (it is then gone from ``eng.jobs``).  ``eng.shrink``
+    of a core path works too (the process on that core leaves ``procs``; an
+    oversubscribed one does not inherit it).
 ``eng.leak_jobs[jobid]`` -> ``LeakJob``; ``eng.cancel(jobid)`` ends a leak job
     (e.g. at its deadline) and forgets it.
 ``eng.grid.free_nodes(at, duration)`` -> bool mask by grid index of nodes no

@@ -486,6 +486,17 @@ class GridOps:
                 self.leak_jobs.pop(jobid, None)
         return full
 
+    def after_release(self, jobid: int, gone: bool) -> None:
+        """Part of ``jobid`` was released outside :meth:`join` (shrink, partial cancel): drop its lost processes."""
+        job = self.leak_jobs.get(jobid)
+        if job is None:
+            return
+        if gone:
+            self.leak_jobs.pop(jobid, None)
+            return
+        tags = self.eng.traverser.tags
+        job.procs = [p for p in job.procs if p.core is None or jobid in (tags[p.core] or {})]
+
     def forget(self, jobid: int) -> None:
         """The engine removed ``jobid``: drop its leak bookkeeping."""
         self.leak_jobs.pop(jobid, None)

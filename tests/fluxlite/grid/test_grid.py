@@ -490,3 +490,15 @@ def test_a_join_frees_the_node_for_static_jobs_at_once() -> None:
     r = eng.allocate_deadline(2, 10, 60, now=10, duration=50)
     assert r.at == 10 and sorted(eng.job_nodes(r.jobid)) == [1, 2]
     assert not recount_errors(eng, [10, 50, 99])
+
+
+def test_shrink_of_a_leak_core_drops_its_process() -> None:
+    eng = Engine(generate_grid(2, 1, cores=2))
+    job = eng.leak_start(3, "leak", now=0, duration=100)
+    victim = job.procs[1]
+    assert eng.shrink(job.jobid, paths=[eng.graph.path(victim.core)]) is False
+    assert victim not in job.procs and len(job.procs) == 2
+    _check_leak_state(eng)
+    assert eng.shrink(job.jobid, paths=[eng.graph.path(p.core) for p in job.procs]) is True
+    assert job.jobid not in eng.leak_jobs and job.jobid not in eng.jobs
+    assert not recount_errors(eng, [0, 50])

@@ -13,8 +13,9 @@ state and hands the chosen nodes to the engine.
   distance least (ties: the smaller sum of squared Euclidean distances, a
   rounder shape; then the lower index); when the free neighbours run out,
   restart from the next first node.  A first node whose free connected
-  region holds fewer than ``k`` nodes must run out, so it is skipped without
-  growing (the same result, found faster).  The greedy partition is then
+  region holds fewer than ``k`` nodes must run out, and one whose region is
+  big enough never does, so each region is measured once (breadth-first)
+  and skipped without growing when too small (the same result, found faster).  The greedy partition is then
   polished by local search: a node of the partition moves to a free node
   next to it when that lowers the total distance and keeps the partition
   connected (greedy growth alone is myopic: from a corner it can end a few
@@ -54,43 +55,44 @@ def choose_count(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None:
     return [int(v) for v in idx[:k]]
 
 
+def _region(gi: GridInfo, fl: list[bool], seen: bytearray, s: int) -> int:
+    """Mark the free region of ``s`` in ``seen``; return its size.  O(region)."""
+    nb = gi.neighbours
+    seen[s] = 1
+    stack = [s]
+    size = 0
+    while stack:
+        u = stack.pop()
+        size += 1
+        for w in nb(u):
+            if fl[w] and not seen[w]:
+                seen[w] = 1
+                stack.append(w)
+    return size
+
+
 def free_regions(gi: GridInfo, free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Label the connected regions of free nodes: (label per node, -1 if busy; size per label).
-
-    4-connectivity by :func:`scipy.ndimage.label`; on a torus, regions that
-    touch across the wrap-around edges are merged.  O(n).
-    """
-    from scipy import ndimage
-
-    w, h = gi.width, gi.height
-    grid = free.reshape(h, w)
-    lab, count = ndimage.label(grid)
-    if gi.torus and count > 1:
-        parent = list(range(count + 1))
-
-        def find(a: int) -> int:
-            while parent[a] != a:
-                parent[a] = parent[parent[a]]
-                a = parent[a]
-            return a
-
-        pairs = []
-        if w > 2:
-            pairs.append((lab[:, 0], lab[:, w - 1]))
-        if h > 2:
-            pairs.append((lab[0, :], lab[h - 1, :]))
-        for a_col, b_col in pairs:
-            for a, b in zip(a_col.tolist(), b_col.tolist()):
-                if a and b:
-                    ra, rb = find(a), find(b)
-                    if ra != rb:
-                        parent[max(ra, rb)] = min(ra, rb)
-        roots = np.array([find(a) for a in range(count + 1)], dtype=np.int64)
-        lab = roots[lab]
-    flat = lab.reshape(-1).astype(np.int64)
-    sizes = np.bincount(flat, minlength=count + 1)
-    sizes[0] = 0
-    return flat - 1, sizes[1:]
+    """Label the connected regions of free nodes: (label per node, -1 if busy; size per label).  O(n)."""
+    fl = free.tolist()
+    label = [-1] * gi.n
+    sizes: list[int] = []
+    nb = gi.neighbours
+    for s in range(gi.n):
+        if not fl[s] or label[s] >= 0:
+            continue
+        lab = len(sizes)
+        label[s] = lab
+        stack = [s]
+        size = 0
+        while stack:
+            u = stack.pop()
+            size += 1
+            for w in nb(u):
+                if fl[w] and label[w] < 0:
+                    label[w] = lab
+                    stack.append(w)
+        sizes.append(size)
+    return np.array(label, dtype=np.int64), np.array(sizes, dtype=np.int64)
 
 
 def grow_compact(gi: GridInfo, free: np.ndarray, start: int, k: int) -> list[int] | None:
@@ -180,20 +182,21 @@ def choose_manhattan(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None
     """Greedy compact partition of ``k`` free nodes (see the module docstring); or None."""
     if k <= 0 or int(free.sum()) < k:
         return None
-    first = int(np.flatnonzero(free)[0])
-    if k == 1:
-        return [first]
-    # the common case: the first free node's region is big enough
-    got = grow_compact(gi, free, first, k)
-    if got is None:
-        label, sizes = free_regions(gi, free)
-        big = np.flatnonzero(sizes >= k)
-        ok = np.isin(label, big)
-        ok[: first + 1] = False
-        for start in np.flatnonzero(ok).tolist():
-            got = grow_compact(gi, free, start, k)
-            if got is not None:
-                break
+    fl = free.tolist()
+    seen = bytearray(gi.n)
+    got = None
+    # first nodes in machine order; every node of a region smaller than k would
+    # run out of free neighbours, so one look at each region decides it
+    for start in range(gi.n):
+        if not fl[start] or seen[start]:
+            continue
+        if k == 1:
+            return [start]
+        if _region(gi, fl, seen, start) < k:
+            continue
+        got = grow_compact(gi, free, start, k)
+        if got is not None:
+            break
     if got is None:
         return None
     # two or three nodes of a mesh: the greedy choice is already optimal (not

@@ -149,11 +149,17 @@ def cmd_update(ctx: q.QueryContext, args: list[str]) -> int:
 
 
 def cmd_grow(ctx: q.QueryContext, args: list[str]) -> int:
-    """grow JOBID JOBSPEC: MatchGrow a running job locally."""
+    """grow JOBID JOBSPEC: MatchGrow a running job locally (with strategy=leak...: a fork of a leak job)."""
     import time
 
     from fluxlite.jobspec import load_jobspec
 
+    kw = dict(a.split("=", 1) for a in args[3:] if "=" in a)
+    if len(args) >= 3 and "strategy" in kw and len(kw) == len(args) - 3:
+        from fluxlite.cli import grid_cmds
+
+        jobid = q._parse_jobid(ctx, args[1])
+        return 0 if jobid is None else grid_cmds.cmd_grow_leak(ctx, jobid, args[2], kw)
     if len(args) != 3:
         ctx.err.write("ERROR: malformed command: usage: grow JOBID JOBSPEC\n")
         return 0
@@ -218,6 +224,9 @@ def install() -> None:
     if _installed:
         return
     _installed = True
+    from fluxlite.cli import grid_cmds
+
+    grid_cmds.install()
     q.register_command(
         q.Command(
             "partial-cancel",
@@ -243,7 +252,9 @@ def install() -> None:
             "grow",
             "G",
             cmd_grow,
-            "Grow a running job with more resources (MatchGrow): resource-query> grow jobid jobspec",
+            "Grow a running job with more resources (MatchGrow): resource-query> grow jobid jobspec; "
+            "a fork of a leak job on a grid machine: grow jobid (jobspec | -) strategy=leak|leak-noncontig "
+            "(optional: parent=NODE_INDEX now=T)",
         ),
         before="find",
     )

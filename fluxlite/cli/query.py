@@ -620,7 +620,8 @@ def build_parser(prog: str = "fluxlite query") -> argparse.ArgumentParser:
         default="first",
         metavar="POLICY",
         help="match policy: first, firstnodex, low, high, lonode, hinode, lonodex, hinodex, "
-        "locality, or a custom 'policy=low node_centric=true ...' (default: first)",
+        "locality, or a custom 'policy=low node_centric=true ...' (default: first); on a grid machine "
+        "(fluxlite graph generate --grid WxH) also the whole-node grid allocators hilbert, manhattan, count",
     )
     p.add_argument(
         "-F",

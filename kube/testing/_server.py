@@ -570,7 +570,9 @@ class ApiServer:
         self.port = self._httpd.server_address[1]
         host = f"[{self.host}]" if ":" in self.host else self.host
         self.url = f"http://{host}:{self.port}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="kube-apiserver", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="kube-apiserver", daemon=True
+        )
         self._thread.start()
         if self.controllers:
             from kube.testing._controller import Controllers

@@ -290,6 +290,7 @@ class Store:
             if res.plural not in ("events", "namespaces", "nodes"):
                 meta["generation"] = 1
             obj["kind"], obj["apiVersion"] = res.kind, res.api_version
+            _omit_empty(meta)
             _prepare_create(res, obj)
             _validate(res, obj, None)
             return self._commit(res, namespace, obj, None)
@@ -367,6 +368,7 @@ class Store:
                 meta["generation"] += 1
             _validate(res, new, old)
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        _omit_empty(new["metadata"])
         if new == old:
             return old  # a no-op write neither bumps the resourceVersion nor emits an event
         finalized = new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers")
@@ -533,6 +535,13 @@ class Store:
                 new["metadata"]["generation"] = new["metadata"].get("generation", 1) + 1
                 self._commit(res, namespace, new, old)
             return _scale_of(new)
+
+
+def _omit_empty(meta: Obj) -> None:
+    """Empty metadata maps and lists are absent on the wire (``omitempty``), so a write of one is a no-op."""
+    for field in ("labels", "annotations", "ownerReferences", "finalizers"):
+        if field in meta and not meta[field]:
+            del meta[field]
 
 
 def _served() -> list[Resource]:

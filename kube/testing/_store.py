@@ -117,7 +117,7 @@ def bad_request(message: str) -> ApiError:
 
 
 def expired(rv: int, floor: int) -> ApiError:
-    return ApiError(410, "Expired", f"too old resource version: {rv} ({floor + 1})")
+    return ApiError(410, "Expired", f"too old resource version: {rv} ({floor})")
 
 
 def now_rfc3339(offset: float = 0.0) -> str:
@@ -463,12 +463,16 @@ class Store:
             )
 
         def assign(pod: Obj) -> Obj:
-            if meta.get("uid") and meta["uid"] != pod["metadata"]["uid"]:
-                raise conflict(
-                    "pods/binding",
-                    name,
-                    f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {pod['metadata']['uid']}",
+            have = pod["metadata"]
+            if meta.get("uid") and meta["uid"] != have["uid"]:
+                why = f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {have['uid']}"
+                raise conflict(pods, name, why)
+            if meta.get("resourceVersion") and meta["resourceVersion"] != have["resourceVersion"]:
+                why = (
+                    f"Precondition failed: ResourceVersion in precondition: {meta['resourceVersion']}, "
+                    f"ResourceVersion in object meta: {have['resourceVersion']}"
                 )
+                raise conflict(pods, name, why)
             if pod["metadata"].get("deletionTimestamp"):
                 raise conflict(
                     "pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host"

@@ -182,17 +182,40 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _error(self, err: ApiError) -> None:
         self._send(err.code, err.status())
 
+    def _read_body(self) -> None:
+        """Read the whole request body first, whatever the answer: an unread body would be
+        taken for the next request on this keep-alive connection."""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    break
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            self._raw = b"".join(chunks)
+        else:
+            length = int(self.headers.get("Content-Length") or 0)
+            self._raw = self.rfile.read(length) if length > 0 else b""
+
+    def _has_body(self) -> bool:
+        return bool(self._raw.strip())
+
     def _body(self) -> Any:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        if not raw:
+        if not self._raw:
             raise bad_request("the request body is empty")
         try:
-            return orjson.loads(raw)
+            return orjson.loads(self._raw)
         except orjson.JSONDecodeError as exc:
             raise bad_request(f"the request body is not valid JSON: {exc}") from exc
 
     def _dispatch(self, method: str) -> None:
+        try:
+            self._read_body()
+        except (ValueError, OSError):
+            self.close_connection = True
+            return
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         parts = [p for p in url.path.split("/") if p]
@@ -233,10 +256,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._resource(method, route, query)
         except ApiError as err:
             self._error(err)
-        except (SelectorError, PatchError) as exc:
-            self._error(bad_request(str(exc)))
+        except (SelectorError, PatchError, ValueError, TypeError, KeyError) as exc:
+            self._error(bad_request(f"{type(exc).__name__}: {exc}"))
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+        except Exception as exc:  # a bug here: answer as the real server answers a panic
+            self._error(ApiError(500, "InternalError", f"Internal error occurred: {exc!r}", {}))
 
     do_GET = lambda self: self._dispatch("GET")  # noqa: E731
     do_POST = lambda self: self._dispatch("POST")  # noqa: E731
@@ -308,7 +333,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _delete_options(self, query: dict[str, str]) -> dict:
         options: dict = {}
-        if int(self.headers.get("Content-Length") or 0):
+        if self._has_body():
             options = self._body()
             if not isinstance(options, dict):
                 raise bad_request("DeleteOptions must be a JSON object")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import signal
 import subprocess
@@ -273,6 +274,26 @@ def test_error_statuses(server, v1):
         with pytest.raises(urllib.error.HTTPError) as info:
             urllib.request.urlopen(request)
         assert info.value.code == code and json.loads(info.value.read())["code"] == code
+
+
+def test_keep_alive_survives_error_answers(server):
+    """An error answered before the body is used still consumes it: the next request on the connection works."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    try:
+        for path in ("/api/v1/frobs", "/api/v1/namespaces/default/pods/p1"):
+            conn.request(
+                "POST",
+                path,
+                body=b'{"metadata": {"name": "x"}}',
+                headers={"Content-Type": "application/json"},
+            )
+            resp = conn.getresponse()
+            assert resp.status in (404, 405) and json.loads(resp.read())["kind"] == "Status"
+        conn.request("GET", "/version")
+        resp = conn.getresponse()
+        assert resp.status == 200 and json.loads(resp.read())["major"] == "1"
+    finally:
+        conn.close()
 
 
 def test_generate_name_update_and_noop(server, v1):

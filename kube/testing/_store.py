@@ -664,11 +664,37 @@ def _prepare_create(res: Resource, obj: Obj) -> None:
     elif key == ("", "nodes"):
         obj.setdefault("spec", {})
         obj.setdefault("status", {})
-    elif key == ("apps", "replicasets") or key[0] == "apps":
+    elif key[0] == "apps":
         spec = obj.setdefault("spec", {})
         spec.setdefault("replicas", 1)
-        obj["status"] = {"replicas": 0} if key == ("apps", "replicasets") else {}
+        if key == ("apps", "deployments"):
+            spec.setdefault(
+                "strategy",
+                {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
+            )
+            spec.setdefault("revisionHistoryLimit", 10)
+            spec.setdefault("progressDeadlineSeconds", 600)
+        elif key == ("apps", "statefulsets"):
+            spec.setdefault("podManagementPolicy", "OrderedReady")
+            spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+            spec.setdefault("revisionHistoryLimit", 10)
+        obj["status"] = {"replicas": 0} if key != ("apps", "deployments") else {}
     elif key == ("batch", "jobs"):
+        spec = obj.setdefault("spec", {})
+        if spec.get("completions") is None and spec.get("parallelism") is None:
+            spec["completions"] = 1
+        spec.setdefault("parallelism", 1)
+        spec.setdefault("backoffLimit", 6)
+        spec.setdefault("completionMode", "NonIndexed")
+        spec.setdefault("suspend", False)
+        if not spec.get("manualSelector"):
+            uid, name = obj["metadata"]["uid"], obj["metadata"]["name"]
+            generated = {"batch.kubernetes.io/controller-uid": uid}
+            spec["selector"] = {"matchLabels": generated}
+            template = spec.setdefault("template", {})
+            template.setdefault("metadata", {}).setdefault("labels", {}).update(
+                {**generated, "controller-uid": uid, "batch.kubernetes.io/job-name": name, "job-name": name}
+            )
         obj["status"] = {}
 
 
@@ -712,8 +738,20 @@ def _validate(res: Resource, obj: Obj, old: Obj | None) -> None:
             existing = a.pop("tolerations", []) or []
             if a != b or any(t not in added for t in existing):
                 causes.append(("spec", "FieldValueForbidden", _POD_MUTABLE.split(": ", 1)[1]))
-    elif key == ("apps", "replicasets"):
+    elif key[0] == "apps" or key == ("batch", "jobs"):
         spec = obj.get("spec") or {}
+        if key == ("batch", "jobs"):
+            policy = ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy")
+            if policy not in ("Never", "OnFailure"):
+                causes.append(
+                    (
+                        "spec.template.spec.restartPolicy",
+                        "FieldValueNotSupported" if policy else "FieldValueRequired",
+                        f'Unsupported value: "{policy}": supported values: "OnFailure", "Never"'
+                        if policy
+                        else 'Required value: valid values: "OnFailure", "Never"',
+                    )
+                )
         selector = spec.get("selector")
         if not selector or not (selector.get("matchLabels") or selector.get("matchExpressions")):
             causes.append(("spec.selector", "FieldValueRequired", "Required value"))

@@ -594,3 +594,111 @@ def test_patch_formats():
         json_patch(obj, [{"op": "test", "path": "/a/b", "value": 5}])
     with pytest.raises(PatchError):
         strategic_merge_patch(obj, {"conditions": [{"status": "True"}]})
+
+
+def workload_template(app, restart=None):
+    spec = pod_body("x")["spec"]
+    if restart:
+        spec = {**spec, "restartPolicy": restart}
+    return {"metadata": {"labels": {"app": app}}, "spec": spec}
+
+
+def test_deployment_owns_a_replicaset_per_template(server, v1, apps):
+    """A Deployment creates <name>-<hash> ReplicaSets; a new template scales the old one to 0."""
+    body = {
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": workload_template("web"),
+        },
+    }
+    deployment = apps.create_namespaced_deployment("default", body)
+    first = wait_for(lambda: apps.list_namespaced_replica_set("default").items)
+    assert len(first) == 1 and first[0].metadata.owner_references[0].uid == deployment.metadata.uid
+    pod_hash = first[0].metadata.labels["pod-template-hash"]
+    assert first[0].metadata.name == f"web-{pod_hash}"
+    pods = wait_for(lambda: (lambda p: p if len(p) == 2 else None)(v1.list_namespaced_pod("default").items))
+    assert {p.metadata.owner_references[0].name for p in pods} == {first[0].metadata.name}
+    assert all(p.metadata.labels["pod-template-hash"] == pod_hash for p in pods)
+    wait_for(lambda: apps.read_namespaced_deployment("web", "default").status.replicas == 2)
+    apps.patch_namespaced_deployment(
+        "web", "default", {"spec": {"template": {"metadata": {"labels": {"v": "2"}}}}}
+    )
+    wait_for(lambda: len(apps.list_namespaced_replica_set("default").items) == 2)
+    replicas = {r.metadata.name: r.spec.replicas for r in apps.list_namespaced_replica_set("default").items}
+    assert replicas[first[0].metadata.name] == 0 and sorted(replicas.values()) == [0, 2]
+    apps.delete_namespaced_deployment("web", "default")
+    wait_for(
+        lambda: (
+            not v1.list_namespaced_pod("default").items
+            and not apps.list_namespaced_replica_set("default").items
+        )
+    )
+
+
+def test_statefulset_creates_ordinals_in_order(server, v1, apps):
+    """OrderedReady: <name>-1 appears only once <name>-0 is bound, Running and Ready; scale-down from the top."""
+    v1.create_node(node_body("n1", cpu="16"))
+    body = {
+        "metadata": {"name": "db"},
+        "spec": {
+            "replicas": 3,
+            "serviceName": "db",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": workload_template("db"),
+        },
+    }
+    apps.create_namespaced_stateful_set("default", body)
+
+    def names():
+        return sorted(p.metadata.name for p in v1.list_namespaced_pod("default").items)
+
+    wait_for(lambda: names() == ["db-0"])
+    time.sleep(0.2)
+    assert names() == ["db-0"]  # db-1 waits for db-0 to be Ready
+    pod = v1.read_namespaced_pod("db-0", "default")
+    assert pod.spec.hostname == "db-0" and pod.spec.subdomain == "db"
+    assert pod.metadata.labels["statefulset.kubernetes.io/pod-name"] == "db-0"
+    for i in range(3):
+        wait_for(lambda i=i: f"db-{i}" in names())
+        bind(v1, f"db-{i}", "n1")
+    wait_for(lambda: apps.read_namespaced_stateful_set("db", "default").status.ready_replicas == 3)
+    apps.patch_namespaced_stateful_set_scale("db", "default", {"spec": {"replicas": 1}})
+    wait_for(lambda: names() == ["db-0"])
+
+
+def test_job_runs_parallelism_pods_until_completions(server, v1):
+    """A Job keeps min(parallelism, completions - succeeded) pods and completes when enough succeed."""
+    batch = client.BatchV1Api(server.api_client())
+    status, body = api_error(
+        batch.create_namespaced_job,
+        "default",
+        {"metadata": {"name": "bad"}, "spec": {"template": {"spec": pod_body("x")["spec"]}}},
+    )
+    assert status == 422 and body["details"]["causes"][0]["field"] == "spec.template.spec.restartPolicy"
+    job = {
+        "metadata": {"name": "train"},
+        "spec": {"parallelism": 2, "completions": 3, "template": workload_template("t", "Never")},
+    }
+    created = batch.create_namespaced_job("default", job)
+    assert created.spec.selector.match_labels == {"batch.kubernetes.io/controller-uid": created.metadata.uid}
+
+    def active():
+        return [
+            p
+            for p in v1.list_namespaced_pod("default", label_selector="job-name=train").items
+            if p.status.phase not in ("Succeeded",)
+        ]
+
+    wait_for(lambda: len(active()) == 2)
+    for _ in range(3):
+        pod = wait_for(active)[0]
+        v1.patch_namespaced_pod_status(pod.metadata.name, "default", {"status": {"phase": "Succeeded"}})
+    done = wait_for(
+        lambda: (lambda j: j if j.status.completion_time else None)(
+            batch.read_namespaced_job("train", "default")
+        )
+    )
+    assert done.status.succeeded == 3 and [c.type for c in done.status.conditions] == ["Complete"]
+    assert active() == []

@@ -31,10 +31,18 @@ the API as documented):
 * core/v1 and events.k8s.io/v1 Events are stored separately (the real server converts one
   into the other); an Event's ``count`` is whatever the client sends.
 * Validation covers what a scheduler and a controller hit (names, pod containers, pod spec
-  immutability, ReplicaSet selector/template, Event namespaces, Binding target), not every rule.
+  immutability, workload selector/template, Job restartPolicy, Event namespaces, Binding
+  target), not every rule. An invalid Binding target is a 422 here (the real server
+  answers 500 with the validation message).
 * Namespace deletion removes the namespace and its contents at once (no ``Terminating``
   phase); garbage collection of dependents runs only with ``controllers=True``.
 * Bookmarks are sent every ``bookmark_interval`` seconds (real: about a minute).
+* Controllers (``controllers=True``) are reduced to what a scheduler observes: a
+  Deployment rollout replaces the old ReplicaSet at once (no maxSurge/maxUnavailable
+  pacing); StatefulSets have no volume claims, revisions or rolling updates of existing
+  pods; Job pods carry no tracking finalizer and succeed only when a client sets their
+  phase; the kubelet stand-in runs no containers and no probes, and admits pods on
+  ``allocatable`` (cpu, memory, pods, extended resources) only.
 """
 
 from __future__ import annotations
@@ -219,6 +227,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         parts = [p for p in url.path.split("/") if p]
+        self.api._count(method, parts, query)
         try:
             if method == "GET" and parts and parts[0] in ("healthz", "livez", "readyz") and len(parts) == 1:
                 self._send(200, b"ok", "text/plain; charset=utf-8")
@@ -594,6 +603,8 @@ class ApiServer:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._controller = None
+        self._counts: dict[str, int] = {}
+        self._counts_lock = threading.Lock()
 
     def start(self) -> ApiServer:
         """Listen and serve in a background thread; sets :attr:`url` and :attr:`port`."""
@@ -672,6 +683,33 @@ class ApiServer:
         configuration.api_key = {"BearerToken": "fluxlite-test-token"}
         configuration.api_key_prefix = {"BearerToken": "Bearer"}
         return client.ApiClient(configuration)
+
+    def request_counts(self) -> dict[str, int]:
+        """Requests served so far by verb and resource, e.g. ``{"create pods/binding": 100,
+        "watch pods": 2, "list nodes": 1}`` (for benchmarks that count API calls)."""
+        with self._counts_lock:
+            return dict(self._counts)
+
+    def _count(self, method: str, parts: list[str], query: dict[str, str]) -> None:
+        route = _route(parts) if parts and parts[0] in ("api", "apis") else None
+        if isinstance(route, _Route):
+            named = route.name is not None
+            verb = {
+                "GET": "get" if named else ("watch" if _flag(query, "watch") else "list"),
+                "POST": "create",
+                "PUT": "update",
+                "PATCH": "patch",
+                "DELETE": "delete" if named else "deletecollection",
+            }.get(method, method.lower())
+            if route.res.plural == "bindings":
+                what = "pods/binding"
+            else:
+                what = route.res.qualified + (f"/{route.sub}" if route.sub else "")
+            key = f"{verb} {what}"
+        else:
+            key = f"{method} {'/' + '/'.join(parts)}"
+        with self._counts_lock:
+            self._counts[key] = self._counts.get(key, 0) + 1
 
     def _orphan(self, owner: dict) -> None:
         """propagationPolicy=Orphan: drop the owner's references from its dependents."""

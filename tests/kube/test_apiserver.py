@@ -177,6 +177,8 @@ def test_pod_defaults_field_selectors_and_binding(server, v1):
     assert 'pod p1 is already assigned to node "n1"' in body["message"]
     # the kubelet stand-in starts it: Running and Ready
     wait_for(lambda: v1.read_namespaced_pod("p1", "default").status.phase == "Running")
+    counts = server.request_counts()
+    assert counts["create pods/binding"] == 2 and counts["create pods"] == 2 and counts["create nodes"] == 1
     status, body = api_error(
         v1.create_namespaced_pod_binding,
         "nope",
@@ -702,3 +704,22 @@ def test_job_runs_parallelism_pods_until_completions(server, v1):
     )
     assert done.status.succeeded == 3 and [c.type for c in done.status.conditions] == ["Complete"]
     assert active() == []
+
+
+def test_leases_for_leader_election(server):
+    """coordination.k8s.io/v1 Leases: create, then a stale renew is a 409 Conflict (leader election's guard)."""
+    leases = client.CoordinationV1Api(server.api_client())
+    spec = {"holderIdentity": "a", "leaseDurationSeconds": 15}
+    lease = leases.create_namespaced_lease("kube-system", {"metadata": {"name": "fluxlite"}, "spec": spec})
+    stale = lease.metadata.resource_version
+    lease.spec.holder_identity = "b"
+    leases.replace_namespaced_lease("fluxlite", "kube-system", lease)
+    lease.metadata.resource_version = stale
+    lease.spec.holder_identity = "c"
+    status, body = api_error(leases.replace_namespaced_lease, "fluxlite", "kube-system", lease)
+    assert status == 409 and body["details"] == {
+        "name": "fluxlite",
+        "kind": "leases",
+        "group": "coordination.k8s.io",
+    }
+    assert leases.read_namespaced_lease("fluxlite", "kube-system").spec.holder_identity == "b"

@@ -53,6 +53,9 @@ Usage::
 
     python -m kube.testing --port 0 --kubeconfig FILE   # prints the URL; runs until SIGTERM/SIGINT
 
+    from kube.testing import ApiServerProcess   # the same, in a child process (for benchmarks:
+    with ApiServerProcess() as srv: ...         # the server then does not share the GIL)
+
 Client quirk: a binding is answered, as by the real server, with a ``Status``
 (``{"kind": "Status", "status": "Success", "code": 201}``, HTTP 201); the generated client
 (``CoreV1Api.create_namespaced_binding`` / ``create_namespaced_pod_binding``) tries to read
@@ -67,6 +70,7 @@ Known deviations from a real API server are listed in :mod:`kube.testing._server
 
 from __future__ import annotations
 
+from kube.testing._process import ApiServerProcess
 from kube.testing._server import ApiServer
 
-__all__ = ["ApiServer"]
+__all__ = ["ApiServer", "ApiServerProcess"]

@@ -252,6 +252,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     },
                 )
                 return
+            if parts[0] == "fluxlite-testing" and len(parts) == 2:
+                self._admin(method, parts[1])
+                return
             if "dryRun" in query:
                 raise bad_request("dryRun is not supported by this test API server")
             route = _route(parts)
@@ -271,6 +274,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
         except Exception as exc:  # a bug here: answer as the real server answers a panic
             self._error(ApiError(500, "InternalError", f"Internal error occurred: {exc!r}", {}))
+
+    def _admin(self, method: str, what: str) -> None:
+        """Test-server-only controls for a server in another process (not part of the Kubernetes API)."""
+        if (method, what) == ("POST", "compact"):
+            self._send(200, {"resourceVersion": str(self.api.compact())})
+        elif (method, what) == ("GET", "request-counts"):
+            self._send(200, self.api.request_counts())
+        else:
+            raise _NOT_FOUND
 
     do_GET = lambda self: self._dispatch("GET")  # noqa: E731
     do_POST = lambda self: self._dispatch("POST")  # noqa: E731
@@ -569,7 +581,50 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class ApiServer:
+class _ClientSide:
+    """What a caller needs of a running server, in-process or not: its URL as a kubeconfig
+    or as a configured client."""
+
+    url: str
+
+    def write_kubeconfig(self, path: str | Path, *, token: str = "fluxlite-test-token") -> Path:
+        """Write a kubeconfig for :attr:`url` (context ``fluxlite-test``, a dummy bearer token)."""
+        import yaml
+
+        if not self.url:
+            raise RuntimeError("start() the API server before writing its kubeconfig")
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "fluxlite-test", "cluster": {"server": self.url}}],
+            "users": [{"name": "fluxlite-test", "user": {"token": token}}],
+            "contexts": [
+                {
+                    "name": "fluxlite-test",
+                    "context": {"cluster": "fluxlite-test", "user": "fluxlite-test", "namespace": "default"},
+                }
+            ],
+            "current-context": "fluxlite-test",
+            "preferences": {},
+        }
+        path = Path(path)
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        return path
+
+    def api_client(self) -> Any:
+        """A ``kubernetes.client.ApiClient`` configured for this server."""
+        from kubernetes import client
+
+        if not self.url:
+            raise RuntimeError("start() the API server before asking for a client")
+        configuration = client.Configuration()
+        configuration.host = self.url
+        configuration.api_key = {"BearerToken": "fluxlite-test-token"}
+        configuration.api_key_prefix = {"BearerToken": "Bearer"}
+        return client.ApiClient(configuration)
+
+
+class ApiServer(_ClientSide):
     """A Kubernetes-API-compatible server on loopback (see :mod:`kube.testing`).
 
     *controllers* runs the ReplicaSet controller, the garbage collector and a kubelet
@@ -647,42 +702,6 @@ class ApiServer:
     def compact(self) -> int:
         """Drop all watch history (as etcd compaction does); returns the current resourceVersion."""
         return self.store.compact()
-
-    def write_kubeconfig(self, path: str | Path, *, token: str = "fluxlite-test-token") -> Path:
-        """Write a kubeconfig for :attr:`url` (context ``fluxlite-test``, a dummy bearer token)."""
-        import yaml
-
-        if not self.url:
-            raise RuntimeError("start() the API server before writing its kubeconfig")
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "fluxlite-test", "cluster": {"server": self.url}}],
-            "users": [{"name": "fluxlite-test", "user": {"token": token}}],
-            "contexts": [
-                {
-                    "name": "fluxlite-test",
-                    "context": {"cluster": "fluxlite-test", "user": "fluxlite-test", "namespace": "default"},
-                }
-            ],
-            "current-context": "fluxlite-test",
-            "preferences": {},
-        }
-        path = Path(path)
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
-        return path
-
-    def api_client(self) -> Any:
-        """A ``kubernetes.client.ApiClient`` configured for this server."""
-        from kubernetes import client
-
-        if not self.url:
-            raise RuntimeError("start() the API server before asking for a client")
-        configuration = client.Configuration()
-        configuration.host = self.url
-        configuration.api_key = {"BearerToken": "fluxlite-test-token"}
-        configuration.api_key_prefix = {"BearerToken": "Bearer"}
-        return client.ApiClient(configuration)
 
     def request_counts(self) -> dict[str, int]:
         """Requests served so far by verb and resource, e.g. ``{"create pods/binding": 100,

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from kube.testing import ApiServer
+from kube.testing import ApiServer, ApiServerProcess
 from kube.testing._patch import PatchError, json_patch, merge_patch, strategic_merge_patch
 
 kubernetes = pytest.importorskip("kubernetes")
@@ -723,3 +723,23 @@ def test_leases_for_leader_election(server):
         "group": "coordination.k8s.io",
     }
     assert leases.read_namespaced_lease("fluxlite", "kube-system").spec.holder_identity == "b"
+
+
+def test_api_server_in_a_child_process():
+    """ApiServerProcess: the same server in its own process, with compact and request counts over HTTP."""
+    with ApiServerProcess(bookmark_interval=1.0) as srv:
+        v1 = client.CoreV1Api(srv.api_client())
+        rv = v1.list_namespaced_pod("default").metadata.resource_version
+        v1.create_namespaced_pod("default", pod_body("p1"))
+        assert srv.compact() > int(rv)
+        with pytest.raises(client.ApiException) as info:
+            list(
+                watch.Watch().stream(
+                    v1.list_namespaced_pod, "default", resource_version=rv, timeout_seconds=1
+                )
+            )
+        assert info.value.status == 410
+        counts = srv.request_counts()
+        assert counts["create pods"] == 1 and counts["watch pods"] == 1
+        proc = srv._proc
+    assert proc.poll() == 0

@@ -12,7 +12,10 @@ kubelets would do, reduced to what a scheduler can observe.
 * **Garbage collector** — when an owner is deleted, deletes its dependents (background
   propagation; ``Orphan`` is handled by the server before the delete).
 * **Node lifecycle** — a cordoned node (``spec.unschedulable``) gets the
-  ``node.kubernetes.io/unschedulable:NoSchedule`` taint, removed on uncordon.
+  ``node.kubernetes.io/unschedulable:NoSchedule`` taint, a node whose Ready condition is
+  not True the ``node.kubernetes.io/not-ready`` NoSchedule and NoExecute taints (no
+  eviction follows); both are removed when the state clears.
+* **Pod GC** — pods bound to a deleted node are force-deleted at once.
 * **Kubelet stand-in** — a pod bound to an existing node is admitted if the node's
   ``allocatable`` (cpu, memory, pods, extended resources) still holds its requests (as the
   kubelet's admission does; otherwise the pod fails with reason ``OutOf<resource>``),
@@ -54,6 +57,7 @@ _COMPONENTS = {
     "Job": "job-controller",
 }
 _UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+_NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 _REVISION = "deployment.kubernetes.io/revision"
 _HASH_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -174,8 +178,11 @@ class Controllers:
             elif event.type != "DELETED" and not ref and obj["metadata"].get("labels"):
                 for rs in self.store.list(RS, ns)[0]:
                     self._sync_replicaset(ns, rs["metadata"]["name"])
-        elif key == ("", "nodes") and event.type != "DELETED":
-            self._sync_node(obj)
+        elif key == ("", "nodes"):
+            if event.type == "DELETED":
+                self._collect_pods_of(obj["metadata"]["name"])
+            else:
+                self._sync_node(obj)
 
     # -- garbage collector -------------------------------------------------------------------
 
@@ -190,16 +197,29 @@ class Controllers:
     # -- node lifecycle ----------------------------------------------------------------------
 
     def _sync_node(self, node: dict) -> None:
-        cordoned = bool((node.get("spec") or {}).get("unschedulable"))
-        taints = (node.get("spec") or {}).get("taints") or []
-        tainted = any(t.get("key") == _UNSCHEDULABLE_TAINT for t in taints)
-        if cordoned == tainted:
+        """Taints from state, as the node lifecycle controller sets them: ``unschedulable``
+        (NoSchedule) while cordoned; ``not-ready`` (NoSchedule and NoExecute) while the node
+        reports a Ready condition that is not True (a node without conditions is left alone)."""
+        spec = node.get("spec") or {}
+        ready = next(
+            (c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), None
+        )
+        want: set[tuple[str, str]] = set()
+        if spec.get("unschedulable"):
+            want.add((_UNSCHEDULABLE_TAINT, "NoSchedule"))
+        if ready is not None and ready.get("status") != "True":
+            want |= {(_NOT_READY_TAINT, "NoSchedule"), (_NOT_READY_TAINT, "NoExecute")}
+        managed = (_UNSCHEDULABLE_TAINT, _NOT_READY_TAINT)
+        have = {(t.get("key"), t.get("effect")) for t in spec.get("taints") or [] if t.get("key") in managed}
+        if want == have:
             return
 
         def fix(n: dict) -> dict:
-            kept = [t for t in n["spec"].get("taints") or [] if t.get("key") != _UNSCHEDULABLE_TAINT]
-            if cordoned:
-                kept.append({"key": _UNSCHEDULABLE_TAINT, "effect": "NoSchedule", "timeAdded": now_rfc3339()})
+            old = n["spec"].get("taints") or []
+            kept = [t for t in old if t.get("key") not in managed or (t.get("key"), t.get("effect")) in want]
+            present = {(t.get("key"), t.get("effect")) for t in kept}
+            for key, effect in sorted(want - present):
+                kept.append({"key": key, "effect": effect, "timeAdded": now_rfc3339()})
             if kept:
                 n["spec"]["taints"] = kept
             else:
@@ -207,6 +227,16 @@ class Controllers:
             return n
 
         self.store.mutate(NODES, "", node["metadata"]["name"], fix)
+
+    def _collect_pods_of(self, node_name: str) -> None:
+        """Pod garbage collection: pods bound to a node that no longer exists are force-deleted
+        (the real PodGC waits about 40 s first)."""
+        for pod in self.store.list(PODS, None)[0]:
+            if pod["spec"].get("nodeName") == node_name:
+                with contextlib.suppress(ApiError):
+                    self.store.delete(
+                        PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], {"gracePeriodSeconds": 0}
+                    )
 
     # -- kubelet -----------------------------------------------------------------------------
 

@@ -129,6 +129,18 @@ def test_nodes_crud_cordon_and_status(server, v1):
         ("Ready", "False", "KubeletDown")
     ]
     assert node.status.allocatable["cpu"] == "4"
+    tainted = wait_for(lambda: v1.read_node("n1").spec.taints)
+    assert sorted((t.key, t.effect) for t in tainted) == [
+        ("node.kubernetes.io/not-ready", "NoExecute"),
+        ("node.kubernetes.io/not-ready", "NoSchedule"),
+    ]
+    v1.patch_node_status("n1", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    wait_for(lambda: not v1.read_node("n1").spec.taints)
+    # pods bound to a deleted node are garbage-collected
+    v1.create_namespaced_pod(
+        "default", {**pod_body("on-n2"), "spec": {**pod_body("x")["spec"], "nodeName": "n2"}}
+    )
+    wait_for(lambda: v1.read_namespaced_pod("on-n2", "default").status.phase == "Running")
     deleted = json.loads(
         v1.delete_node("n2", _preload_content=False).data
     )  # the Node, as a real server answers

@@ -665,6 +665,8 @@ class ApiServer(_ClientSide):
         """Listen and serve in a background thread; sets :attr:`url` and :attr:`port`."""
         if self._httpd is not None:
             raise RuntimeError("the API server is already running")
+        if self._stopping.is_set():
+            raise RuntimeError("a stopped API server cannot be started again; create a new one")
         handler = type("Handler", (_Handler,), {"api": self})
         self._httpd = _HTTPServer((self.host, self.port), handler)
         self.port = self._httpd.server_address[1]

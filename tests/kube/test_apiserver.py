@@ -12,6 +12,8 @@ import urllib.error
 import urllib.request
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kube.testing import ApiServer, ApiServerProcess
 from kube.testing._patch import PatchError, json_patch, merge_patch, strategic_merge_patch
@@ -755,3 +757,47 @@ def test_api_server_in_a_child_process():
         assert counts["create pods"] == 1 and counts["watch pods"] == 1
         proc = srv._proc
     assert proc.poll() == 0
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from(["a", "b", ""]),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_conditions = st.lists(
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["A", "B", "C"]), "status": st.sampled_from(["True", "False"])}
+    ),
+    max_size=4,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    doc=st.dictionaries(st.sampled_from(["a", "b", "c"]), _json, max_size=3),
+    patch=st.dictionaries(st.sampled_from(["a", "b", "c"]), _json, max_size=3),
+)
+def test_merge_patch_properties(doc, patch):
+    """RFC 7386: applying a merge patch twice changes nothing more, and the input is never modified."""
+    before = json.dumps(doc, sort_keys=True)
+    once = merge_patch(doc, patch)
+    assert merge_patch(once, patch) == once
+    assert json.dumps(doc, sort_keys=True) == before
+    for key, value in patch.items():
+        assert (key not in once) if value is None else (key in once)
+
+
+@settings(max_examples=60, deadline=None)
+@given(old=_conditions, new=_conditions)
+def test_strategic_merge_of_conditions_by_type(old, new):
+    """Conditions merge by type: every patched type ends with the patched status, others are kept."""
+    old = list({c["type"]: c for c in old}.values())
+    new = list({c["type"]: c for c in new}.values())
+    merged = strategic_merge_patch({"status": {"conditions": old}}, {"status": {"conditions": new}})[
+        "status"
+    ]["conditions"]
+    by_type = {c["type"]: c["status"] for c in merged}
+    assert len(by_type) == len(merged)
+    assert by_type == {**{c["type"]: c["status"] for c in old}, **{c["type"]: c["status"] for c in new}}

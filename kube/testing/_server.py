@@ -501,12 +501,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     break
                 with store.cond:
                     try:
-                        events = store.events_since(res, last)
+                        events = store.events_since(res, last, open_watch=True)
                     except ApiError:
                         events = None
                     if events == []:
                         store.cond.wait(min(deadline, next_bookmark) - now if bookmarks else deadline - now)
-                        events = store.events_since(res, last) if not api._stopping.is_set() else []
+                        stopping = api._stopping.is_set()
+                        events = [] if stopping else store.events_since(res, last, open_watch=True)
                     current = store.rv
                 if events is None:
                     self._chunk(_dump({"type": "ERROR", "object": expired(last, current).status()}) + b"\n")

@@ -187,11 +187,17 @@ class Store:
 
     # -- watch history -----------------------------------------------------------------------
 
-    def events_since(self, res: Resource, rv: int) -> list[WatchEvent]:
-        """History events of *res* strictly after *rv*; 410 Expired if *rv* left the window."""
+    def events_since(self, res: Resource, rv: int, *, open_watch: bool = False) -> list[WatchEvent]:
+        """History events of *res* strictly after *rv*.
+
+        A new watch from a version older than the window (or than the last compaction) is
+        410 Expired. An open watch (*open_watch*) is not affected by compaction, as in the
+        real watch cache; it is expired only if it fell behind the window (the real server
+        closes such a watcher, and its client's re-watch then gets the 410).
+        """
         with self.cond:
             key = (res.group, res.plural)
-            floor = max(self._floor.get(key, 0), self._compacted)
+            floor = self._floor.get(key, 0) if open_watch else max(self._floor.get(key, 0), self._compacted)
             if rv < floor:
                 raise expired(rv, floor)
             out = []
@@ -203,11 +209,10 @@ class Store:
             return out
 
     def compact(self) -> int:
-        """Forget all watch history up to now (etcd compaction); returns the current version."""
+        """Compaction: from now on a watch may start only at the current version or later
+        (older ones get 410 Gone); open watches go on. Returns the current version."""
         with self.cond:
             self._compacted = self.rv
-            self._history.clear()
-            self.cond.notify_all()
             return self.rv
 
     def _emit(self, res: Resource, type_: str, namespace: str, obj: Obj, prev: Obj | None) -> None:

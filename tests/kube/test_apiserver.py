@@ -399,6 +399,19 @@ def test_watch_gone_after_compaction(server, v1):
     )
 
 
+def test_open_watch_survives_compaction(server, v1):
+    """Compaction only refuses new watches from old versions; a watch already open goes on."""
+    rv = v1.list_namespaced_pod("default").metadata.resource_version
+    v1.create_node(node_body("n1"))  # moves the global version past the pod watch's position
+    url = f"{server.url}/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}&timeoutSeconds=3"
+    with urllib.request.urlopen(url) as resp:
+        time.sleep(0.2)  # the watch is open and waiting
+        server.compact()
+        v1.create_namespaced_pod("default", pod_body("p1"))
+        event = json.loads(resp.readline())
+    assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "p1")
+
+
 def test_watch_cache_window_and_bookmarks():
     """A watch older than the cache window is 410; bookmarks carry the current resourceVersion."""
     with ApiServer(watch_cache_size=3, bookmark_interval=0.2, controllers=False) as srv:

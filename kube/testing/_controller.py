@@ -16,10 +16,12 @@ kubelets would do, reduced to what a scheduler can observe.
   not True the ``node.kubernetes.io/not-ready`` NoSchedule and NoExecute taints (no
   eviction follows); both are removed when the state clears.
 * **Pod GC** — pods bound to a deleted node are force-deleted at once.
-* **Kubelet stand-in** — a pod bound to an existing node is admitted if the node's
-  ``allocatable`` (cpu, memory, pods, extended resources) still holds its requests (as the
-  kubelet's admission does; otherwise the pod fails with reason ``OutOf<resource>``),
-  then becomes ``Running`` and ``Ready`` at once; a terminating pod is removed at once.
+* **Kubelet stand-in** — a pod bound to an existing node (or to a node created later) is
+  admitted as the kubelet admits it: its ``nodeSelector`` and required node affinity must
+  match the node (else it fails with reason ``NodeAffinity``) and the node's
+  ``allocatable`` (cpu, memory, pods, extended resources) must still hold its requests
+  (else reason ``OutOf<resource>``); then it becomes ``Running`` and ``Ready`` at once. A
+  terminating pod is removed at once.
 
 The controllers react to store writes (a listener feeds a queue; one thread drains it), so
 clients see the same asynchronous behaviour as against a real cluster.
@@ -183,6 +185,10 @@ class Controllers:
                 self._collect_pods_of(obj["metadata"]["name"])
             else:
                 self._sync_node(obj)
+                if event.type == "ADDED":  # the new node's kubelet starts the pods bound to it
+                    for pod in self.store.list(PODS, None)[0]:
+                        if pod["spec"].get("nodeName") == obj["metadata"]["name"]:
+                            self._kubelet(pod)
 
     # -- garbage collector -------------------------------------------------------------------
 
@@ -299,7 +305,10 @@ class Controllers:
         self.store.mutate(PODS, ns, name, set_status, subresource="status")
 
     def _admit(self, pod: dict, node: dict) -> tuple[str, str]:
-        """The kubelet's resource admission: ("", "") or (reason, message)."""
+        """The kubelet's admission (node selector, required node affinity, resources):
+        ("", "") or (reason, message) as a rejecting kubelet writes them."""
+        if not _node_matches(pod, node):
+            return "NodeAffinity", "Pod was rejected: Predicate NodeAffinity failed"
         allocatable = (node.get("status") or {}).get("allocatable") or {}
         if not allocatable:
             return "", ""
@@ -717,6 +726,48 @@ class Controllers:
         }
         with contextlib.suppress(ApiError):
             self.store.create(EVENTS, meta["namespace"], event)
+
+
+def _node_matches(pod: dict, node: dict) -> bool:
+    """``spec.nodeSelector`` and required node affinity (``nodeSelectorTerms``: any term,
+    all of its ``matchExpressions`` on labels and ``matchFields`` on ``metadata.name``)."""
+    labels = node["metadata"].get("labels") or {}
+    spec = pod.get("spec") or {}
+    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if not required:
+        return True
+    fields = {"metadata.name": node["metadata"]["name"]}
+
+    def holds(expr: dict, values: dict[str, str]) -> bool:
+        key, op, want = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        have = values.get(key)
+        if op == "In":
+            return have in want
+        if op == "NotIn":
+            return have not in want
+        if op == "Exists":
+            return have is not None
+        if op == "DoesNotExist":
+            return have is None
+        if op in ("Gt", "Lt") and have is not None and want:
+            try:
+                a, b = int(have), int(want[0])
+            except ValueError:
+                return False
+            return a > b if op == "Gt" else a < b
+        return False
+
+    for term in required.get("nodeSelectorTerms") or []:
+        exprs, field_exprs = term.get("matchExpressions") or [], term.get("matchFields") or []
+        if not exprs and not field_exprs:
+            continue  # an empty term matches no objects
+        if all(holds(e, labels) for e in exprs) and all(holds(e, fields) for e in field_exprs):
+            return True
+    return False
 
 
 def _ordinal(pod_name: str, sts_name: str) -> int:

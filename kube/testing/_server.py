@@ -628,9 +628,10 @@ class _ClientSide:
 class ApiServer(_ClientSide):
     """A Kubernetes-API-compatible server on loopback (see :mod:`kube.testing`).
 
-    *controllers* runs the ReplicaSet controller, the garbage collector and a kubelet
-    stand-in (bound pods become Running and Ready; terminating pods are removed) in a
-    background thread. *watch_cache_size* is the number of watch events kept per resource
+    *controllers* runs the workload controllers (ReplicaSet, Deployment, StatefulSet, Job),
+    the garbage collector, node lifecycle taints and a kubelet stand-in (bound pods are
+    admitted, then Running and Ready; terminating pods are removed) in a background thread
+    (see :mod:`kube.testing._controller`). *watch_cache_size* is the number of watch events kept per resource
     type; a watch from an older resourceVersion gets ``410 Gone``. *bookmark_interval*
     (seconds) spaces BOOKMARK events on watches that allow them; *max_watch_seconds* caps a
     watch without ``timeoutSeconds`` (the real server's is 30 to 60 minutes).

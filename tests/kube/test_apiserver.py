@@ -517,6 +517,65 @@ def test_kubelet_rejects_overcommitted_pods(server, v1):
     wait_for(lambda: [p.metadata.name for p in v1.list_namespaced_pod("default").items] == ["p2"])
 
 
+def test_kubelet_checks_node_selector_and_affinity(server, v1):
+    """A pod bound against its nodeSelector or required node affinity fails with NodeAffinity."""
+    v1.create_node(node_body("n1", labels={"disk": "ssd", "rank": "3"}))
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["hdd"]}]},
+                    {"matchExpressions": [{"key": "rank", "operator": "Gt", "values": ["2"]}]},
+                ]
+            }
+        }
+    }
+    cases = {
+        "sel-ok": {"nodeSelector": {"disk": "ssd"}},
+        "sel-bad": {"nodeSelector": {"disk": "hdd"}},
+        "aff-ok": {"affinity": affinity},
+    }
+    bad = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n9"]}]}
+                ]
+            }
+        }
+    }
+    cases["aff-bad"] = {"affinity": bad}
+    for name, extra in cases.items():
+        v1.create_namespaced_pod(
+            "default", {"metadata": {"name": name}, "spec": {**pod_body("x", cpu="0.1")["spec"], **extra}}
+        )
+        bind(v1, name, "n1")
+    phases = wait_for(
+        lambda: (lambda got: got if all(phase != "Pending" for phase, _ in got.values()) else None)(
+            {
+                p.metadata.name: (p.status.phase, p.status.reason)
+                for p in v1.list_namespaced_pod("default").items
+            }
+        )
+    )
+    assert phases == {
+        "sel-ok": ("Running", None),
+        "aff-ok": ("Running", None),
+        "sel-bad": ("Failed", "NodeAffinity"),
+        "aff-bad": ("Failed", "NodeAffinity"),
+    }
+
+
+def test_kubelet_of_a_late_node_starts_its_pods(server, v1):
+    """A pod bound to a node that does not exist yet stays Pending until the node appears."""
+    v1.create_namespaced_pod("default", pod_body("p1"))
+    bind(v1, "p1", "late")
+    time.sleep(0.2)
+    assert v1.read_namespaced_pod("p1", "default").status.phase == "Pending"
+    v1.create_node(node_body("late"))
+    wait_for(lambda: v1.read_namespaced_pod("p1", "default").status.phase == "Running")
+
+
 def test_events_core_and_events_v1(server, v1):
     """core/v1 and events.k8s.io/v1 Events: create, list by involved object, validation."""
     event = {

@@ -144,6 +144,10 @@ def _route(parts: list[str]) -> _Route | dict | None:
     if not rest:
         return discovery(group, version)
     namespace = None
+    if rest[0] == "namespaces" and len(rest) == 3 and rest[2] in ("status", "finalize"):
+        if rest[2] == "finalize":
+            return None
+        return _Route(RESOURCES[("", "v1", "namespaces")], "", rest[1], "status")
     if rest[0] == "namespaces" and len(rest) >= 3:
         namespace, rest = rest[1], rest[2:]
         if group == "" and rest[0] == "bindings" and len(rest) == 1:

@@ -292,7 +292,7 @@ class Store:
                 meta.pop(field, None)
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = now_rfc3339()
-            if res.plural not in ("events", "namespaces", "nodes"):
+            if res.group in ("apps", "batch"):  # the kinds whose strategy tracks generation (v1.31)
                 meta["generation"] = 1
             obj["kind"], obj["apiVersion"] = res.kind, res.api_version
             _omit_empty(meta)

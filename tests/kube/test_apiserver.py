@@ -39,7 +39,7 @@ def apps(server):
     return client.AppsV1Api(server.api_client())
 
 
-def wait_for(predicate, timeout=5.0):
+def wait_for(predicate, timeout=15.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -360,7 +360,7 @@ def test_watch_live_and_selector_transitions(server, v1):
         "default",
         field_selector="spec.nodeName=",
         resource_version=rv,
-        timeout_seconds=2,
+        timeout_seconds=10,
     ):
         seen.append((event["type"], event["object"].metadata.name))
         if len(seen) == 2:

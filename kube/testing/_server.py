@@ -59,7 +59,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
-from kube.testing._patch import PatchError, json_patch, merge_patch, strategic_merge_patch
+from kube.testing._patch import MalformedPatch, PatchError, json_patch, merge_patch, strategic_merge_patch
 from kube.testing._resources import GROUPS, RESOURCES, Resource, discovery
 from kube.testing._selectors import SelectorError, field_selector, label_selector
 from kube.testing._store import ApiError, Store, WatchEvent, bad_request, expired
@@ -272,7 +272,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._resource(method, route, query)
         except ApiError as err:
             self._error(err)
-        except (SelectorError, PatchError, ValueError, TypeError, KeyError) as exc:
+        except MalformedPatch as exc:
+            self._error(bad_request(str(exc)))
+        except PatchError as exc:  # as the real server answers a JSON patch that does not apply
+            self._error(ApiError(422, "Invalid", str(exc), {}))
+        except (SelectorError, ValueError, TypeError, KeyError) as exc:
             self._error(bad_request(f"{type(exc).__name__}: {exc}"))
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True

@@ -330,6 +330,8 @@ class Store:
         with self.cond:
             old = self.get(res, namespace, name)
             new = fn(copy.deepcopy(old))
+            if not isinstance(new, dict) or not isinstance(new.get("metadata", {}), dict):
+                raise bad_request("the patched object is not a JSON object with object metadata")
             want = (new.get("metadata") or {}).get("resourceVersion")
             if want and want != old["metadata"]["resourceVersion"]:
                 raise stale(res, name)

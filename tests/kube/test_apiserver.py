@@ -252,6 +252,13 @@ def test_pod_status_subresource_and_spec_immutability(server, v1):
     )
     pod = v1.read_namespaced_pod("p1", "default")
     assert pod.metadata.labels == {"c": "d"} and pod.metadata.annotations == {"x": "y"}
+    status, body = api_error(
+        v1.patch_namespaced_pod, "p1", "default", [{"op": "test", "path": "/metadata/name", "value": "q"}]
+    )
+    assert status == 422 and body["reason"] == "Invalid"
+    status, body = api_error(v1.patch_namespaced_pod, "p1", "default", [{"op": "frobnicate", "path": "/x"}])
+    assert status == 400 and body["reason"] == "BadRequest"
+    assert v1.read_namespaced_pod("p1", "default").metadata.resource_version == pod.metadata.resource_version
 
 
 def test_error_statuses(server, v1):

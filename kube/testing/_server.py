@@ -50,6 +50,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import http.server
+import socket
 import sys
 import threading
 import time
@@ -590,6 +591,10 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
+class _HTTPServer6(_HTTPServer):
+    address_family = socket.AF_INET6
+
+
 class _ClientSide:
     """What a caller needs of a running server, in-process or not: its URL as a kubeconfig
     or as a configured client."""
@@ -678,7 +683,8 @@ class ApiServer(_ClientSide):
         if self._stopping.is_set():
             raise RuntimeError("a stopped API server cannot be started again; create a new one")
         handler = type("Handler", (_Handler,), {"api": self})
-        self._httpd = _HTTPServer((self.host, self.port), handler)
+        server_class = _HTTPServer6 if ":" in self.host else _HTTPServer
+        self._httpd = server_class((self.host, self.port), handler)
         self.port = self._httpd.server_address[1]
         host = f"[{self.host}]" if ":" in self.host else self.host
         self.url = f"http://{host}:{self.port}"

@@ -1,0 +1,1 @@
+"""Kubernetes scheduler shim (see kube/README or the README's Kubernetes section)."""

@@ -87,11 +87,13 @@ class Geometry:
         idx = np.arange(self.nodes)
         self.x = idx % width
         self.y = idx // width
+        self._blocks: dict[int, list[int]] = {}
 
     def set_coordinates(self, xs: list[int], ys: list[int]) -> None:
         """Use the coordinates the machine's graph gives each node index."""
         self.x = np.asarray(xs, dtype=np.int64)
         self.y = np.asarray(ys, dtype=np.int64)
+        self._blocks = {}
 
     def hops(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Hop distance between node index arrays (Manhattan; wrap-around on a torus)."""
@@ -125,6 +127,9 @@ class Geometry:
     def compact_block(self, count: int) -> list[int]:
         """A near-square block of ``count`` nodes in the corner (the calibration partition)."""
         count = min(count, self.nodes)
+        hit = self._blocks.get(count)
+        if hit is not None:
+            return hit
         w = min(self.width, max(1, math.ceil(math.sqrt(count)), math.ceil(count / self.height)))
         pos = {(int(self.x[i]), int(self.y[i])): i for i in range(self.nodes)}
         out = []
@@ -135,6 +140,7 @@ class Geometry:
                 break
             out.append(pos[xy])
             k += 1
+        self._blocks[count] = out
         return out
 
 
@@ -158,7 +164,8 @@ class Program:
         else:
             s = self.phases = max(3, model.dynamic_phases)
             p0 = max(1, n // 4)
-            self.active = [p0 + round((n - p0) * (1 - abs(2 * i / (s - 1) - 1))) for i in range(s)]
+            half = (s - 1) // 2
+            self.active = [p0 + round((n - p0) * min(1.0, min(i, s - 1 - i) / half)) for i in range(s)]
         #: forks[i]: (child, parent) pairs created before phase i (i >= 1)
         self.forks: list[list[tuple[int, int]]] = [[] for _ in range(self.phases)]
         for i in range(1, self.phases):

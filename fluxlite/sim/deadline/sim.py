@@ -91,6 +91,7 @@ class _Run:
         "comp_n",
         "comp_sum",
         "core_of",
+        "free",
         "held",
         "job",
         "kill_at",
@@ -111,6 +112,7 @@ class _Run:
         self.pending: list[int] = []  # leak: cores taken, not yet allocated on the engine
         self.released: list[int] = []  # leak: cores given back, not yet shrunk on the engine
         self.held: list[int] = []  # engine-held cores (leak) / reserved cores (static)
+        self.free: dict[int, list[int]] = {}  # static: free reserved cores per node, partition order
         self.reserved: list[int] = []  # static: cores of the reservation, in partition order
         self.phase = 0
         self.own: np.ndarray | None = None
@@ -232,6 +234,11 @@ class DeadlineSim:
     def _static_start(self, r: _Run) -> None:
         r.start = self.k.now
         r.held = list(r.reserved)
+        cpn = self.m.cpn
+        r.free = {}
+        for c in reversed(r.reserved):  # pop() hands out each node's cores in order
+            r.free.setdefault(c // cpn, []).append(c)
+        r.free = {n: r.free[n] for n in sorted(r.free, key=lambda n: r.reserved.index(n * cpn))}
         self._busy(len(r.held))
         self.running[r.job.jobid] = r
         for k in range(r.prog.active[0]):
@@ -240,22 +247,29 @@ class DeadlineSim:
 
     def _place_static(self, r: _Run, k: int, parent_core: int) -> None:
         """A process takes a free reserved core: on its parent's node first, else the first free one."""
-        cc = self.core_count
+        cpn = self.m.cpn
+        free = r.free
+        c = -1
         if parent_core >= 0:
-            node = parent_core // self.m.cpn
-            for c in r.reserved:
-                if c // self.m.cpn == node and cc[c] == 0:
-                    r.core_of[k] = c
-                    cc[c] += 1
-                    return
-        for c in r.reserved:
-            if cc[c] == 0:
-                r.core_of[k] = c
-                cc[c] += 1
-                return
-        c = parent_core if parent_core >= 0 else r.reserved[0]  # more processes than cores: share
+            cores = free.get(parent_core // cpn)
+            if cores:
+                c = cores.pop()
+        if c < 0:
+            for cores in free.values():
+                if cores:
+                    c = cores.pop()
+                    break
+        if c < 0:  # more processes than cores (cannot happen: n <= reserved cores); share
+            c = parent_core if parent_core >= 0 else r.reserved[0]
         r.core_of[k] = c
-        cc[c] += 1
+        self.core_count[c] += 1
+
+    def _unplace_static(self, r: _Run, k: int) -> None:
+        c = r.core_of[k]
+        r.core_of[k] = -1
+        self.core_count[c] -= 1
+        if self.core_count[c] == 0:
+            r.free[c // self.m.cpn].append(c)
 
     # ------------------------------------------------------------------ leak
     def _free_core_on(self, node: int, until: int) -> int:
@@ -427,8 +441,7 @@ class DeadlineSim:
             if self.leak:
                 self._leak_join(r, k)
             else:
-                self.core_count[r.core_of[k]] -= 1
-                r.core_of[k] = -1
+                self._unplace_static(r, k)
         if self.leak and r.released:  # one shrink for all the joins of this phase boundary
             self.m.release_cores(r.job.jobid, r.released)
             r.released = []

@@ -231,9 +231,7 @@ class Engine:
             raise UnknownJobError(f"nonexistent job {jobid}", jobid=jobid)
         if self.jobs[jobid] != "allocated":
             raise StateError("only a running (allocated) job can grow", jobid=jobid)
-        r = self.match(
-            jobspec, op="allocate_with_satisfiability", jobid=jobid, fmt=fmt, at=at, _grow=True
-        )
+        r = self.match(jobspec, op="allocate_with_satisfiability", jobid=jobid, fmt=fmt, at=at, _grow=True)
         if r.ok:
             return r
         if r.error:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PENDING", "RUNNING", "ADAPTING", "DYNQUEUED", "DONE", "CANCELLED", "Job"]
+__all__ = ["ADAPTING", "CANCELLED", "DONE", "DYNQUEUED", "PENDING", "RUNNING", "Job"]
 
 PENDING = "pending"
 RUNNING = "running"

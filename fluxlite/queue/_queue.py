@@ -32,7 +32,9 @@ _TEMP_BASE = 1 << 40
 class Queue:
     """Pending and running jobs of one engine, scheduled by one policy."""
 
-    def __init__(self, engine: Engine, policy: QueuePolicy | str = "easy", reservation_depth: int | None = None):
+    def __init__(
+        self, engine: Engine, policy: QueuePolicy | str = "easy", reservation_depth: int | None = None
+    ):
         from fluxlite.queue.policies import create_policy
 
         self.engine = engine

@@ -86,6 +86,10 @@ class DynamicScheduler:
         decided: list[DynRequest] = []
         reqs, self.requests = self.requests, []
         depth = self.cfg.reservation_delay_depth
+        if reqs:
+            # requests compete for idle resources: reservations are planned again below
+            for job in q.ordered_pending():
+                q.drop_reservation(job)
         plan = q.plan(now, depth) if reqs else {}
         for req in reqs:
             job = req.job

@@ -118,7 +118,11 @@ def parse_dfs_config(text: str, source: str = "<dfs>") -> DfsConfig:
         elif key in ("RESERVATIONDEPTH", "RESERVATIONDELAYDEPTH"):
             if not value.isdigit():
                 raise InputError(f"{where}: {key} must be an integer >= 0")
-            setattr(cfg, "reservation_depth" if key == "RESERVATIONDEPTH" else "reservation_delay_depth", int(value))
+            setattr(
+                cfg,
+                "reservation_depth" if key == "RESERVATIONDEPTH" else "reservation_delay_depth",
+                int(value),
+            )
         else:
             cfg.limits.setdefault(("", ""), {})[key] = _limit_value(key, value, where)
     return cfg

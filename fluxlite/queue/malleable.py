@@ -66,9 +66,9 @@ class PowerCorridor:
 
     def at(self, t: float) -> tuple[float, float]:
         lo, hi = self.steps[0][1], self.steps[0][2]
-        for t0, l, u in self.steps:
+        for t0, low, up in self.steps:
             if t >= t0:
-                lo, hi = l, u
+                lo, hi = low, up
         return lo, hi
 
 

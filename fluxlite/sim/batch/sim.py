@@ -234,7 +234,9 @@ class BatchSim:
 
             end = max((j.end or 0) for j in self.q.jobs.values())
             recount = recount_errors(self.engine, times=(0, end))
-        return BatchResult(self._summary(wall), list(self.q.jobs.values()), self.util, self.power, self.capacity, recount)
+        return BatchResult(
+            self._summary(wall), list(self.q.jobs.values()), self.util, self.power, self.capacity, recount
+        )
 
     def _summary(self, wall: float) -> dict[str, Any]:
         jobs = list(self.q.jobs.values())

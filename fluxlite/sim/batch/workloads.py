@@ -18,7 +18,16 @@ from fluxlite.queue import Job
 from fluxlite.queue.malleable import PowerCorridor, allowed_sizes
 from fluxlite.sim.batch.model import ESP_SIGMA, SpeedupModel, TwoSpeedModel
 
-__all__ = ["ESP_TYPES", "SimJob", "Workload", "esp", "esp_dynamic", "esp_malleable", "power20", "swf_workload"]
+__all__ = [
+    "ESP_TYPES",
+    "SimJob",
+    "Workload",
+    "esp",
+    "esp_dynamic",
+    "esp_malleable",
+    "power20",
+    "swf_workload",
+]
 
 #: type -> (fraction of the machine, count, static time s, constraint for the malleable study)
 ESP_TYPES: dict[str, tuple[float, int, int, str]] = {
@@ -55,7 +64,7 @@ class Workload:
 
 
 def _round(x: float) -> int:
-    return max(1, int(math.floor(x + 0.5)))
+    return max(1, math.floor(x + 0.5))
 
 
 def _esp_order(seed: int) -> list[str]:
@@ -78,11 +87,19 @@ def esp(nodes: int = 32, seed: int = 1, unit: str = "node", cores_per_node: int 
     for i, (t, s) in enumerate(zip(order, submits)):
         frac, _n, secs, _c = ESP_TYPES[t]
         size = _round(frac * cap)
-        jobs.append(SimJob(Job(i + 1, size, secs, submit=s, unit=unit, user=f"u{t}", kind=t), SpeedupModel(secs, size), secs))
+        jobs.append(
+            SimJob(
+                Job(i + 1, size, secs, submit=s, unit=unit, user=f"u{t}", kind=t),
+                SpeedupModel(secs, size),
+                secs,
+            )
+        )
     zt = submits[-1] + 1800
-    for k in range(2):
+    for _k in range(2):
         jid = len(jobs) + 1
-        job = Job(jid, cap, 100, submit=zt, unit=unit, user="uZ", kind="Z", priority=Z_PRIORITY, hold_backfill=True)
+        job = Job(
+            jid, cap, 100, submit=zt, unit=unit, user="uZ", kind="Z", priority=Z_PRIORITY, hold_backfill=True
+        )
         jobs.append(SimJob(job, SpeedupModel(100, cap), 100))
     return Workload("esp", nodes, cores_per_node, unit, jobs, notes={"seed": seed})
 
@@ -151,7 +168,9 @@ def power20(seed: int = 1) -> Workload:
     return Workload("power20", 14, 1, "node", jobs, corridor=cor, notes={"seed": seed})
 
 
-def swf_workload(path: str | Path, nodes: int | None = None, cores_per_node: int = 1, limit: int | None = None) -> Workload:
+def swf_workload(
+    path: str | Path, nodes: int | None = None, cores_per_node: int = 1, limit: int | None = None
+) -> Workload:
     """Jobs of an SWF trace: size = ceil(procs / cores_per_node) nodes, walltime = requested (else run) time."""
     from fluxlite.sim.swf import iter_swf, read_swf
 
@@ -176,7 +195,9 @@ def swf_workload(path: str | Path, nodes: int | None = None, cores_per_node: int
     return Workload("swf", n, cores_per_node, "node", jobs, notes={"trace": str(path)})
 
 
-def synthetic_swf(path: str | Path, jobs: int = 10000, nodes: int = 1024, seed: int = 1, load: float = 0.9) -> None:
+def synthetic_swf(
+    path: str | Path, jobs: int = 10000, nodes: int = 1024, seed: int = 1, load: float = 0.9
+) -> None:
     """Write a synthetic SWF trace (log-uniform sizes, log-normal run times, Poisson arrivals)."""
     from fluxlite.sim.swf import SwfJob, SwfTrace, write_swf
 
@@ -192,7 +213,9 @@ def synthetic_swf(path: str | Path, jobs: int = 10000, nodes: int = 1024, seed: 
     for i in range(jobs):
         t += rng.expovariate(1.0 / gap)
         req = int(runs[i] * rng.uniform(1.0, 2.0))
-        out.append(SwfJob(i + 1, int(t), -1, runs[i], sizes[i], -1, -1, sizes[i], req, -1, 1, rng.randint(1, 50)))
+        out.append(
+            SwfJob(i + 1, int(t), -1, runs[i], sizes[i], -1, -1, sizes[i], req, -1, 1, rng.randint(1, 50))
+        )
     write_swf(SwfTrace(out, header={"MaxNodes": nodes, "MaxProcs": nodes}), path)
 
 

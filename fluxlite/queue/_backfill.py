@@ -18,7 +18,7 @@ pending job with ``hold_backfill`` waits (ESP's Z jobs) nothing backfills.
 Cost per pass: one engine query of the root aggregate per pending job
 (O(log spans)), a real match only for jobs that pass it and for the
 reservations, and none for a shape (size, walltime) that already failed
-in the same pass.
+since resources were last released (see :meth:`Queue.try_start`).
 """
 
 from __future__ import annotations
@@ -52,14 +52,13 @@ class BackfillPolicy:
                 if not job.hold_backfill:
                     q.drop_reservation(job)
         used = 0
-        failed: list[tuple[int, int]] = []  # (size, walltime) shapes that did not fit now
         replan = q.dirty
         for job in order:
             may_reserve = depth is None or used < depth
             if job.resv_at is not None:
                 if not may_reserve:
                     q.drop_reservation(job)
-                elif replan or job.resv_at <= now:
+                elif (replan or job.resv_at <= now) and q.could_improve(job, now):
                     if q.replan(job, now):
                         started.append(job)
                         continue
@@ -76,14 +75,11 @@ class BackfillPolicy:
                 ok = q.start_or_reserve(job, now)
                 if not ok:
                     used += 1
-            elif any(job.size >= s and job.walltime >= w for s, w in failed):
-                ok = False
             else:
                 ok = q.try_start(job, now)
             if ok:
                 started.append(job)
                 continue
-            failed.append((job.size, job.walltime))
             if not backfill:
                 break
         q.dirty = False

@@ -51,6 +51,10 @@ class Queue:
         self.on_start: list[Callable[[Job, int], None]] = []
         self.passes = 0
         self.pass_jobs = 0
+        #: (size, walltime, unit) shapes that could not start since the last release: only a
+        #: release (end, cancel, shrink, a moved reservation) can make them fit again
+        self._failed: list[tuple[int, int, str]] = []
+        self.matches = 0
         dom = engine.traverser.dom
         self._root_plan = engine.traverser.subplan[dom][engine.graph.roots[dom]]
         self._capacity = {u: self._total(u) for u in ("node", "core")}
@@ -144,7 +148,12 @@ class Queue:
         job.end = now
         return job
 
+    def released(self) -> None:
+        """Resources came back: shapes that failed may fit now."""
+        self._failed.clear()
+
     def _release(self, job: Job, early: bool = True) -> None:
+        self.released()
         if job.jobid in self.engine.jobs:
             self.engine.cancel(job.jobid)
         if self._pending.pop(job.jobid, None) is not None:
@@ -168,22 +177,34 @@ class Queue:
         return self.admit is None or self.admit(job, now)
 
     def try_start(self, job: Job, now: int) -> bool:
-        """Start ``job`` at ``now`` if the engine finds room; no reservation otherwise."""
-        if self.free(job.unit, now, job.walltime) < job.size or not self._admitted(job, now):
+        """Start ``job`` at ``now`` if the engine finds room; no reservation otherwise.
+
+        A shape (size, walltime) that failed since the last release is not
+        tried again: starts and reservations only take resources away.
+        """
+        if not self._admitted(job, now):
             return False
-        js = request_jobspec(job.unit, job.size, job.walltime)
-        r = self.engine.match(js, op="allocate", jobid=job.jobid, at=now)
-        if not r.ok:
-            return False
-        self._started(job, now)
-        return True
+        size, wall = job.size, job.walltime
+        for s, w, u in self._failed:
+            if size >= s and wall >= w and u == job.unit:
+                return False
+        if self.free(job.unit, now, wall) >= size:
+            js = request_jobspec(job.unit, size, wall)
+            self.matches += 1
+            r = self.engine.match(js, op="allocate", jobid=job.jobid, at=now)
+            if r.ok:
+                self._started(job, now)
+                return True
+        self._failed.append((size, wall, job.unit))
+        return False
 
     def start_or_reserve(self, job: Job, now: int) -> bool:
         """Start ``job`` now, else give it a reservation at the earliest time (True if started)."""
-        admitted = self._admitted(job, now)
-        at = now if admitted else now + 1
+        if not self._admitted(job, now):
+            return False  # held back by the admission gate (power): no reservation either
         js = request_jobspec(job.unit, job.size, job.walltime)
-        r = self.engine.match(js, op="allocate_orelse_reserve", jobid=job.jobid, at=at)
+        self.matches += 1
+        r = self.engine.match(js, op="allocate_orelse_reserve", jobid=job.jobid, at=now)
         if not r.ok:
             return False
         if r.at == now:
@@ -194,6 +215,27 @@ class Queue:
             job.first_resv = r.at
         return False
 
+    def could_improve(self, job: Job, now: int) -> bool:
+        """Cheap test (root aggregate only) whether a held reservation might move earlier.
+
+        True when the job could start now by count, or when the planner sees
+        enough free units for its whole window before its reservation even
+        with the reservation in place.  False may miss an improvement (then
+        the reservation simply stays where it is: still a valid promise).
+        """
+        at = job.resv_at
+        assert at is not None
+        if at <= now or self.free(job.unit, now, job.walltime) >= job.size:
+            return True
+        p = self._root_plan
+        counts = [0] * p.resources_len
+        i = p.index_of(job.unit)
+        if i is None:
+            return True
+        counts[i] = job.size
+        t = p.avail_time_first(now, job.walltime, counts)
+        return t is not None and t < at
+
     def replan(self, job: Job, now: int) -> bool:
         """Move a held reservation to the earliest time (True if the job started).
 
@@ -201,11 +243,13 @@ class Queue:
         unless a job of higher priority took it first (ESP's Z jobs).
         """
         self.engine.cancel(job.jobid)
+        self.released()
         job.resv_at = None
         return self.start_or_reserve(job, now)
 
     def drop_reservation(self, job: Job) -> None:
         if job.resv_at is not None:
+            self.released()
             self.engine.cancel(job.jobid)
             job.resv_at = None
 
@@ -288,12 +332,14 @@ class Queue:
         if paths is None:
             paths = self.held(job)[-count:]
         self.engine.shrink(job.jobid, paths=paths)
+        self.released()
         job.record(now, job.size - count)
         self.dirty = True
 
     def undo_grow(self, job: Job, jgf: str, now: int, count: int) -> None:
         """Give back what a :meth:`grow` returned a moment ago."""
         self.engine.shrink(job.jobid, jgf=jgf)
+        self.released()
         job.record(now, job.size - count)
         job.history.pop()
         job.history.pop()

@@ -72,7 +72,10 @@ class BatchSim:
         self.wl = wl
         self.cfg = cfg
         self.k = Kernel()
-        graph = generate_graph(nodes=wl.nodes, sockets=1, cores=wl.cores_per_node)
+        # racks of 32 nodes on big machines: their aggregates prune full racks
+        racks = wl.nodes // 32 if wl.nodes >= 128 and wl.nodes % 32 == 0 else 0
+        per = 32 if racks else wl.nodes
+        graph = generate_graph(racks=racks, nodes=per, sockets=1, cores=wl.cores_per_node)
         self.engine = Engine(graph, policy=cfg.policy)
         self.q = Queue(self.engine, cfg.queue, cfg.reservation_depth)
         self.dyn = DynamicScheduler(self.q, cfg.dfs) if cfg.dfs is not None else None
@@ -252,11 +255,13 @@ class BatchSim:
         viol, viol_s = 0, 0.0
         inside = True
         for (t0, p, lo, hi), nxt in zip(self.power, [*self.power[1:], None]):
+            if t0 >= last:  # after the last job: the machine is idle, nothing to schedule
+                break
             bad = not (lo - 1e-6 <= p <= hi + 1e-6)
             if bad and inside:
                 viol += 1
-            if bad and nxt is not None:
-                viol_s += nxt[0] - t0
+            if bad:
+                viol_s += min(last, nxt[0] if nxt is not None else last) - t0
             inside = not bad
         return {
             "workload": self.wl.name,

@@ -75,6 +75,9 @@ class ServeOptions:
     defer_attach: bool = True
     ready_file: Path | None = None
     log_level: str = "INFO"
+    #: queue policy of the batch queue service (None: no queue)
+    queue: str | None = None
+    queue_depth: int | None = None
 
 
 def _logger(name: str, level: str) -> logging.Logger:
@@ -179,8 +182,15 @@ def serve(opts: ServeOptions) -> int:
     inst = _build(opts, secret, listen.target, log)
     settle_memory()
     server, bound = build_server(InstanceServicer(inst), listen, secret, tls=opts.tls)
+    queue = None
+    if opts.queue:
+        from hierarchy._queue_service import attach_queue
+
+        queue = attach_queue(server, inst, opts.queue, opts.queue_depth)
     inst.address = bound.target
     server.start()
+    if queue is not None:
+        queue.start()
     inst.save()
     if opts.ready_file is not None:
         write_atomic(opts.ready_file, (bound.target + "\n").encode())
@@ -224,6 +234,8 @@ def serve(opts: ServeOptions) -> int:
     while not stop.wait(0.5):
         pass
     log.info("stopping")
+    if queue is not None:
+        queue.stop()
     server.stop(grace=1.0).wait(2.0)
     if inst.parent is not None and opts.state is None and not inst.orphaned:
         try:

@@ -209,6 +209,12 @@ def _serve_parser(sub: Any) -> None:
     )
     p.add_argument("--ready-file", type=Path, help="write the bound address here once serving")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.add_argument(
+        "--queue",
+        metavar="POLICY",
+        help="also serve a batch queue (fcfs, easy, conservative, hybrid): Submit/Cancel/Jobs/Dynget/Dynfree",
+    )
+    p.add_argument("--queue-depth", type=int, help="reservation depth of the hybrid queue policy")
     _tls_options(p)
 
 
@@ -245,6 +251,8 @@ def _cmd_serve(a: argparse.Namespace) -> int:
         defer_attach=not a.sync_attach,
         ready_file=a.ready_file,
         log_level=a.log_level,
+        queue=a.queue,
+        queue_depth=a.queue_depth,
     )
     return serve(opts)
 

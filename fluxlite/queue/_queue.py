@@ -13,7 +13,7 @@ Priority: a higher ``priority`` first, then arrival order.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fluxlite.errors import BusyError, InputError, StateError, UnknownJobError, UnsatisfiableError
 from fluxlite.queue._job import ADAPTING, CANCELLED, DONE, PENDING, RUNNING, Job
@@ -55,11 +55,14 @@ class Queue:
         #: release (end, cancel, shrink, a moved reservation) can make them fit again
         self._failed: list[tuple[int, int, str]] = []
         self.matches = 0
-        dom = engine.traverser.dom
-        self._root_plan = engine.traverser.subplan[dom][engine.graph.roots[dom]]
-        self._capacity = {u: self._total(u) for u in ("node", "core")}
 
     # ------------------------------------------------------------------ engine questions
+    @property
+    def _root_plan(self) -> Any:
+        """The root's aggregate planner (looked up each time: an attach may rebuild it)."""
+        tr = self.engine.traverser
+        return tr.subplan[tr.dom][self.engine.graph.roots[tr.dom]]
+
     def _total(self, unit: str) -> int:
         p = self._root_plan
         i = p.index_of(unit) if p is not None else None
@@ -67,7 +70,7 @@ class Queue:
 
     def capacity(self, unit: str = "node") -> int:
         """Total units of ``unit`` in the graph (from the root aggregate)."""
-        return self._capacity.get(unit) or self._total(unit)
+        return self._total(unit)
 
     def free(self, unit: str, at: int, duration: int = 1) -> int:
         """Units of ``unit`` free during ``[at, at + duration)``: the engine's root aggregate, O(log spans)."""

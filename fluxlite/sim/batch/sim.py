@@ -75,7 +75,11 @@ class BatchSim:
         # racks of 32 nodes on big machines: their aggregates prune full racks
         racks = wl.nodes // 32 if wl.nodes >= 128 and wl.nodes % 32 == 0 else 0
         per = 32 if racks else wl.nodes
-        graph = generate_graph(racks=racks, nodes=per, sockets=1, cores=wl.cores_per_node)
+        # whole-node workloads need no cores below the nodes (a third of the vertices to update)
+        bare = wl.unit == "node" and wl.cores_per_node <= 1
+        graph = generate_graph(
+            racks=racks, nodes=per, sockets=0 if bare else 1, cores=0 if bare else wl.cores_per_node
+        )
         self.engine = Engine(graph, policy=cfg.policy)
         self.q = Queue(self.engine, cfg.queue, cfg.reservation_depth)
         self.dyn = DynamicScheduler(self.q, cfg.dfs) if cfg.dfs is not None else None

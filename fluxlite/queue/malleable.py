@@ -82,6 +82,8 @@ class MalleableStrategy:
     #: power strategy: consider waiting jobs in the integer program (else running jobs only)
     waiting: bool = True
     solves: int = field(default=0)
+    #: power strategy: (time, job id -> size chosen, waiting job picked or None) per feasible program
+    decisions: list[tuple[int, dict[int, int], int | None]] = field(default_factory=list)
     _picked: Job | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -165,6 +167,7 @@ class MalleableStrategy:
             self.solves += 1
             if sol is not None:
                 self._picked = j  # its start is admitted once the redistribution is done
+                self.decisions.append((now, {job.jobid: n for job, n in sol.items()}, j.jobid if j else None))
                 return [(job, n) for job, n in sol.items() if n != job.size]
         return []
 

@@ -107,3 +107,34 @@ def test_power_scenario_aware_strategy_reduces_violation_time():
         out[name] = res.summary
     assert out["waiting"]["adaptations"] > 0
     assert out["waiting"]["corridor_violation_s"] < out["static"]["corridor_violation_s"]
+
+
+@pytest.mark.parametrize("waiting", [False, True])
+def test_power_inside_corridor_once_a_feasible_program_is_applied(waiting):
+    """After each feasible program the jobs run at the chosen sizes, and power is inside the corridor then."""
+    sim = BatchSim(power20(), BatchConfig(malleable="power", power_waiting=waiting))
+    res = sim.run()
+    assert res.recount == []
+    decisions = sim.strategy.decisions
+    assert decisions
+    adapt = sim.cfg.adapt_s
+    jobs = {j.jobid: j for j in res.jobs}
+    checked = 0
+    for t, sizes, picked in decisions:
+        done = t + adapt
+        for jid, n in sizes.items():
+            assert (
+                (t, n) in jobs[jid].history or (done, n) in jobs[jid].history or jobs[jid].history[-1][1] == n
+            )
+        # other starts or ends between the decision and the end of the adaptations change the power
+        moved = [
+            j for j in res.jobs
+            if j.jobid != picked and ((t < j.start <= done) or (j.end is not None and t < j.end <= done))
+        ]  # fmt: skip
+        if moved:
+            continue
+        p, lo, hi = next((p, lo, hi) for (tt, p, lo, hi) in reversed(res.power) if tt <= done)
+        if picked is None or jobs[picked].start == done:
+            assert lo - 1e-6 <= p <= hi + 1e-6, (t, p, lo, hi)
+            checked += 1
+    assert checked > 0

@@ -216,10 +216,10 @@ class Engine:
         """Allocate now or reserve at the earliest time; raise :class:`UnsatisfiableError` if impossible."""
         return self._place(jobspec, "allocate_orelse_reserve", jobid, fmt)
 
-    def grow(self, jobid: int, jobspec: Any, fmt: str = "jgf", at: int = 0) -> MatchResult:
+    def grow(self, jobid: int, jobspec: Any, fmt: str = "jgf", *, now: int = 0) -> MatchResult:
         """MatchGrow locally: find more resources for running job ``jobid``.
 
-        ``at`` is the time (the engine's integer seconds) the new resources are
+        ``now`` is the time (the engine's integer seconds) the new resources are
         needed from, for the jobspec's duration (a simulator's or queue's clock).
 
         The new resources carry the job's id; nothing the job already holds
@@ -231,7 +231,7 @@ class Engine:
             raise UnknownJobError(f"nonexistent job {jobid}", jobid=jobid)
         if self.jobs[jobid] != "allocated":
             raise StateError("only a running (allocated) job can grow", jobid=jobid)
-        r = self.match(jobspec, op="allocate_with_satisfiability", jobid=jobid, fmt=fmt, at=at, _grow=True)
+        r = self.match(jobspec, op="allocate_with_satisfiability", jobid=jobid, fmt=fmt, at=now, _grow=True)
         if r.ok:
             return r
         if r.error:

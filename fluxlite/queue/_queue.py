@@ -315,7 +315,7 @@ class Queue:
         if self.free(job.unit, now, dur) < count:
             raise BusyError(f"fewer than {count} {job.unit}s free until the job's end", jobid=job.jobid)
         js = request_jobspec(job.unit, count, dur, per_node_cores)
-        r = self.engine.grow(job.jobid, js, fmt="jgf", at=now)
+        r = self.engine.grow(job.jobid, js, fmt="jgf", now=now)
         job.record(now, job.size + count)
         return r.text
 

@@ -154,3 +154,20 @@ def test_registry_refuses_duplicates_and_unknown_names():
     with pytest.raises(InputError, match="known: fcfs"):
         create_policy("sjf")
     assert create_policy("hybrid", 3).reservation_depth == 3
+
+
+def test_engine_times_other_than_zero():
+    """A match at t > 0 that starts at t is an allocation (grow/shrink work); later is a reservation;
+    a grow at t never takes what a reservation holds later."""
+    from fluxlite.errors import BusyError
+    from fluxlite.queue import request_jobspec
+
+    eng = Engine(generate_graph(nodes=4, sockets=1, cores=2))
+    r = eng.match(request_jobspec("node", 2, 100), op="allocate_orelse_reserve", jobid=1, at=50)
+    assert r.at == 50 and not r.reserved and eng.jobs[1] == "allocated"
+    r = eng.match(request_jobspec("node", 4, 100), op="allocate_orelse_reserve", jobid=2, at=60)
+    assert r.at == 150 and r.reserved and eng.jobs[2] == "reserved"
+    with pytest.raises(BusyError):  # 2 nodes are free at 60, but the reservation needs them at 150
+        eng.grow(1, request_jobspec("node", 1, 100), now=60)
+    eng.grow(1, request_jobspec("node", 2, 80), now=60)  # ends at 140, before the reservation
+    assert eng.shrink(1, paths=["/cluster0/node2", "/cluster0/node3"]) is False

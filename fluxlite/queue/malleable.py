@@ -176,11 +176,8 @@ class MalleableStrategy:
         assert cor is not None
 
         def admit(job: Job, now: int) -> bool:
-            if self._picked is not None:
-                if job is not self._picked:
-                    return False
-                self._picked = None
-                return True
+            if self._picked is not None:  # reset by the next decision
+                return job is self._picked
             _lo, hi = cor.at(now)
             p = power_now(q.running(), q.capacity("node"), cor.idle_w)
             return p + job.size * (job.pmax - cor.idle_w) <= hi

@@ -29,6 +29,7 @@ _DEFAULTS = {
     "workload": "esp", "swf": None, "nodes": None, "cores_per_node": 1, "queue": "easy",
     "reservation_depth": None, "malleable": None, "share": 0.5, "power_scope": "waiting",
     "dynamic": False, "dfs": None, "dfs_text": None, "seed": 1, "adapt_s": 5, "limit": None,
+    "corridor": None, "idle_w": None,
 }  # fmt: skip
 
 
@@ -57,6 +58,11 @@ def _parser() -> argparse.ArgumentParser:
         "--dynamic", action="store_true", default=None, help="esp-dynamic: evolving jobs ask for more"
     )
     r.add_argument("--dfs", help="Maui-style fairness config (DFSPOLICY ...); none = no fairness")
+    r.add_argument(
+        "--corridor",
+        help="power corridor schedule FROM:LOW:HIGH,... in s and W (power20's default: 0:1700:2500,200:1000:1700,500:2500:3500)",
+    )
+    r.add_argument("--idle-w", type=float, help="watts of an idle node (power20: 71)")
     r.add_argument("--seed", type=int)
     r.add_argument("--adapt-s", type=int, help="seconds an expand/shrink takes")
     r.add_argument("--json", help="write the summary here")
@@ -122,6 +128,16 @@ def build(opts: dict[str, Any]) -> Any:
         )
     else:
         raise InputError(f"unknown workload {name!r}")
+    if opts["corridor"] is not None:
+        from fluxlite.queue.malleable import PowerCorridor
+
+        wl.corridor = PowerCorridor(
+            _corridor(opts["corridor"]), idle_w=wl.corridor.idle_w if wl.corridor else 71.0
+        )
+    if opts["idle_w"] is not None:
+        if wl.corridor is None:
+            raise InputError("--idle-w needs a power corridor (power20 or --corridor)")
+        wl.corridor.idle_w = float(opts["idle_w"])
     dfs = None
     if opts["dynamic"]:
         if opts["dfs_text"]:
@@ -140,6 +156,23 @@ def build(opts: dict[str, Any]) -> Any:
         power_waiting=opts["power_scope"] == "waiting", adapt_s=int(opts["adapt_s"]), dfs=dfs,
     )  # fmt: skip
     return wl, cfg
+
+
+def _corridor(spec: Any) -> list[tuple[int, float, float]]:
+    """``"0:1700:2500,200:1000:1700"`` or a YAML list of [from, low, high] -> sorted steps."""
+    items = spec if isinstance(spec, list) else [p.split(":") for p in str(spec).split(",") if p.strip()]
+    steps = []
+    for it in items:
+        try:
+            t, lo, hi = (float(x) for x in it)
+        except (TypeError, ValueError):
+            raise InputError(f"corridor step {it!r}: expected FROM:LOW:HIGH (seconds, watts)") from None
+        if lo > hi or t < 0:
+            raise InputError(f"corridor step {it!r}: need FROM >= 0 and LOW <= HIGH")
+        steps.append((int(t), lo, hi))
+    if not steps:
+        raise InputError("empty power corridor")
+    return sorted(steps)
 
 
 def _run(ns: argparse.Namespace) -> int:

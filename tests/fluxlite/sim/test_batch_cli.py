@@ -59,6 +59,7 @@ def test_bad_input_is_one_line_and_nonzero(tmp_path, capsys):
         ),
         (["run", "--workload", "esp", "--queue", "lifo"], "unknown queue policy 'lifo'"),
         (["run", "--workload", "esp", "--malleable", "power"], "needs a workload with a power corridor"),
+        (["run", "--workload", "power20", "--corridor", "0:1700"], "expected FROM:LOW:HIGH"),
     ]:
         assert main(args) == 2, args
         err = capsys.readouterr().err
@@ -67,3 +68,13 @@ def test_bad_input_is_one_line_and_nonzero(tmp_path, capsys):
     p = subprocess.run([sys.executable, "-m", "fluxlite.cli.main", "sim", "batch", "run", "--config", str(cfg)],
                        capture_output=True, text=True)  # fmt: skip
     assert p.returncode == 2 and "unknown option" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_power_corridor_from_yaml(tmp_path):
+    """A corridor schedule given in YAML replaces the default one; an always-wide corridor is never broken."""
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text("workload: power20\nmalleable: power\ncorridor: [[0, 0, 100000]]\n")
+    out = tmp_path / "p.json"
+    assert main(["run", "--config", str(cfg), "--json", str(out)]) == 0
+    s = json.loads(out.read_text())
+    assert s["corridor_violations"] == 0 and s["completed"] == 20

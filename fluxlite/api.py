@@ -264,10 +264,10 @@ class Engine:
             satisfiable=sat,
             errno=0 if ok else errno,
             error=error,
-            reserved=ok and got_at != 0,
+            reserved=ok and got_at != at,
         )
         if ok and not _grow:
-            self.jobs[jobid] = "reserved" if got_at != 0 else "allocated"
+            self.jobs[jobid] = "reserved" if got_at != at else "allocated"
             self.job_at[jobid] = got_at
         return res
 
@@ -303,6 +303,9 @@ class Engine:
     ) -> Any:
         """MatchGrow locally: find more resources for running job ``jobid``.
 
+        ``now`` is the time (the engine's integer seconds) the new resources are
+        needed from, for the jobspec's duration (a simulator's or queue's clock).
+
         The new resources carry the job's id; nothing the job already holds
         changes.  Returns the new resources (only them) in ``fmt``; raises
         :class:`UnknownJobError`, :class:`BusyError` or
@@ -337,7 +340,7 @@ class Engine:
             raise UnknownJobError(f"nonexistent job {jobid}", jobid=jobid)
         if self.jobs[jobid] != "allocated":
             raise StateError("only a running (allocated) job can grow", jobid=jobid)
-        r = self.match(jobspec, op="allocate_with_satisfiability", jobid=jobid, fmt=fmt, _grow=True)
+        r = self.match(jobspec, op="allocate_with_satisfiability", jobid=jobid, fmt=fmt, at=now, _grow=True)
         if r.ok:
             return r
         if r.error:

@@ -94,6 +94,9 @@ class ServeOptions:
     audit_log: Path | None = None
     audit_max_bytes: int = 10 * 1024 * 1024
     audit_backups: int = 5
+    #: queue policy of the batch queue service (None: no queue)
+    queue: str | None = None
+    queue_depth: int | None = None
 
 
 def _logger(name: str, level: str) -> logging.Logger:
@@ -226,8 +229,15 @@ def serve(opts: ServeOptions) -> int:
     settle_memory()
     servicer = InstanceServicer(inst, verifier=verifier, audit=audit)
     server, bound = build_server(servicer, listen, secret, tls=opts.tls)
+    queue = None
+    if opts.queue:
+        from hierarchy._queue_service import attach_queue
+
+        queue = attach_queue(server, inst, opts.queue, opts.queue_depth)
     inst.address = bound.target
     server.start()
+    if queue is not None:
+        queue.start()
     inst.save()
     if opts.ready_file is not None:
         write_atomic(opts.ready_file, (bound.target + "\n").encode())
@@ -271,6 +281,8 @@ def serve(opts: ServeOptions) -> int:
     while not stop.wait(0.5):
         pass
     log.info("stopping")
+    if queue is not None:
+        queue.stop()
     server.stop(grace=1.0).wait(2.0)
     if inst.parent is not None and opts.state is None and not inst.orphaned:
         try:

@@ -254,6 +254,12 @@ def _serve_parser(sub: Any) -> None:
         "--audit-max-bytes", type=int, default=10 * 1024 * 1024, help="rotate the audit log at this size"
     )
     ident.add_argument("--audit-backups", type=int, default=5, help="rotated audit logs kept (default 5)")
+    p.add_argument(
+        "--queue",
+        metavar="POLICY",
+        help="also serve a batch queue (fcfs, easy, conservative, hybrid): Submit/Cancel/Jobs/Dynget/Dynfree",
+    )
+    p.add_argument("--queue-depth", type=int, help="reservation depth of the hybrid queue policy")
     _tls_options(p)
 
 
@@ -297,6 +303,8 @@ def _cmd_serve(a: argparse.Namespace) -> int:
         audit_log=a.audit_log,
         audit_max_bytes=a.audit_max_bytes,
         audit_backups=a.audit_backups,
+        queue=a.queue,
+        queue_depth=a.queue_depth,
     )
     return serve(opts)
 

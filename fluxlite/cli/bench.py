@@ -524,6 +524,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "match": ("fluxlite.cli.bench", "matcher speed on the benchmark graphs (T1..T8 until full)"),
     "hierarchy": ("hierarchy.bench", "nested MatchGrow across five instance processes"),
     "grid": ("fluxlite.grid.bench", "grid allocators with deadlines and leak strategies: cost per operation"),
+    "deadline": ("fluxlite.sim.deadline.bench", "deadline simulator: one 1,000-job trace per strategy"),
+    "batch": (
+        "fluxlite.sim.batch.bench",
+        "batch queue simulator: ESP with easy, a 10,000-job SWF on 1,024 nodes",
+    ),
 }
 
 

@@ -1,0 +1,7 @@
+"""``conservative``: conservative backfilling; every waiting job holds a reservation."""
+
+from fluxlite.queue._backfill import BackfillPolicy
+
+
+def create(reservation_depth: int | None = None) -> BackfillPolicy:
+    return BackfillPolicy("conservative", reservation_depth=None, backfill=True)

@@ -1,0 +1,504 @@
+"""The deadline simulator: one virtual clock (the shared SimPy kernel) driving the engine.
+
+One run = one trace, one strategy, one communication style on one machine.
+
+* **Static strategies** (``count``, ``hilbert``, ``manhattan``) decide at
+  submission: the earliest start ``t >= max(now, earliest_start)`` such that
+  ``t + requested <= deadline`` and the strategy finds enough whole nodes
+  free over ``[t, t + requested)`` on the engine's planner; candidate times
+  are the earliest start and then the ends of the windows already planned.
+  None: the job is **rejected**.  Otherwise it is **accepted**, the nodes
+  are allocated (advance reservation) and the job starts at ``t``.  A job
+  still running at the end of its window (its requested walltime) is
+  killed, as a batch system does; that counts as cancelled.
+* **Leak strategies** (``leak``, ``leak-noncontig``) decide at the earliest
+  start: accepted if one node is free, then placed process by process
+  (one process = one core, allocated on the engine with a window up to the
+  deadline; a join shrinks the job by its core at once).  Start node: the
+  first free node in snake order from an entry node that rotates from job
+  to job; initial processes breadth-first over free neighbours.  A fork
+  takes a free core on its parent's node, then on a neighbour of the
+  parent's node, then on a neighbour of any of the job's nodes; failing
+  that the contiguous leak oversubscribes the parent's core (both slow
+  down) and the non-contiguous leak takes the next free node in snake
+  order (a new region).  The same rules place initial processes that do
+  not fit in the first region.  Type-2 forks are local: own nodes only, then
+  oversubscription (:mod:`fluxlite.sim.deadline.program`).
+* A job still running at its **deadline is cancelled** (engine cancel);
+  one whose last phase ends by its deadline is **completed**.
+
+Metrics (:class:`RunResult`): jobs, accepted, rejected, cancelled,
+completed (before the deadline), utilization (engine-held core-seconds over
+cores x makespan), compactness (mean over started jobs of the sum of
+pairwise Manhattan distances between the nodes of the job's partition,
+averaged over its phases), oversubscribed processes, events.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from fluxlite.errors import InputError
+from fluxlite.sim.deadline.placement import DYNAMIC, STRATEGIES, Machine, make_strategy, snake_order
+from fluxlite.sim.deadline.program import COMM_STYLES, CommModel, Program
+from fluxlite.sim.deadline.workload import DeadlineJob
+from fluxlite.sim.kernel import Kernel
+
+__all__ = ["RunResult", "simulate"]
+
+
+@dataclass
+class RunResult:
+    """Summary of one simulated run (one row of a sweep, plus diagnostics)."""
+
+    strategy: str
+    comm: str
+    jobs: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    cancelled: int = 0
+    completed: int = 0
+    #: of the cancelled, those killed at the end of their static window (walltime)
+    walltime_kills: int = 0
+    utilization: float = 0.0
+    compactness: float = 0.0
+    oversubscribed: int = 0
+    makespan: int = 0
+    events: int = 0
+    wall_seconds: float = 0.0
+    #: per job: (jobid, outcome, start, end) with outcome rejected|completed|cancelled
+    outcomes: list[tuple[int, str, float, float]] = field(default_factory=list, repr=False)
+    #: (time, owner job id of each core, 0 = free) at the requested snapshot times
+    snapshots: list[tuple[float, list[int]]] = field(default_factory=list, repr=False)
+
+    def summary(self) -> dict[str, float | int | str]:
+        """The metrics as a flat dict (no per-job lists)."""
+        d = asdict(self)
+        d.pop("outcomes")
+        d.pop("snapshots")
+        return d
+
+
+class _Run:
+    """The state of one job while it runs (placement of its processes, current phase)."""
+
+    __slots__ = (
+        "comp_n",
+        "comp_sum",
+        "core_of",
+        "free",
+        "held",
+        "job",
+        "kill_at",
+        "own",
+        "pending",
+        "phase",
+        "phase_ev",
+        "prog",
+        "released",
+        "reserved",
+        "start",
+    )
+
+    def __init__(self, job: DeadlineJob, prog: Program) -> None:
+        self.job = job
+        self.prog = prog
+        self.core_of = [-1] * job.procs  # global core index of each process
+        self.pending: list[int] = []  # leak: cores taken, not yet allocated on the engine
+        self.released: list[int] = []  # leak: cores given back, not yet shrunk on the engine
+        self.held: list[int] = []  # engine-held cores (leak) / reserved cores (static)
+        self.free: dict[int, list[int]] = {}  # static: free reserved cores per node, partition order
+        self.reserved: list[int] = []  # static: cores of the reservation, in partition order
+        self.phase = 0
+        self.own: np.ndarray | None = None
+        self.phase_ev = None
+        self.kill_at = float(job.deadline)
+        self.start = 0.0
+        self.comp_sum = 0.0
+        self.comp_n = 0
+
+
+class DeadlineSim:
+    """One run: a trace on a machine under a strategy and a communication style."""
+
+    def __init__(
+        self,
+        jobs: list[DeadlineJob],
+        strategy: str,
+        comm: str = "async",
+        machine: Machine | None = None,
+        model: CommModel | None = None,
+        snapshots: list[float] | None = None,
+    ) -> None:
+        if strategy not in STRATEGIES:
+            raise InputError(f"unknown strategy {strategy!r} (use {', '.join(STRATEGIES)})")
+        if comm not in COMM_STYLES:
+            raise InputError(f"unknown communication style {comm!r} (use {', '.join(COMM_STYLES)})")
+        self.jobs = jobs
+        self.strategy = strategy
+        self.comm = comm
+        self.m = machine or Machine()
+        self.model = model or CommModel()
+        self.k = Kernel()
+        self.static = make_strategy(strategy, self.m)
+        self.leak = strategy in DYNAMIC
+        self.noncontig = strategy == "leak-noncontig"
+        self.res = RunResult(strategy=strategy, comm=comm, jobs=len(jobs))
+        self.traffic = np.zeros(self.m.nodes)
+        self.core_count = [0] * self.m.cores  # live processes per core
+        self.busy = 0  # engine-held cores of running jobs
+        self.busy_area = 0.0
+        self.busy_t = 0.0
+        self.snake = snake_order(self.m)
+        self.snake_pos = {n: i for i, n in enumerate(self.snake)}
+        self.entry = 0
+        self.comp_total = 0.0
+        self.comp_jobs = 0
+        self.running: dict[int, _Run] = {}
+        #: times at which to record who holds which core (occupancy pictures)
+        self.snapshot_times = sorted(snapshots or [])
+        self.snapshots: list[tuple[float, list[int]]] = []
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _busy(self, delta: int) -> None:
+        now = self.k.now
+        self.busy_area += self.busy * (now - self.busy_t)
+        self.busy_t = now
+        self.busy += delta
+
+    def _snapshot(self) -> None:
+        owner = [0] * self.m.cores
+        for jid, r in self.running.items():
+            for c in r.held:
+                owner[c] = jid
+        self.snapshots.append((self.k.now, owner))
+
+    # ------------------------------------------------------------------ the run
+    def run(self) -> RunResult:
+        t0 = time.perf_counter()
+        for job in self.jobs:
+            if job.procs > self.m.cores:
+                raise InputError(f"job {job.jobid} needs {job.procs} cores, machine has {self.m.cores}")
+            when = job.earliest_start if self.leak else job.submit
+            self.k.at(when, self._arrive, job)
+        for t in self.snapshot_times:
+            self.k.at(t, self._snapshot)
+        self.k.run()
+        self._busy(0)
+        res = self.res
+        first = min((j.submit for j in self.jobs), default=0)
+        res.makespan = math.ceil(self.k.now - first)
+        res.utilization = self.busy_area / (self.m.cores * res.makespan) if res.makespan > 0 else 0.0
+        res.compactness = self.comp_total / self.comp_jobs if self.comp_jobs else 0.0
+        res.events = self.k.events
+        res.wall_seconds = time.perf_counter() - t0
+        return res
+
+    def _reject(self, job: DeadlineJob) -> None:
+        self.res.rejected += 1
+        self.res.outcomes.append((job.jobid, "rejected", self.k.now, self.k.now))
+
+    def _arrive(self, job: DeadlineJob) -> None:
+        prog = Program(job, self.comm, self.m.geom, self.model)
+        if self.leak:
+            self._leak_start(job, prog)
+        else:
+            self._static_submit(job, prog)
+
+    # ------------------------------------------------------------------ static
+    def _static_submit(self, job: DeadlineJob, prog: Program) -> None:
+        m = self.m
+        now = self.k.tick()
+        count = max(1, math.ceil(job.procs / m.cpn))
+        dur = job.requested
+        t = max(now, job.earliest_start)
+        assert self.static is not None
+        for start in m.start_times(t, dur, count * m.cpn, job.deadline - dur):
+            nodes = self.static.choose(m, count, start, dur)
+            if nodes is None:
+                continue
+            m.allocate_nodes(job.jobid, nodes, start, dur)
+            self.res.accepted += 1
+            r = _Run(job, prog)
+            r.reserved = [c for n in nodes for c in range(n * m.cpn, (n + 1) * m.cpn)]
+            r.kill_at = float(start + dur)
+            self.k.at(start, self._static_start, r)
+            return
+        self._reject(job)
+
+    def _static_start(self, r: _Run) -> None:
+        r.start = self.k.now
+        r.held = list(r.reserved)
+        cpn = self.m.cpn
+        r.free = {}
+        for c in reversed(r.reserved):  # pop() hands out each node's cores in order
+            r.free.setdefault(c // cpn, []).append(c)
+        r.free = {n: r.free[n] for n in sorted(r.free, key=lambda n: r.reserved.index(n * cpn))}
+        self._busy(len(r.held))
+        self.running[r.job.jobid] = r
+        for k in range(r.prog.active[0]):
+            self._place_static(r, k, r.reserved[0] if k == 0 else -1)
+        self._phase(r)
+
+    def _place_static(self, r: _Run, k: int, parent_core: int) -> None:
+        """A process takes a free reserved core: on its parent's node first, else the first free one."""
+        cpn = self.m.cpn
+        free = r.free
+        c = -1
+        if parent_core >= 0:
+            cores = free.get(parent_core // cpn)
+            if cores:
+                c = cores.pop()
+        if c < 0:
+            for cores in free.values():
+                if cores:
+                    c = cores.pop()
+                    break
+        if c < 0:  # more processes than cores (cannot happen: n <= reserved cores); share
+            c = parent_core if parent_core >= 0 else r.reserved[0]
+        r.core_of[k] = c
+        self.core_count[c] += 1
+
+    def _unplace_static(self, r: _Run, k: int) -> None:
+        c = r.core_of[k]
+        r.core_of[k] = -1
+        self.core_count[c] -= 1
+        if self.core_count[c] == 0:
+            r.free[c // self.m.cpn].append(c)
+
+    # ------------------------------------------------------------------ leak
+    def _free_core_on(self, node: int, until: int) -> int:
+        m = self.m
+        now = self.k.tick()
+        base = node * m.cpn
+        for c in range(base, base + m.cpn):
+            if self.core_count[c] == 0 and m.core_free(c, now, until - now):
+                return c
+        return -1
+
+    def _next_free_node(self, start_pos: int, until: int) -> int:
+        """First node with a free core in snake order from position ``start_pos``."""
+        n = len(self.snake)
+        for i in range(n):
+            node = self.snake[(start_pos + i) % n]
+            if self._free_core_on(node, until) >= 0:
+                return node
+        return -1
+
+    def _leak_grab(self, r: _Run, core: int) -> None:
+        """Take a core for the job; the engine allocation is batched by :meth:`_leak_flush`."""
+        r.pending.append(core)
+        r.held.append(core)
+        self._busy(1)
+
+    def _leak_flush(self, r: _Run) -> None:
+        """Allocate the cores taken since the last flush in one engine call (a grow if the job runs)."""
+        if r.pending:
+            now = self.k.tick()
+            self.m.allocate_cores(r.job.jobid, r.pending, now, r.job.deadline - now)
+            r.pending = []
+
+    def _leak_start(self, job: DeadlineJob, prog: Program) -> None:
+        if self.k.tick() >= job.deadline:
+            self._reject(job)
+            return
+        until = job.deadline
+        first = self._next_free_node(self.entry, until)
+        self.entry = (self.entry + 37) % len(self.snake)  # rotate the entry node (37: coprime stride)
+        if first < 0:
+            self._reject(job)
+            return
+        self.res.accepted += 1
+        r = _Run(job, prog)
+        r.start = self.k.now
+        self.running[job.jobid] = r
+        # initial processes: breadth-first over the free neighbours of the nodes taken
+        want = prog.active[0]
+        placed = 0
+        seen = {first}
+        queue = deque([first])
+        while placed < want:
+            if not queue:
+                if not self.noncontig:
+                    break
+                nxt = self._next_free_node(self.snake_pos[first], until)  # a new region
+                if nxt < 0:
+                    break
+                seen.add(nxt)
+                queue.append(nxt)
+                first = nxt
+            node = queue[0]
+            c = self._free_core_on(node, until)
+            if c < 0:  # node full: its free neighbours come next
+                queue.popleft()
+                for nb in self.m.neighbours[node]:
+                    if nb not in seen and self._free_core_on(nb, until) >= 0:
+                        seen.add(nb)
+                        queue.append(nb)
+                continue
+            self._leak_grab(r, c)
+            r.core_of[placed] = c
+            self.core_count[c] += 1
+            placed += 1
+        for k in range(placed, want):  # nothing free left: share the job's cores round-robin
+            c = r.held[k % len(r.held)]
+            r.core_of[k] = c
+            self.core_count[c] += 1
+            self.res.oversubscribed += 1
+        self._leak_flush(r)
+        self._phase(r)
+
+    def _leak_fork(self, r: _Run, k: int, parent: int) -> None:
+        m = self.m
+        pcore = r.core_of[parent]
+        pnode = pcore // m.cpn
+        until = r.job.deadline
+        c = self._free_core_on(pnode, until) if self.k.tick() < until else -1
+        if c < 0 and self.k.tick() < until:
+            job_nodes = list(dict.fromkeys(x // m.cpn for x in r.held))
+            if r.job.type == 2:  # local: the job's own nodes only
+                for node in job_nodes:
+                    c = self._free_core_on(node, until)
+                    if c >= 0:
+                        break
+            else:
+                for node in m.neighbours[pnode]:
+                    c = self._free_core_on(node, until)
+                    if c >= 0:
+                        break
+                if c < 0:
+                    for jn in job_nodes:
+                        for node in m.neighbours[jn]:
+                            c = self._free_core_on(node, until)
+                            if c >= 0:
+                                break
+                        if c >= 0:
+                            break
+                if c < 0 and self.noncontig:
+                    node = self._next_free_node(self.snake_pos[pnode], until)
+                    if node >= 0:
+                        c = self._free_core_on(node, until)
+        if c >= 0:
+            self._leak_grab(r, c)
+        else:
+            c = pcore
+            self.res.oversubscribed += 1
+        r.core_of[k] = c
+        self.core_count[c] += 1
+
+    def _leak_join(self, r: _Run, k: int) -> None:
+        c = r.core_of[k]
+        r.core_of[k] = -1
+        self.core_count[c] -= 1
+        if self.core_count[c] == 0 and c in r.held:
+            r.held.remove(c)
+            r.released.append(c)
+            self._busy(-1)
+
+    # ------------------------------------------------------------------ phases
+    def _phase(self, r: _Run) -> None:
+        prog = r.prog
+        i = r.phase
+        p = prog.active[i]
+        cores = np.asarray(r.core_of[:p], dtype=np.int64)
+        counts = np.bincount(cores, minlength=1)
+        osub = counts[cores].astype(float)
+        node_of = cores // self.m.cpn
+        dur, own = prog.phase_time(i, node_of, osub, self.m.geom, self.traffic)
+        self.traffic += own
+        r.own = own
+        nodes = np.unique(np.asarray(r.held, dtype=np.int64) // self.m.cpn) if self.leak else None
+        if nodes is None:
+            if r.comp_n == 0:
+                r.comp_sum = float(self.m.geom.pairwise(sorted({c // self.m.cpn for c in r.reserved})))
+                r.comp_n = 1
+        else:
+            r.comp_sum += self.m.geom.pairwise(nodes.tolist())
+            r.comp_n += 1
+        end = self.k.now + dur
+        if end > r.kill_at:
+            r.phase_ev = self.k.at(r.kill_at, self._kill, r)
+        else:
+            r.phase_ev = self.k.at(end, self._phase_end, r)
+
+    def _phase_end(self, r: _Run) -> None:
+        assert r.own is not None
+        self.traffic -= r.own
+        r.own = None
+        prog = r.prog
+        i = r.phase + 1
+        if i >= prog.phases:
+            self._finish(r, "completed")
+            return
+        r.phase = i
+        # joins (last forked first), then forks
+        for k in range(prog.active[i - 1] - 1, prog.active[i] - 1, -1):
+            if self.leak:
+                self._leak_join(r, k)
+            else:
+                self._unplace_static(r, k)
+        if self.leak and r.released:  # one shrink for all the joins of this phase boundary
+            self.m.release_cores(r.job.jobid, r.released)
+            r.released = []
+        for child, parent in prog.forks[i]:
+            if self.leak:
+                self._leak_fork(r, child, parent)
+            else:
+                self._place_static(r, child, r.core_of[parent])
+        if self.leak:
+            self._leak_flush(r)
+        self._phase(r)
+
+    def _kill(self, r: _Run) -> None:
+        if r.own is not None:
+            self.traffic -= r.own
+            r.own = None
+        if not self.leak and r.kill_at < r.job.deadline:
+            self.res.walltime_kills += 1
+        self._finish(r, "cancelled")
+
+    def _finish(self, r: _Run, outcome: str) -> None:
+        job = r.job
+        now = self.k.now
+        assert outcome != "completed" or now <= job.deadline + 1e-9
+        for k, c in enumerate(r.core_of):
+            if c >= 0:
+                self.core_count[c] -= 1
+                r.core_of[k] = -1
+        self._busy(-len(r.held))
+        r.held = []
+        self.m.release(job.jobid)
+        del self.running[job.jobid]
+        if outcome == "completed":
+            self.res.completed += 1
+        else:
+            self.res.cancelled += 1
+        self.res.outcomes.append((job.jobid, outcome, r.start, now))
+        self.comp_total += r.comp_sum / max(1, r.comp_n)
+        self.comp_jobs += 1
+
+
+def simulate(
+    jobs: list[DeadlineJob],
+    strategy: str,
+    comm: str = "async",
+    *,
+    width: int = 16,
+    height: int = 8,
+    cores_per_node: int = 4,
+    torus: bool = False,
+    model: CommModel | None = None,
+    snapshots: list[float] | None = None,
+    machine: Machine | None = None,
+) -> RunResult:
+    """Simulate one trace; returns the run's metrics (the machine's engine is left empty)."""
+    m = machine or Machine(width, height, cores_per_node, torus)
+    sim = DeadlineSim(jobs, strategy, comm, m, model, snapshots)
+    res = sim.run()
+    res.snapshots = sim.snapshots
+    return res

@@ -1,0 +1,99 @@
+"""Client of an instance's batch queue (``fluxlite.queue.v1.Queue``): typed calls, fluxlite errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from hierarchy._address import SECRET_KEY, parse_address
+from hierarchy._client import CHANNEL_OPTIONS, translate_error
+from hierarchy._pb import fluxlite_queue_pb2 as qpb
+from hierarchy._pb import fluxlite_queue_pb2_grpc as qpb_grpc
+
+__all__ = ["QueueClient"]
+
+
+def _job(info: Any) -> dict[str, Any]:
+    return {
+        "jobid": info.jobid,
+        "state": info.state,
+        "size": info.size,
+        "unit": info.unit,
+        "walltime": info.walltime,
+        "submit": info.submit,
+        "start": None if info.start < 0 else info.start,
+        "end": None if info.end < 0 else info.end,
+        "reserved_at": None if info.reserved_at < 0 else info.reserved_at,
+        "user": info.user,
+        "grants": info.grants,
+        "refusals": info.refusals,
+        "paths": list(info.paths),
+    }
+
+
+class QueueClient:
+    """Submit, cancel, complete, list; ``dynget``/``dynfree`` for evolving jobs."""
+
+    def __init__(self, address: str, secret: bytes | str, *, timeout: float = 10.0) -> None:
+        self.address = parse_address(address).target
+        self.timeout = timeout
+        sec = secret.decode() if isinstance(secret, bytes) else secret
+        self._md = ((SECRET_KEY, sec),)
+        self._channel = grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
+        self._stub = qpb_grpc.QueueStub(self._channel)
+
+    def _call(self, method: str, request: Any) -> Any:
+        try:
+            return getattr(self._stub, method)(request, timeout=self.timeout, metadata=self._md)
+        except grpc.RpcError as exc:
+            raise translate_error(exc, self.address, method) from exc
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> QueueClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def submit(
+        self,
+        size: int,
+        walltime: int,
+        *,
+        unit: str = "node",
+        priority: int = 0,
+        user: str = "",
+        hold_backfill: bool = False,
+    ) -> dict[str, Any]:
+        r = self._call(
+            "Submit",
+            qpb.SubmitRequest(
+                size=size,
+                walltime=walltime,
+                unit=unit,
+                priority=priority,
+                user=user,
+                hold_backfill=hold_backfill,
+            ),
+        )
+        return _job(r)
+
+    def cancel(self, jobid: int) -> dict[str, Any]:
+        return _job(self._call("Cancel", qpb.JobRef(jobid=jobid)))
+
+    def complete(self, jobid: int) -> dict[str, Any]:
+        return _job(self._call("Complete", qpb.JobRef(jobid=jobid)))
+
+    def jobs(self, jobids: list[int] | None = None) -> dict[int, dict[str, Any]]:
+        r = self._call("Jobs", qpb.JobsRequest(jobids=jobids or []))
+        return {j.jobid: _job(j) for j in r.jobs}
+
+    def dynget(self, jobid: int, count: int, per_node_cores: int = 0) -> tuple[bool, dict[str, Any]]:
+        r = self._call("Dynget", qpb.DyngetRequest(jobid=jobid, count=count, per_node_cores=per_node_cores))
+        return r.granted, _job(r.job)
+
+    def dynfree(self, jobid: int, paths: list[str]) -> dict[str, Any]:
+        return _job(self._call("Dynfree", qpb.DynfreeRequest(jobid=jobid, paths=paths)))

@@ -1,0 +1,154 @@
+"""Sweeps: resumable CSV, local and Dask fan-out giving the same rows, and the CLI around them."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from fluxlite.sim.deadline.cli import main
+from fluxlite.sim.deadline.sweep import WALL_COLUMNS, plan, sweep
+
+SMALL = {"jobs": 30, "width": 4, "height": 3, "cores": 2}
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _key(row: dict[str, str]) -> tuple[str, ...]:
+    return tuple(row[k] for k in ("strategy", "load", "type", "comm", "trace"))
+
+
+def test_sweep_resumes_without_redoing_finished_runs(tmp_path) -> None:
+    """A second sweep over the same CSV runs only the missing keys and leaves existing rows alone."""
+    out = tmp_path / "s.csv"
+    first = plan(["hilbert", "leak"], ["heavy"], ["1"], ["async"], 2, **SMALL)
+    assert sweep(first, out, workers=1) == {"planned": 4, "skipped": 0, "ran": 4}
+    rows = _rows(out)
+    assert len(rows) == 4
+    # tamper with a finished row: if the sweep redid it, the value would come back
+    rows[0]["accepted"] = "-123"
+    with out.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    bigger = plan(["hilbert", "leak"], ["heavy"], ["1"], ["async"], 3, **SMALL)
+    assert sweep(bigger, out, workers=1) == {"planned": 6, "skipped": 4, "ran": 2}
+    again = _rows(out)
+    assert len(again) == 6 and again[0]["accepted"] == "-123"
+    assert len({_key(r) for r in again}) == 6
+    assert sweep(bigger, out, workers=1)["ran"] == 0
+
+
+def test_dask_cluster_gives_the_same_rows_as_local_processes(tmp_path) -> None:
+    """Fanning out over a real Dask scheduler and two worker processes on loopback reproduces the rows."""
+    distributed = pytest.importorskip("distributed")
+    specs = plan(
+        ["count", "manhattan", "leak-noncontig"], ["normal", "very-heavy"], ["uniform"], ["sync"], 1, **SMALL
+    )
+    local = tmp_path / "local.csv"
+    sweep(specs, local, workers=2)
+    with distributed.LocalCluster(
+        processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
+    ) as cluster:
+        remote = tmp_path / "dask.csv"
+        counts = sweep(specs, remote, scheduler=cluster.scheduler_address)
+    assert counts["ran"] == len(specs) == 6
+
+    def norm(path: Path) -> dict[tuple[str, ...], dict[str, str]]:
+        return {_key(r): {k: v for k, v in r.items() if k not in WALL_COLUMNS} for r in _rows(path)}
+
+    assert norm(local) == norm(remote)
+
+
+def test_cli_run_sweep_plot_and_errors(tmp_path, capsys) -> None:
+    """run/sweep/plot/trace write their JSON summaries and files; bad input is one line, exit 2."""
+    rj = tmp_path / "run.json"
+    png = tmp_path / "occ.png"
+    assert (
+        main(
+            [
+                "run",
+                "-s",
+                "leak",
+                "--jobs",
+                "40",
+                "--grid",
+                "4x3",
+                "--cores",
+                "2",
+                "--load",
+                "heavy",
+                "--at",
+                "100,2000",
+                "--occupancy",
+                str(png),
+                "--check",
+                "--json",
+                str(rj),
+            ]
+        )
+        == 0
+    )
+    d = json.loads(rj.read_text())
+    assert d["jobs"] == 40 and d["recount_errors"] == 0 and d["accepted"] + d["rejected"] == 40
+    assert png.stat().st_size > 1000
+    csvf = tmp_path / "s.csv"
+    sj = tmp_path / "sweep.json"
+    assert (
+        main(
+            [
+                "sweep",
+                "--strategies",
+                "hilbert,leak",
+                "--loads",
+                "heavy",
+                "--types",
+                "0,uniform",
+                "--comms",
+                "async",
+                "--traces",
+                "2",
+                "--jobs",
+                "30",
+                "--grid",
+                "4x3",
+                "--cores",
+                "2",
+                "--workers",
+                "1",
+                "-q",
+                "-o",
+                str(csvf),
+                "--json",
+                str(sj),
+            ]
+        )
+        == 0
+    )
+    assert json.loads(sj.read_text())["ran"] == 8
+    pj = tmp_path / "plot.json"
+    assert main(["plot", str(csvf), "-o", str(tmp_path / "plots"), "--json", str(pj)]) == 0
+    summary = json.loads(pj.read_text())["summary"]
+    assert len(summary) == 4 and all(s["traces"] == 2 for s in summary)
+    assert (tmp_path / "plots" / "deadline-async.png").stat().st_size > 1000
+    assert "| async | heavy | 0 | hilbert | 2 |" in (tmp_path / "plots" / "table.md").read_text()
+    swf = tmp_path / "t.swf"
+    assert main(["trace", "--jobs", "20", "-o", str(swf)]) == 0
+    assert main(["run", "--swf", str(swf), "--jobs", "20", "-s", "manhattan", "--json", str(rj)]) == 0
+    assert json.loads(rj.read_text())["jobs"] == 20
+    capsys.readouterr()
+    assert main(["run", "--swf", str(tmp_path / "missing.swf")]) == 2
+    bad = tmp_path / "bad.swf"
+    bad.write_text("1 0 1 10 1\n")
+    assert main(["run", "--swf", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "missing.swf" in err and "bad.swf:1:" in err and "Traceback" not in err
+    with pytest.raises(SystemExit) as ei:
+        main(["run", "--grid", "0x3"])
+    assert ei.value.code == 2
+    assert main(["plot", str(rj)]) == 2

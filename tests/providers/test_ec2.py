@@ -103,7 +103,9 @@ def config(moto: MotoServer, tmp_path: Path, **kw: Any) -> Ec2Config:
 
 
 def ec2(moto: MotoServer) -> Any:
-    return boto3.client("ec2", endpoint_url=moto.url, region_name="us-east-1")
+    return boto3.session.Session().client(
+        "ec2", endpoint_url=moto.url, region_name="us-east-1"
+    )  # env creds now
 
 
 def live(moto: MotoServer, owner: str) -> list[dict[str, Any]]:
@@ -397,3 +399,31 @@ def test_registered_as_ec2(moto: MotoServer, account: dict, tmp_path: Path) -> N
     f.write_text(f"region: us-east-1\nendpoint_url: {moto.url}\nimage_id: ami-1\nstate_dir: st\n")
     p = create_provider(f"ec2:{f}")
     assert isinstance(p, Ec2Provider) and p.config.state_dir == (tmp_path / "st").resolve()
+
+
+def test_cleanup_command_lists_and_terminates_orphans(
+    moto: MotoServer, account: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from providers.cli import main_providers
+
+    f = tmp_path / "ec2.yaml"
+    f.write_text(
+        f"region: us-east-1\nendpoint_url: {moto.url}\nimage_id: ami-1\nstate_dir: st\nowner: cleanup-test\n"
+        "allowed_types: [t2.micro]\n"
+    )
+    p = Ec2Provider.from_config(f)
+    kept = p.grow(jobspec(1), "kept")
+    # an orphan: created with the owner's tag, never granted (as after a crash before the journal said so)
+    orphan = ec2(moto).run_instances(
+        ImageId="ami-1", InstanceType="t2.micro", MinCount=1, MaxCount=1,
+        TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": OWNER_TAG, "Value": "cleanup-test"}]}],
+    )["Instances"][0]["InstanceId"]  # fmt: skip
+    assert main_providers(["ec2", "cleanup", "--config", str(f), "--dry-run", "--json"]) == 0
+    assert [r["id"] for r in orjson.loads(capsys.readouterr().out)] == [orphan]
+    assert len(live(moto, "cleanup-test")) == 2
+    assert main_providers(["ec2", "cleanup", "--config", str(f)]) == 0
+    assert f"1 instance(s) terminated (owner cleanup-test)\n  {orphan}" in capsys.readouterr().out
+    assert [i["InstanceId"] for i in live(moto, "cleanup-test")] == [nodes_of(kept)[0]["metadata"]["name"]]
+    assert main_providers(["ec2", "cleanup", "--config", str(tmp_path / "nope.yaml")]) == 1
+    assert "cannot read" in capsys.readouterr().err
+    p.shrink(kept)

@@ -72,7 +72,7 @@ def main_providers(argv: list[str]) -> int:
         if a.json:
             sys.stdout.write(orjson.dumps(rows).decode() + "\n")
         else:
-            verb = {"list": "live", "cleanup": "would terminate" if a.dry_run else "terminated"}[a.cmd]
+            verb = "live" if a.cmd == "list" else ("would terminate" if a.dry_run else "terminated")
             sys.stdout.write(f"{len(rows)} instance(s) {verb} (owner {prov.config.owner})\n")
             for r in rows:
                 sys.stdout.write(

@@ -186,8 +186,18 @@ def _root(spec: TreeSpec, node: Any, base: Path, where: str, default_name: str) 
         graph=_path(base, node["graph"], f"{where}.graph"),
         graph_format=node.get("format"),
         policy=node.get("policy"),
-        provider=node.get("provider"),
+        provider=_provider_spec(base, node.get("provider")),
     )
+
+
+def _provider_spec(base: Path, spec: Any) -> str | None:
+    """``KIND:FILE`` with FILE resolved against the tree spec's folder when it is there."""
+    if spec is None:
+        return None
+    kind, sep, arg = str(spec).partition(":")
+    if sep and arg and not Path(arg).is_absolute() and (base / arg).exists():
+        return f"{kind}:{(base / arg).resolve()}"
+    return str(spec)
 
 
 def _regular(spec: TreeSpec, doc: dict[str, Any], base: Path, src: str) -> None:
@@ -245,7 +255,7 @@ def _explicit(spec: TreeSpec, tree: Any, base: Path, src: str) -> None:
                 parent.name,
                 jobspec=_path(base, kid["jobspec"], f"{w}.jobspec"),
                 policy=kid.get("policy"),
-                provider=kid.get("provider"),
+                provider=_provider_spec(base, kid.get("provider")),
             )
             spec.nodes.append(node)
             queue.append((kid, node, w))

@@ -221,6 +221,14 @@ def serve(opts: ServeOptions) -> int:
         else None
     )
     inst = _build(opts, secret, listen.target, log, credential, owner)
+    reconcile = getattr(inst.provider, "reconcile", None)
+    if reconcile is not None:
+        # the provider's resources that no attached vertex stands for (a crash between create and attach)
+        gone = reconcile(lambda path: inst.engine.graph.vertex_by_path(path) is not None)
+        if gone:
+            log.warning(
+                "provider %s: terminated %d orphans: %s", inst.provider.name, len(gone), ", ".join(gone)
+            )
     verifier = Verifier(site_key, inst.name, log=log) if site_key is not None else None
     if verifier is None:
         log.warning(

@@ -9,7 +9,8 @@ A provider is named by a spec ``KIND:ARGUMENT`` and built by
     p.shrink(jgf)
 
 The interface is :class:`providers.base.ExternalAPI`; ``pool`` is built in
-(:class:`providers.pool.PoolProvider`); the EC2 provider comes later.
+(:class:`providers.pool.PoolProvider`), and so is ``ec2`` (:class:`providers.ec2.Ec2Provider`,
+Amazon EC2 and EC2 Fleet through boto3).
 Providers may use ``fluxlite`` and ``jgf``, never gRPC.
 """
 
@@ -54,3 +55,12 @@ def create_provider(spec: str, *, state_path: str | Path | None = None) -> Exter
 
 
 register("pool", lambda arg, state_path: PoolProvider(arg, state_path=state_path))
+
+
+def _ec2(arg: str, state_path: Path | None) -> ExternalAPI:
+    from providers.ec2 import Ec2Provider  # boto3 is imported only when an ec2 provider is made
+
+    return Ec2Provider.from_config(arg)
+
+
+register("ec2", _ec2)

@@ -529,6 +529,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "fluxlite.sim.batch.bench",
         "batch queue simulator: ESP with easy, a 10,000-job SWF on 1,024 nodes",
     ),
+    "burst": ("providers.bench", "cloud bursting to EC2 (a local moto server): mapping, call, JGF, attach"),
 }
 
 

@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "hierarchy": ("hierarchy.cli", "launch or stop a tree of scheduler instances"),
     "grow": ("hierarchy.cli", "MatchGrow a running job at an instance"),
     "shrink": ("hierarchy.cli", "release part of a running job at an instance"),
+    "providers": ("providers.cli", "external providers: EC2 cleanup and listing, a local moto endpoint"),
     "auth": ("hierarchy.cli", "user identities of a tree: site key, user keys"),
     "sim": ("fluxlite.cli.sim", "simulators: deadline (grid allocators, leak), batch (queues, ESP)"),
 }

@@ -1,0 +1,133 @@
+"""The EC2 provider in a running tree: real instance processes, moto's server over HTTP.
+
+* a grow at a leaf that no level of a 3-level tree can satisfy bursts at the
+  root; the instances flow down to the leaf; a shrink at the leaf terminates them;
+* kill -9 of the instance process between create and attach, then a
+  restart: no running instance is left that no job holds.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from hierarchy import InstanceUnavailableError
+from hierarchy._launch import TreeNode
+from providers._moto import MotoServer, moto_server
+from providers.ec2 import OWNER_TAG
+from tests.hierarchy.helpers import chain, nodes_jobspec, short_tmpdir, start, write_graph
+from tests.providers.test_ec2 import G3
+
+#: what the leaf grows by: a node with one 2-core socket (an EC2 t2.medium: 2 vCPUs)
+BURST = nodes_jobspec(1, sockets=1, cores=2)
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[MotoServer]:
+    with moto_server() as srv:
+        yield srv
+
+
+def _config(d: Path, moto: MotoServer, owner: str) -> Path:
+    f = d / "ec2.yaml"
+    shapes = "".join(
+        f"  {t}: {{vcpus: {s['vcpus']}, memory_gb: {s['memory_gb']}, gpus: {s['gpus']}}}\n"
+        for t, s in G3.items()
+    )
+    f.write_text(
+        f"region: us-east-1\nendpoint_url: {moto.url}\nimage_id: ami-12c6146b\nstate_dir: ec2-state\n"
+        f"owner: {owner}\nallowed_types: [t2.micro, t2.small, t2.medium]\nshapes:\n{shapes}"
+    )
+    return f
+
+
+def _live(moto: MotoServer, owner: str) -> list[dict[str, Any]]:
+    out = (
+        boto3.session.Session()
+        .client("ec2", endpoint_url=moto.url, region_name="us-east-1")
+        .describe_instances(
+            Filters=[
+                {"Name": f"tag:{OWNER_TAG}", "Values": [owner]},
+                {"Name": "instance-state-name", "Values": ["pending", "running"]},
+            ]
+        )
+    )
+    return [i for r in out["Reservations"] for i in r["Instances"]]
+
+
+def _node_paths(jgf: bytes) -> list[str]:
+    import orjson
+
+    return [
+        n["metadata"]["paths"]["containment"]
+        for n in orjson.loads(jgf)["graph"]["nodes"]
+        if n["metadata"]["type"] == "node"
+    ]
+
+
+def test_leaf_grow_bursts_at_the_root_and_shrink_terminates(moto: MotoServer) -> None:
+    with short_tmpdir() as d:
+        nodes = chain(d, [2, 2, 2])
+        nodes[0].provider = f"ec2:{_config(d, moto, 'tree-e2e')}"
+        t = start(d, nodes, heartbeat=0.5, rpc_timeout=30.0)
+        try:
+            leaf = t.client("leaf", timeout=60)
+            job = leaf.match_allocate(nodes_jobspec(2)).jobid
+            up = leaf.match_grow(job, BURST, request_id="burst-1")
+            assert [x.outcome for x in up.timings] == ["parent", "parent", "provider"]
+            paths = _node_paths(up.jgf)
+            live = _live(moto, "tree-e2e")
+            assert len(paths) == 1 and [i["InstanceId"] for i in live] == [paths[0].rsplit("/", 1)[1]]
+            assert live[0]["InstanceType"] == "t2.medium"
+            # every level holds it, as the job's (the leaf) or the child's lease (mid, root)
+            for name in ("root", "mid", "leaf"):
+                info = t.info(name)
+                assert info["recount_errors"] == [] and info["by_type"].get("zone") == 1
+            assert leaf.info(job)["holds"]["node"] == 1 and leaf.info(job)["holds"]["memory"] == 4
+            # a retry of the same request creates nothing
+            assert leaf.match_grow(job, BURST, request_id="burst-1").replayed
+            assert len(_live(moto, "tree-e2e")) == 1
+            out = leaf.shrink(job, paths=paths)
+            assert out.returned > 0 and out.pending == 0
+            assert _live(moto, "tree-e2e") == []
+            for name in ("root", "mid", "leaf"):
+                info = t.info(name)
+                assert info["recount_errors"] == [] and "zone" not in info["by_type"]
+        finally:
+            t.close()
+
+
+def test_crash_between_create_and_attach_leaves_no_orphan(moto: MotoServer) -> None:
+    with short_tmpdir() as d:
+        write_graph(d / "g.json", 1)
+        cfg = _config(d, moto, "crash-test")
+        os.environ["FLUXLITE_EC2_FAULT"] = "exit-after-create"
+        try:
+            t = start(d, [TreeNode("root", 0, None, graph=d / "g.json", provider=f"ec2:{cfg}")], state=True)
+        finally:
+            del os.environ["FLUXLITE_EC2_FAULT"]
+        try:
+            root = t.client("root", timeout=30)
+            job = root.match_allocate(nodes_jobspec(1)).jobid
+            with pytest.raises(InstanceUnavailableError):
+                root.match_grow(job, BURST, request_id="g1")
+            assert len(_live(moto, "crash-test")) == 1  # created, never attached: the process died
+            t.restart("root")
+            assert _live(moto, "crash-test") == []
+            assert "terminated 1 orphans" in t.log("root")
+            # the retried request creates anew and this time it is attached
+            root = t.client("root", timeout=30)
+            g = root.match_grow(job, BURST, request_id="g1")
+            assert [i["InstanceId"] for i in _live(moto, "crash-test")] == [
+                _node_paths(g.jgf)[0].rsplit("/", 1)[1]
+            ]
+            assert t.info("root")["recount_errors"] == []
+            root.release(job)
+            assert _live(moto, "crash-test") == []
+        finally:
+            t.close()

@@ -400,17 +400,29 @@ class KubeCore:
         return pl
 
     def place_gang(
-        self, pods: Sequence[str], group: str, req: PodRequest, constraint: dict[str, Any] | None = None
+        self,
+        pods: Sequence[str] | Sequence[tuple[str, PodRequest, dict[str, Any] | None]],
+        group: str,
+        req: PodRequest | None = None,
+        constraint: dict[str, Any] | None = None,
     ) -> list[Placement]:
-        """All-or-nothing placement of ``pods`` (a gang): every one placed, or none and nothing changed."""
+        """All-or-nothing placement of a gang: every member placed, or none and nothing changed.
+
+        ``pods`` are keys (all shaped like ``req``) or ``(key, request,
+        constraint)`` triples.  Raises what :meth:`place` raises for the first
+        member that does not fit, after releasing the members placed before it.
+        """
+        members = [(p, req, constraint) if isinstance(p, str) else p for p in pods]
         grp = self.groups.get(group)
         fresh = grp is None or grp.jobid is None
         done: list[str] = []
         out: list[Placement] = []
         try:
-            for p in pods:
-                out.append(self.place(p, group, req, constraint))
-                done.append(p)
+            for key, r, c in members:
+                if r is None:
+                    raise InputError(f"gang member {key} has no request")
+                out.append(self.place(key, group, r, c))
+                done.append(key)
         except (BusyError, UnsatisfiableError):
             for p in reversed(done):
                 self.release(p)

@@ -523,6 +523,7 @@ def main_match(argv: Sequence[str]) -> int:
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "match": ("fluxlite.cli.bench", "matcher speed on the benchmark graphs (T1..T8 until full)"),
     "hierarchy": ("hierarchy.bench", "nested MatchGrow across five instance processes"),
+    "kube": ("kube.bench", "ReplicaSet 1 -> 100 -> 0 through the Kubernetes shim (MatchAllocate/Grow, bind)"),
 }
 
 

@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "grow": ("hierarchy.cli", "MatchGrow a running job at an instance"),
     "shrink": ("hierarchy.cli", "release part of a running job at an instance"),
     "sim": ("fluxlite.cli.sim", "simulators: deadline (grid allocators, leak), batch (queues, ESP)"),
+    "kube": ("kube.cli", "Kubernetes scheduler shim (run), Fluence gRPC sidecar (sidecar), node graph"),
 }
 
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import grpc
+import orjson
 import pytest
 
 from fluxlite.check import recount_errors
@@ -170,3 +175,47 @@ def test_unix_socket_and_the_loopback_rule(tmp_path: object) -> None:
         sc.stop()
     with pytest.raises(InputError, match="without TLS"):
         Sidecar(core, "0.0.0.0:4242")
+
+
+def test_cli_sidecar_process_from_a_nodelist(tmp_path: Path) -> None:
+    """``fluxlite kube sidecar --nodes FILE`` serves Fluence's Match as a real process; SIGTERM exits 0."""
+    nodes = tmp_path / "nodes.json"
+    nodes.write_bytes(
+        orjson.dumps(
+            {"kind": "NodeList", "items": [node_object(f"n{i}", cpu="2", memory="4Gi") for i in range(2)]}
+        )
+    )
+    sock = tmp_path / "s.sock"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fluxlite.cli.main", "kube", "sidecar", "--nodes", str(nodes),
+         "--listen", f"unix:{sock}", "--log-level", "WARNING"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().decode()
+        assert "fluxcli.FluxcliService" in line and "2 nodes" in line
+        with grpc.insecure_channel(f"unix:{sock}") as ch:
+            r = pb_grpc.FluxcliServiceStub(ch).Match(pb.MatchRequest(ps=_spec(cpu=2), count=2), timeout=10)
+            assert sorted(n.nodeID for n in r.nodelist) == ["n0", "n1"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fluxlite.cli.main",
+            "kube",
+            "sidecar",
+            "--nodes",
+            str(nodes),
+            "--listen",
+            "10.1.2.3:4242",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert bad.returncode == 1 and "without TLS" in bad.stderr and "Traceback" not in bad.stderr

@@ -457,7 +457,7 @@ class KubeScheduler:
         seen: set[str] = set()
         for p in items:
             seen.add(pod_key(p))
-        for k in [k for k in self.core.pods if k not in seen and not k.startswith("#")]:
+        for k in [k for k in self.core.pods if k not in seen]:
             self._pod_gone(k, None)
         for k in [k for k in self.pending if k not in seen]:
             del self.pending[k]
@@ -498,6 +498,7 @@ class KubeScheduler:
             self._hold_bound(key, uid, pod, node)
             return
         if not self._ours(pod) or md.get("deletionTimestamp"):
+            self.pending.pop(key, None)
             return
         p = self.pending.get(key)
         if p is None:

@@ -124,6 +124,9 @@ class ClusterApi:
         resp = self.v1.create_namespaced_pod_binding(name, namespace, body, _preload_content=False)
         resp.release_conn()
 
+    def read_pod(self, namespace: str, name: str) -> dict[str, Any]:
+        return self._json(self.v1.read_namespaced_pod(name, namespace, _preload_content=False))
+
     def annotate(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
         resp = self.v1.patch_namespaced_pod(
             name,
@@ -244,6 +247,7 @@ class KubeScheduler:
         self.metrics = SchedulerMetrics()
         self.pending: dict[str, _Pending] = {}
         self._uids: dict[str, str] = {}  # pod key -> uid of the pod we hold resources for
+        self._orphans: dict[str, dict[str, Any]] = {}  # bound pods whose node is not in the graph yet
         self._seq = itertools.count()
         self._q: queue.Queue[tuple[str, str, Any]] = queue.Queue()
         self._stop = threading.Event()
@@ -255,6 +259,8 @@ class KubeScheduler:
         self._conditions: dict[str, str] = {}
         self.lock = threading.RLock()  # held while the state changes (tests/inspection take it too)
         self.idle = threading.Event()
+        #: None: not known yet; True: Binding annotations reach the pod; False: PATCH them first
+        self._binding_annotates: bool | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> KubeScheduler:
@@ -431,6 +437,10 @@ class KubeScheduler:
         change = self.core.update_node(info)
         if change:
             log.info("node %s: %s%s", info.name, change, f" ({info.reason})" if info.reason else "")
+        if change == "added":
+            for key, pod in list(self._orphans.items()):
+                if (pod.get("spec") or {}).get("nodeName") == info.name:
+                    self._hold_bound(key, (pod.get("metadata") or {}).get("uid"), pod, info.name)
         if change in ("added", "shape", "labels") or (change == "status" and info.up):
             self._kick(node_event=True)
         del old
@@ -517,8 +527,12 @@ class KubeScheduler:
         """Account a bound pod: rebuild ours from its annotations, take others' requests on their node."""
         ann = (pod.get("metadata") or {}).get("annotations") or {}
         if node not in self.core.nodes:
-            log.warning("pod %s is bound to node %s, which is not in the graph", key, node)
+            log.info(
+                "pod %s is bound to node %s, not (yet) in the graph; held back until it appears", key, node
+            )
+            self._orphans[key] = pod
             return
+        self._orphans.pop(key, None)
         if self._ours(pod) and ANNOTATION_RESOURCES in ann:
             try:
                 rec = orjson.loads(ann[ANNOTATION_RESOURCES])
@@ -543,6 +557,7 @@ class KubeScheduler:
 
     def _pod_gone(self, key: str, uid: str | None) -> None:
         self.pending.pop(key, None)
+        self._orphans.pop(key, None)
         self._conditions.pop(key, None)
         if uid and self._uids.get(key) not in (None, uid):
             return  # an older incarnation's deletion; the current pod keeps its resources
@@ -642,7 +657,11 @@ class KubeScheduler:
         from kubernetes.client.exceptions import ApiException
 
         try:
+            if self._binding_annotates is False:
+                self.api.annotate(ns, name, ann)
             self.api.bind(ns, name, pl.node, ann)
+            if self._binding_annotates is None:
+                self._check_binding_annotations(ns, name, ann)
         except ApiException as exc:
             self.core.release(p.key)
             if exc.status in (404, 409):
@@ -675,6 +694,17 @@ class KubeScheduler:
         )
         if self.on_bind is not None:
             self.on_bind(p.key, pl.node)
+
+    def _check_binding_annotations(self, ns: str, name: str, ann: dict[str, str]) -> None:
+        """Once: does this API server copy a Binding's annotations onto the pod (as kube-apiserver does)?
+
+        If not, annotate pods with a PATCH before binding from now on (and this one now).
+        """
+        got = ((self.api.read_pod(ns, name).get("metadata") or {}).get("annotations")) or {}
+        self._binding_annotates = got.get(ANNOTATION_RESOURCES) == ann[ANNOTATION_RESOURCES]
+        if not self._binding_annotates:
+            log.warning("the API server drops Binding annotations; annotating pods with a PATCH instead")
+            self.api.annotate(ns, name, ann)
 
     def _why(self, p: _Pending, exc: Exception) -> str:
         n = len(self.core.nodes)

@@ -146,6 +146,7 @@ class KubeCore:
         vs: list[dict[str, Any]] = []
         es: list[dict[str, Any]] = []
         self._in_doc: set[str] = set()
+        self._container_vertex("/cluster0", "cluster", "cluster0", None, vs, es)
         for info in nodes:
             self._node_jgf(info, vs, es)
         graph = load_graph(jgf.write(vs, es, style="compact"), format="jgf")

@@ -710,9 +710,13 @@ class KubeScheduler:
         n = len(self.core.nodes)
         try:
             req = pod_request(p.pod, self.cfg)
-            what = f"{req.cores} core(s), {req.memory} x {self.cfg.memory_unit} memory" + "".join(
-                f", {k} {t}" for t, k in req.extended
+            unit = self.cfg.memory_unit
+            mem = (
+                f"{req.memory}{unit[1:]}"
+                if unit[:1] == "1" and not unit[1:2].isdigit()
+                else f"{req.memory} x {unit}"
             )
+            what = f"{req.cores} core(s), {mem} memory" + "".join(f", {k} {t}" for t, k in req.extended)
         except InputError:
             what = "its request"
         if isinstance(exc, UnsatisfiableError):

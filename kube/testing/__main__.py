@@ -1,0 +1,51 @@
+"""``python -m kube.testing``: run the stand-in Kubernetes API server until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+from kube.testing import ApiServer
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m kube.testing",
+        description="Run an API-compatible Kubernetes API server on loopback (for tests, walkthroughs and "
+        "`fluxlite bench kube`). Prints its URL, then serves until SIGTERM or SIGINT.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="TCP port (default 0: any free port)")
+    parser.add_argument("--kubeconfig", metavar="FILE", help="write a kubeconfig for this server to FILE")
+    parser.add_argument(
+        "--no-controllers",
+        action="store_true",
+        help="do not run the ReplicaSet controller, garbage collector and kubelet stand-in",
+    )
+    parser.add_argument("--watch-cache-size", type=int, default=1000, help="watch events kept per resource")
+    args = parser.parse_args(argv)
+    try:
+        server = ApiServer(
+            host=args.host,
+            port=args.port,
+            controllers=not args.no_controllers,
+            watch_cache_size=args.watch_cache_size,
+        ).start()
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.kubeconfig:
+        server.write_kubeconfig(args.kubeconfig)
+    print(server.url, flush=True)
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    done.wait()
+    server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,659 @@
+"""HTTP front end of the stand-in API server: routing, verbs, watch streams, discovery.
+
+Runs on :class:`http.server.ThreadingHTTPServer` (one thread per connection, HTTP/1.1
+keep-alive), so a watch — a chunked response that stays open — never blocks other
+requests. Paths, verbs, query parameters and status codes are those of kube-apiserver:
+
+====================================================  ===========================================
+``GET /api``, ``/apis``, ``/api/v1``, ``/apis/G/V``    discovery (APIVersions, APIGroupList, APIResourceList)
+``GET /version``, ``/healthz``, ``/livez``, ``/readyz``  version info, ``ok``
+``GET .../R``                                         list (``labelSelector``, ``fieldSelector``, ``limit``, ``continue``)
+``GET .../R?watch=true``                              watch (``resourceVersion``, ``allowWatchBookmarks``,
+                                                      ``timeoutSeconds``, ``sendInitialEvents``)
+``POST .../R``                                        create (201)
+``GET/PUT/PATCH/DELETE .../R/NAME``                   read, update, patch (merge, strategic, JSON patch), delete
+``DELETE .../R``                                      delete collection
+``.../R/NAME/status``, ``.../R/NAME/scale``           status and scale (autoscaling/v1 Scale) subresources
+``POST .../pods/NAME/binding``, ``.../bindings``      bind a pod (201 with a Success Status)
+====================================================  ===========================================
+
+Known deviations from a real API server (none of them visible to a scheduler that uses
+the API as documented):
+
+* No authentication or authorization: any bearer token is accepted; no admission webhooks.
+* JSON only (no protobuf, no CBOR, no ``as=Table``); no server-side apply (``apply-patch``
+  content types answer 415); ``dryRun`` is refused with 400 rather than simulated.
+* ``managedFields``, ``selfLink`` and OpenAPI (``/openapi/v2``, ``/openapi/v3``) are absent.
+* ``limit``/``continue`` page over the current state, not over a snapshot at the first
+  page's resourceVersion; ``resourceVersionMatch`` is accepted and ignored (every list is
+  served from the latest state). A watch from a resourceVersion in the future starts at
+  once instead of waiting for it.
+* core/v1 and events.k8s.io/v1 Events are stored separately (the real server converts one
+  into the other); an Event's ``count`` is whatever the client sends.
+* Validation covers what a scheduler and a controller hit (names, pod containers, pod spec
+  immutability, ReplicaSet selector/template, Event namespaces, Binding target), not every rule.
+* Namespace deletion removes the namespace and its contents at once (no ``Terminating``
+  phase); garbage collection of dependents runs only with ``controllers=True``.
+* Bookmarks are sent every ``bookmark_interval`` seconds (real: about a minute).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import http.server
+import threading
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import orjson
+
+from kube.testing._patch import PatchError, json_patch, merge_patch, strategic_merge_patch
+from kube.testing._resources import GROUPS, RESOURCES, Resource, discovery
+from kube.testing._selectors import SelectorError, field_selector, label_selector
+from kube.testing._store import ApiError, Store, WatchEvent, bad_request, expired
+
+__all__ = ["ApiServer"]
+
+_NOT_FOUND = ApiError(404, "NotFound", "the server could not find the requested resource", {})
+_METHOD_NOT_ALLOWED = ApiError(
+    405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {}
+)
+_VERSION = {
+    "major": "1",
+    "minor": "31",
+    "gitVersion": "v1.31.0-fluxlite.testing",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.22.0",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+
+
+def _dump(obj: Any) -> bytes:
+    return orjson.dumps(obj)
+
+
+def _list_item(obj: dict) -> dict:
+    """Items of a typed list carry no kind/apiVersion, as on the wire from a real server."""
+    return {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+
+
+class _Route:
+    __slots__ = ("name", "namespace", "res", "sub")
+
+    def __init__(self, res: Resource, namespace: str | None, name: str | None, sub: str | None) -> None:
+        self.res, self.namespace, self.name, self.sub = res, namespace, name, sub
+
+
+def _route(parts: list[str]) -> _Route | dict | None:
+    """Resolve a path (split on '/') to a resource route, a discovery document, or None (404)."""
+    if parts[0] == "api":
+        if len(parts) == 1:
+            return {
+                "kind": "APIVersions",
+                "versions": ["v1"],
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}],
+            }
+        group, version, rest = "", parts[1], parts[2:]
+    elif parts[0] == "apis":
+        if len(parts) == 1:
+            return {
+                "kind": "APIGroupList",
+                "apiVersion": "v1",
+                "groups": [
+                    {
+                        "name": g,
+                        "versions": [{"groupVersion": f"{g}/{v}", "version": v} for v in vs],
+                        "preferredVersion": {"groupVersion": f"{g}/{vs[0]}", "version": vs[0]},
+                    }
+                    for g, vs in GROUPS.items()
+                ],
+            }
+        if parts[1] not in GROUPS:
+            return None
+        if len(parts) == 2:
+            vs = GROUPS[parts[1]]
+            return {
+                "kind": "APIGroup",
+                "apiVersion": "v1",
+                "name": parts[1],
+                "versions": [{"groupVersion": f"{parts[1]}/{v}", "version": v} for v in vs],
+                "preferredVersion": {"groupVersion": f"{parts[1]}/{vs[0]}", "version": vs[0]},
+            }
+        group, version, rest = parts[1], parts[2], parts[3:]
+        if version not in GROUPS[group]:
+            return None
+    else:
+        return None
+    if group == "" and version != "v1":
+        return None
+    if not rest:
+        return discovery(group, version)
+    namespace = None
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        namespace, rest = rest[1], rest[2:]
+        if group == "" and rest[0] == "bindings" and len(rest) == 1:
+            return _Route(Resource("", "v1", "bindings", "Binding", True, "binding"), namespace, None, None)
+        res = RESOURCES.get((group, version, rest[0]))
+        if res is None or not res.namespaced:
+            return None
+    else:
+        res = RESOURCES.get((group, version, rest[0]))
+        if res is None or (res.namespaced and len(rest) > 1):
+            return None
+    if len(rest) > 3:
+        return None
+    sub = rest[2] if len(rest) == 3 else None
+    if sub is not None and sub not in res.subresources:
+        return None
+    return _Route(res, namespace if res.namespaced else "", rest[1] if len(rest) > 1 else None, sub)
+
+
+def _flag(query: dict[str, str], key: str) -> bool:
+    return query.get(key, "").lower() in ("true", "1")
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "kube-apiserver-standin"
+    api: ApiServer  # set on the subclass per server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def _send(self, code: int, body: Any, content_type: str = "application/json") -> None:
+        data = body if isinstance(body, bytes) else _dump(body)
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, err: ApiError) -> None:
+        self._send(err.code, err.status())
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not raw:
+            raise bad_request("the request body is empty")
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise bad_request(f"the request body is not valid JSON: {exc}") from exc
+
+    def _dispatch(self, method: str) -> None:
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        parts = [p for p in url.path.split("/") if p]
+        try:
+            if method == "GET" and parts and parts[0] in ("healthz", "livez", "readyz") and len(parts) == 1:
+                self._send(200, b"ok", "text/plain; charset=utf-8")
+                return
+            if method == "GET" and parts == ["version"]:
+                self._send(200, _VERSION)
+                return
+            if not parts:
+                if method != "GET":
+                    raise _METHOD_NOT_ALLOWED
+                self._send(
+                    200,
+                    {
+                        "paths": [
+                            "/api",
+                            "/api/v1",
+                            "/apis",
+                            *[f"/apis/{g}/{v}" for g, vs in GROUPS.items() for v in vs],
+                            "/healthz",
+                            "/version",
+                        ]
+                    },
+                )
+                return
+            if "dryRun" in query:
+                raise bad_request("dryRun is not supported by this test API server")
+            route = _route(parts)
+            if route is None:
+                raise _NOT_FOUND
+            if isinstance(route, dict):
+                if method != "GET":
+                    raise _METHOD_NOT_ALLOWED
+                self._send(200, route)
+                return
+            self._resource(method, route, query)
+        except ApiError as err:
+            self._error(err)
+        except (SelectorError, PatchError) as exc:
+            self._error(bad_request(str(exc)))
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    do_GET = lambda self: self._dispatch("GET")  # noqa: E731
+    do_POST = lambda self: self._dispatch("POST")  # noqa: E731
+    do_PUT = lambda self: self._dispatch("PUT")  # noqa: E731
+    do_PATCH = lambda self: self._dispatch("PATCH")  # noqa: E731
+    do_DELETE = lambda self: self._dispatch("DELETE")  # noqa: E731
+
+    # -- verbs -------------------------------------------------------------------------------
+
+    def _resource(self, method: str, route: _Route, query: dict[str, str]) -> None:
+        store = self.api.store
+        res, ns, name, sub = route.res, route.namespace, route.name, route.sub
+        if res.plural == "bindings":
+            if method != "POST":
+                raise _METHOD_NOT_ALLOWED
+            body = self._body()
+            pod = (body.get("metadata") or {}).get("name") or ""
+            store.bind(ns, pod, body)
+            self._send(
+                201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+            )
+            return
+        if name is None:
+            if method == "GET":
+                if _flag(query, "watch"):
+                    self._watch(res, ns, query)
+                else:
+                    self._list(res, ns, query)
+            elif method == "POST" and ns is not None:
+                self._send(201, store.create(res, ns, self._body()))
+            elif method == "DELETE" and ns is not None:
+                self._delete_collection(res, ns, query)
+            else:
+                raise _METHOD_NOT_ALLOWED
+            return
+        if sub == "binding":
+            if method != "POST":
+                raise _METHOD_NOT_ALLOWED
+            store.bind(ns, name, self._body())
+            self._send(
+                201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+            )
+            return
+        if sub == "scale":
+            if method == "GET":
+                self._send(200, store.get_scale(res, ns, name))
+            elif method == "PUT":
+                body = self._body()
+                self._send(200, store.set_scale(res, ns, name, lambda _old: body))
+            elif method == "PATCH":
+                patch = self._patcher()
+                self._send(200, store.set_scale(res, ns, name, patch))
+            else:
+                raise _METHOD_NOT_ALLOWED
+            return
+        if method == "GET":
+            self._send(200, store.get(res, ns, name))
+        elif method == "PUT":
+            self._send(200, store.update(res, ns, name, self._body(), sub))
+        elif method == "PATCH":
+            self._send(200, store.mutate(res, ns, name, self._patcher(), sub))
+        elif method == "DELETE" and sub is None:
+            options = self._delete_options(query)
+            if options.get("propagationPolicy") == "Orphan":
+                self.api._orphan(store.get(res, ns, name))
+            self._send(200, store.delete(res, ns, name, options))
+        else:
+            raise _METHOD_NOT_ALLOWED
+
+    def _delete_options(self, query: dict[str, str]) -> dict:
+        options: dict = {}
+        if int(self.headers.get("Content-Length") or 0):
+            options = self._body()
+            if not isinstance(options, dict):
+                raise bad_request("DeleteOptions must be a JSON object")
+        if "gracePeriodSeconds" in query:
+            options["gracePeriodSeconds"] = int(query["gracePeriodSeconds"])
+        if "propagationPolicy" in query:
+            options["propagationPolicy"] = query["propagationPolicy"]
+        if options.get("orphanDependents") is True:
+            options["propagationPolicy"] = "Orphan"
+        if options.get("propagationPolicy") not in (None, "Orphan", "Background", "Foreground"):
+            raise bad_request(f"propagationPolicy: Unsupported value: {options['propagationPolicy']!r}")
+        return options
+
+    def _patcher(self):
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        patch = self._body()
+        if ctype == "application/merge-patch+json":
+            return lambda obj: merge_patch(obj, patch)
+        if ctype == "application/strategic-merge-patch+json":
+            return lambda obj: strategic_merge_patch(obj, patch)
+        if ctype == "application/json-patch+json":
+            return lambda obj: json_patch(obj, patch)
+        raise ApiError(
+            415,
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {ctype or 'none'})",
+        )
+
+    def _selector(self, res: Resource, query: dict[str, str]):
+        by_label = label_selector(query.get("labelSelector"))
+        by_field = field_selector(query.get("fieldSelector"), res.field_labels)
+        return lambda obj: by_label(obj) and by_field(obj)
+
+    def _list(self, res: Resource, ns: str | None, query: dict[str, str]) -> None:
+        items, rv = self.api.store.list(res, ns or None, self._selector(res, query))
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        start = 0
+        if query.get("continue"):
+            try:
+                token = orjson.loads(base64.urlsafe_b64decode(query["continue"].encode()))
+                start_key = (token["ns"], token["name"])
+            except Exception as exc:
+                raise bad_request("continue key is not valid: invalid continue token") from exc
+            start = next(
+                (
+                    i
+                    for i, o in enumerate(items)
+                    if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > start_key
+                ),
+                len(items),
+            )
+        limit = int(query.get("limit") or 0)
+        page = items[start : start + limit] if limit > 0 else items[start:]
+        if limit > 0 and start + limit < len(items):
+            last = page[-1]["metadata"]
+            meta["continue"] = base64.urlsafe_b64encode(
+                _dump({"rv": rv, "ns": last.get("namespace", ""), "name": last["name"]})
+            ).decode()
+            meta["remainingItemCount"] = len(items) - start - limit
+        self._send(
+            200,
+            {
+                "kind": f"{res.kind}List",
+                "apiVersion": res.api_version,
+                "metadata": meta,
+                "items": [_list_item(o) for o in page],
+            },
+        )
+
+    def _delete_collection(self, res: Resource, ns: str, query: dict[str, str]) -> None:
+        store = self.api.store
+        options = self._delete_options(query)
+        items, _ = store.list(res, ns or None, self._selector(res, query))
+        deleted = []
+        for obj in items:
+            with contextlib.suppress(ApiError):
+                deleted.append(
+                    store.delete(res, obj["metadata"].get("namespace", ""), obj["metadata"]["name"], options)
+                )
+        self._send(
+            200,
+            {
+                "kind": f"{res.kind}List",
+                "apiVersion": res.api_version,
+                "metadata": {"resourceVersion": str(store.rv)},
+                "items": [_list_item(o) for o in deleted],
+            },
+        )
+
+    # -- watch -------------------------------------------------------------------------------
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _watch(self, res: Resource, ns: str | None, query: dict[str, str]) -> None:
+        store, api = self.api.store, self.api
+        match = self._selector(res, query)
+        timeout = float(query.get("timeoutSeconds") or api.max_watch_seconds)
+        deadline = time.monotonic() + min(timeout, api.max_watch_seconds)
+        bookmarks = _flag(query, "allowWatchBookmarks")
+        rv_text = query.get("resourceVersion", "")
+        initial: list[bytes] = []
+        error: ApiError | None = None
+        with store.cond:
+            if rv_text in ("", "0") or _flag(query, "sendInitialEvents"):
+                items, last = store.list(res, ns or None, match)
+                initial = [_dump({"type": "ADDED", "object": o}) for o in items]
+                if _flag(query, "sendInitialEvents"):
+                    initial.append(_dump(self._bookmark(res, last, initial_end=True)))
+            else:
+                try:
+                    last = int(rv_text)
+                except ValueError:
+                    raise bad_request(
+                        f"resourceVersion: Invalid value: {rv_text!r}: must be an integer"
+                    ) from None
+                try:
+                    backlog = store.events_since(res, last)
+                except ApiError as err:
+                    error = err
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            if error is not None:
+                self._chunk(_dump({"type": "ERROR", "object": error.status()}) + b"\n")
+                return
+            for line in initial:
+                self._chunk(line + b"\n")
+            if not initial:
+                for event in backlog:
+                    line = self._event_line(event, ns, match)
+                    if line:
+                        self._chunk(line)
+                    last = event.rv
+            next_bookmark = time.monotonic() + api.bookmark_interval
+            while not api._stopping.is_set():
+                now = time.monotonic()
+                if now >= deadline:
+                    break
+                with store.cond:
+                    try:
+                        events = store.events_since(res, last)
+                    except ApiError:
+                        events = None
+                    if events == []:
+                        store.cond.wait(min(deadline, next_bookmark) - now if bookmarks else deadline - now)
+                        events = store.events_since(res, last) if not api._stopping.is_set() else []
+                    current = store.rv
+                if events is None:
+                    self._chunk(_dump({"type": "ERROR", "object": expired(last, current).status()}) + b"\n")
+                    return
+                for event in events:
+                    line = self._event_line(event, ns, match)
+                    if line:
+                        self._chunk(line)
+                    last = event.rv
+                if bookmarks and time.monotonic() >= next_bookmark:
+                    self._chunk(_dump(self._bookmark(res, max(last, current))) + b"\n")
+                    last = max(last, current)
+                    next_bookmark = time.monotonic() + api.bookmark_interval
+        except ApiError as err:  # the history window moved past us while waiting
+            with contextlib.suppress(OSError):
+                self._chunk(_dump({"type": "ERROR", "object": err.status()}) + b"\n")
+        except OSError:
+            return
+        finally:
+            with contextlib.suppress(OSError):
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+
+    @staticmethod
+    def _bookmark(res: Resource, rv: int, initial_end: bool = False) -> dict:
+        meta: dict[str, Any] = {"resourceVersion": str(rv), "creationTimestamp": None}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return {
+            "type": "BOOKMARK",
+            "object": {"kind": res.kind, "apiVersion": res.api_version, "metadata": meta},
+        }
+
+    @staticmethod
+    def _event_line(event: WatchEvent, ns: str | None, match) -> bytes | None:
+        """The event as this watcher sees it: an object leaving its selector is DELETED for it."""
+        if ns and event.namespace != ns:
+            return None
+        now = match(event.obj)
+        if event.type == "MODIFIED":
+            before = event.prev is not None and match(event.prev)
+            if now and before:
+                kind, obj = "MODIFIED", event.obj
+            elif now:
+                kind, obj = "ADDED", event.obj
+            elif before:
+                obj = dict(event.prev)
+                obj["metadata"] = {
+                    **event.prev["metadata"],
+                    "resourceVersion": event.obj["metadata"]["resourceVersion"],
+                }
+                kind = "DELETED"
+            else:
+                return None
+        elif now:
+            kind, obj = event.type, event.obj
+        else:
+            return None
+        return _dump({"type": kind, "object": obj}) + b"\n"
+
+
+class _HTTPServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+
+class ApiServer:
+    """A Kubernetes-API-compatible server on loopback (see :mod:`kube.testing`).
+
+    *controllers* runs the ReplicaSet controller, the garbage collector and a kubelet
+    stand-in (bound pods become Running and Ready; terminating pods are removed) in a
+    background thread. *watch_cache_size* is the number of watch events kept per resource
+    type; a watch from an older resourceVersion gets ``410 Gone``. *bookmark_interval*
+    (seconds) spaces BOOKMARK events on watches that allow them; *max_watch_seconds* caps a
+    watch without ``timeoutSeconds`` (the real server's is 30 to 60 minutes).
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        controllers: bool = True,
+        watch_cache_size: int = 1000,
+        *,
+        bookmark_interval: float = 30.0,
+        max_watch_seconds: float = 1800.0,
+    ) -> None:
+        if host not in ("127.0.0.1", "::1", "localhost"):
+            raise ValueError(f"the test API server binds loopback only, not {host!r}")
+        self.host, self.port = host, port
+        self.controllers = controllers
+        self.watch_cache_size = watch_cache_size
+        self.bookmark_interval = bookmark_interval
+        self.max_watch_seconds = max_watch_seconds
+        self.store = Store(watch_cache_size)
+        self.url = ""
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._controller = None
+
+    def start(self) -> ApiServer:
+        """Listen and serve in a background thread; sets :attr:`url` and :attr:`port`."""
+        if self._httpd is not None:
+            raise RuntimeError("the API server is already running")
+        handler = type("Handler", (_Handler,), {"api": self})
+        self._httpd = _HTTPServer((self.host, self.port), handler)
+        self.port = self._httpd.server_address[1]
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self.url = f"http://{host}:{self.port}"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="kube-apiserver", daemon=True)
+        self._thread.start()
+        if self.controllers:
+            from kube.testing._controller import Controllers
+
+            self._controller = Controllers(self.store, self._stopping)
+            self._controller.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving: end open watches, stop the controllers, close the socket. Idempotent."""
+        self._stopping.set()
+        with self.store.cond:
+            self.store.cond.notify_all()
+        if self._controller is not None:
+            self._controller.join()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> ApiServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def compact(self) -> int:
+        """Drop all watch history (as etcd compaction does); returns the current resourceVersion."""
+        return self.store.compact()
+
+    def write_kubeconfig(self, path: str | Path, *, token: str = "fluxlite-test-token") -> Path:
+        """Write a kubeconfig for :attr:`url` (context ``fluxlite-test``, a dummy bearer token)."""
+        import yaml
+
+        if not self.url:
+            raise RuntimeError("start() the API server before writing its kubeconfig")
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "fluxlite-test", "cluster": {"server": self.url}}],
+            "users": [{"name": "fluxlite-test", "user": {"token": token}}],
+            "contexts": [
+                {
+                    "name": "fluxlite-test",
+                    "context": {"cluster": "fluxlite-test", "user": "fluxlite-test", "namespace": "default"},
+                }
+            ],
+            "current-context": "fluxlite-test",
+            "preferences": {},
+        }
+        path = Path(path)
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        return path
+
+    def api_client(self) -> Any:
+        """A ``kubernetes.client.ApiClient`` configured for this server."""
+        from kubernetes import client
+
+        if not self.url:
+            raise RuntimeError("start() the API server before asking for a client")
+        configuration = client.Configuration()
+        configuration.host = self.url
+        configuration.api_key = {"BearerToken": "fluxlite-test-token"}
+        configuration.api_key_prefix = {"BearerToken": "Bearer"}
+        return client.ApiClient(configuration)
+
+    def _orphan(self, owner: dict) -> None:
+        """propagationPolicy=Orphan: drop the owner's references from its dependents."""
+        uid = owner["metadata"]["uid"]
+        store = self.store
+        with store.cond:
+            for res in RESOURCES.values():
+                items, _ = store.list(res, None)
+                for obj in items:
+                    refs = obj["metadata"].get("ownerReferences") or []
+                    if any(r.get("uid") == uid for r in refs):
+                        kept = [r for r in refs if r.get("uid") != uid]
+
+                        def drop(o: dict, kept: list = kept) -> dict:
+                            if kept:
+                                o["metadata"]["ownerReferences"] = kept
+                            else:
+                                o["metadata"].pop("ownerReferences", None)
+                            return o
+
+                        store.mutate(res, obj["metadata"].get("namespace", ""), obj["metadata"]["name"], drop)

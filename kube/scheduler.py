@@ -64,6 +64,15 @@ def _now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _done(resp: Any) -> None:
+    """Read the rest of a raw response, then give its connection back (an unread body would
+    corrupt the next request on the same keep-alive connection)."""
+    try:
+        resp.read()
+    finally:
+        resp.release_conn()
+
+
 class _Gone(Exception):
     """The watch's resourceVersion is too old (410): list again."""
 
@@ -84,7 +93,7 @@ class ClusterApi:
         try:
             return orjson.loads(resp.data)
         finally:
-            resp.release_conn()
+            _done(resp)
 
     def list_nodes(self) -> tuple[list[dict[str, Any]], str]:
         doc = self._json(self.v1.list_node(_preload_content=False))
@@ -122,7 +131,7 @@ class ClusterApi:
             target=c.V1ObjectReference(api_version="v1", kind="Node", name=node),
         )
         resp = self.v1.create_namespaced_pod_binding(name, namespace, body, _preload_content=False)
-        resp.release_conn()
+        _done(resp)
 
     def read_pod(self, namespace: str, name: str) -> dict[str, Any]:
         return self._json(self.v1.read_namespaced_pod(name, namespace, _preload_content=False))
@@ -135,7 +144,7 @@ class ClusterApi:
             _content_type="application/merge-patch+json",
             _preload_content=False,
         )
-        resp.release_conn()
+        _done(resp)
 
     def set_unschedulable(self, namespace: str, name: str, message: str) -> None:
         cond = {
@@ -152,7 +161,7 @@ class ClusterApi:
             _content_type="application/strategic-merge-patch+json",
             _preload_content=False,
         )
-        resp.release_conn()
+        _done(resp)
 
     def create_event(self, pod: dict[str, Any], reason: str, message: str, etype: str, source: str) -> str:
         md = pod.get("metadata") or {}
@@ -193,7 +202,7 @@ class ClusterApi:
             _content_type="application/merge-patch+json",
             _preload_content=False,
         )
-        resp.release_conn()
+        _done(resp)
 
 
 @dataclass
@@ -344,6 +353,7 @@ class KubeScheduler:
                 finally:
                     self._resps.pop(kind, None)
                     with contextlib.suppress(Exception):
+                        resp.close()  # never reuse a watch connection: its body may not be over
                         resp.release_conn()
             except _Gone:
                 self._relist(kind)
@@ -671,9 +681,16 @@ class KubeScheduler:
                 self._unschedulable(p, StateError(f"binding failed: HTTP {exc.status} {exc.reason}"))
             return
         except Exception as exc:
-            self.core.release(p.key)
-            self._unschedulable(p, StateError(f"binding failed: {exc}"))
-            return
+            # no HTTP answer: the binding may or may not have happened; ask the server
+            try:
+                got = (self.api.read_pod(ns, name).get("spec") or {}).get("nodeName")
+            except Exception:
+                got = None
+            if got != pl.node:
+                self.core.release(p.key)
+                self._unschedulable(p, StateError(f"binding failed: {exc}"))
+                return
+            log.info("pod %s: binding answer lost (%s) but the pod is bound to %s", p.key, exc, got)
         now = time.perf_counter()
         self.pending.pop(p.key, None)
         if md.get("uid"):

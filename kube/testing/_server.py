@@ -42,6 +42,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import http.server
+import sys
 import threading
 import time
 from pathlib import Path
@@ -161,6 +162,7 @@ def _flag(query: dict[str, str], key: str) -> bool:
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "kube-apiserver-standin"
+    disable_nagle_algorithm = True  # small JSON answers must not wait for delayed ACKs
     api: ApiServer  # set on the subclass per server
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
@@ -174,8 +176,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-cache, private")
-        self.end_headers()
-        self.wfile.write(data)
+        self._headers_buffer.append(b"\r\n" + data)  # headers and body in one send
+        self.flush_headers()
 
     def _error(self, err: ApiError) -> None:
         self._send(err.code, err.status())
@@ -525,6 +527,13 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that drops its keep-alive connection is normal, not an error to print."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ConnectionError | TimeoutError):
+            return
+        super().handle_error(request, client_address)
+
 
 class ApiServer:
     """A Kubernetes-API-compatible server on loopback (see :mod:`kube.testing`).
@@ -570,7 +579,9 @@ class ApiServer:
         self.port = self._httpd.server_address[1]
         host = f"[{self.host}]" if ":" in self.host else self.host
         self.url = f"http://{host}:{self.port}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="kube-apiserver", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="kube-apiserver", daemon=True
+        )
         self._thread.start()
         if self.controllers:
             from kube.testing._controller import Controllers

@@ -117,7 +117,7 @@ def bad_request(message: str) -> ApiError:
 
 
 def expired(rv: int, floor: int) -> ApiError:
-    return ApiError(410, "Expired", f"too old resource version: {rv} ({floor + 1})")
+    return ApiError(410, "Expired", f"too old resource version: {rv} ({floor})")
 
 
 def now_rfc3339(offset: float = 0.0) -> str:
@@ -290,6 +290,7 @@ class Store:
             if res.plural not in ("events", "namespaces", "nodes"):
                 meta["generation"] = 1
             obj["kind"], obj["apiVersion"] = res.kind, res.api_version
+            _omit_empty(meta)
             _prepare_create(res, obj)
             _validate(res, obj, None)
             return self._commit(res, namespace, obj, None)
@@ -367,6 +368,7 @@ class Store:
                 meta["generation"] += 1
             _validate(res, new, old)
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        _omit_empty(new["metadata"])
         if new == old:
             return old  # a no-op write neither bumps the resourceVersion nor emits an event
         finalized = new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers")
@@ -461,12 +463,16 @@ class Store:
             )
 
         def assign(pod: Obj) -> Obj:
-            if meta.get("uid") and meta["uid"] != pod["metadata"]["uid"]:
-                raise conflict(
-                    "pods/binding",
-                    name,
-                    f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {pod['metadata']['uid']}",
+            have = pod["metadata"]
+            if meta.get("uid") and meta["uid"] != have["uid"]:
+                why = f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {have['uid']}"
+                raise conflict(pods, name, why)
+            if meta.get("resourceVersion") and meta["resourceVersion"] != have["resourceVersion"]:
+                why = (
+                    f"Precondition failed: ResourceVersion in precondition: {meta['resourceVersion']}, "
+                    f"ResourceVersion in object meta: {have['resourceVersion']}"
                 )
+                raise conflict(pods, name, why)
             if pod["metadata"].get("deletionTimestamp"):
                 raise conflict(
                     "pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host"
@@ -533,6 +539,13 @@ class Store:
                 new["metadata"]["generation"] = new["metadata"].get("generation", 1) + 1
                 self._commit(res, namespace, new, old)
             return _scale_of(new)
+
+
+def _omit_empty(meta: Obj) -> None:
+    """Empty metadata maps and lists are absent on the wire (``omitempty``), so a write of one is a no-op."""
+    for field in ("labels", "annotations", "ownerReferences", "finalizers"):
+        if field in meta and not meta[field]:
+            del meta[field]
 
 
 def _served() -> list[Resource]:

@@ -1,0 +1,575 @@
+"""The stand-in Kubernetes API server, driven by the official ``kubernetes`` client over HTTP."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from kube.testing import ApiServer
+from kube.testing._patch import PatchError, json_patch, merge_patch, strategic_merge_patch
+
+kubernetes = pytest.importorskip("kubernetes")
+from kubernetes import client, watch  # noqa: E402
+
+
+@pytest.fixture
+def server():
+    srv = ApiServer(bookmark_interval=0.2).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def v1(server):
+    return client.CoreV1Api(server.api_client())
+
+
+@pytest.fixture
+def apps(server):
+    return client.AppsV1Api(server.api_client())
+
+
+def wait_for(predicate, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError("condition not reached in time")
+
+
+def pod_body(name=None, scheduler="fluxlite", cpu="1", labels=None, generate=None):
+    meta = {"name": name} if name else {"generateName": generate}
+    if labels:
+        meta["labels"] = labels
+    return {
+        "metadata": meta,
+        "spec": {
+            "schedulerName": scheduler,
+            "containers": [{"name": "c", "image": "busybox:1.36", "resources": {"requests": {"cpu": cpu}}}],
+        },
+    }
+
+
+def node_body(name, cpu="4", labels=None):
+    return {
+        "metadata": {"name": name, "labels": labels or {}},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+            "capacity": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "addresses": [{"type": "InternalIP", "address": "192.168.0.10"}],
+        },
+    }
+
+
+def bind(v1, name, node, annotations=None):
+    meta = {"name": name, **({"annotations": annotations} if annotations else {})}
+    body = {"apiVersion": "v1", "kind": "Binding", "metadata": meta, "target": {"kind": "Node", "name": node}}
+    return v1.create_namespaced_binding("default", body, _preload_content=False)
+
+
+def api_error(call, *args, **kwargs):
+    with pytest.raises(client.ApiException) as info:
+        call(*args, **kwargs)
+    return info.value.status, json.loads(info.value.body)
+
+
+def test_discovery_version_and_health(server):
+    """Discovery, /version and /healthz answer as a real server does."""
+    api = server.api_client()
+    assert client.VersionApi(api).get_code().git_version.startswith("v1.")
+    assert client.CoreApi(api).get_api_versions().versions == ["v1"]
+    groups = {g.name for g in client.ApisApi(api).get_api_versions().groups}
+    assert {"apps", "batch", "events.k8s.io"} <= groups
+    names = {r.name for r in client.CoreV1Api(api).get_api_resources().resources}
+    assert {"pods", "pods/binding", "pods/status", "nodes", "nodes/status", "events"} <= names
+    scale = next(
+        r for r in client.AppsV1Api(api).get_api_resources().resources if r.name == "replicasets/scale"
+    )
+    assert (scale.kind, scale.group, scale.version) == ("Scale", "autoscaling", "v1")
+    with urllib.request.urlopen(server.url + "/healthz") as resp:
+        assert resp.read() == b"ok"
+
+
+def test_nodes_crud_cordon_and_status(server, v1):
+    """Nodes: create, list with selectors, cordon by patch (tainted by the lifecycle controller), status, delete."""
+    v1.create_node(node_body("n1", labels={"topology.kubernetes.io/zone": "a"}))
+    v1.create_node(node_body("n2", labels={"topology.kubernetes.io/zone": "b"}))
+    nodes = v1.list_node()
+    assert [n.metadata.name for n in nodes.items] == ["n1", "n2"]
+    assert int(nodes.metadata.resource_version) >= 2
+    assert [
+        n.metadata.name for n in v1.list_node(label_selector="topology.kubernetes.io/zone in (b)").items
+    ] == ["n2"]
+    assert [n.metadata.name for n in v1.list_node(field_selector="metadata.name=n1").items] == ["n1"]
+    node = v1.read_node("n1")
+    assert node.status.allocatable["cpu"] == "4" and node.metadata.uid and node.metadata.creation_timestamp
+    v1.patch_node("n1", {"spec": {"unschedulable": True}})
+    tainted = wait_for(lambda: v1.read_node("n1").spec.taints)
+    assert [(t.key, t.effect) for t in tainted] == [("node.kubernetes.io/unschedulable", "NoSchedule")]
+    assert [n.metadata.name for n in v1.list_node(field_selector="spec.unschedulable=true").items] == ["n1"]
+    v1.patch_node("n1", {"spec": {"unschedulable": None}})
+    wait_for(lambda: not v1.read_node("n1").spec.taints)
+    # status subresource: conditions merge by type; a status write leaves the spec alone
+    v1.patch_node_status(
+        "n1", {"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "KubeletDown"}]}}
+    )
+    node = v1.read_node("n1")
+    assert [(c.type, c.status, c.reason) for c in node.status.conditions] == [
+        ("Ready", "False", "KubeletDown")
+    ]
+    assert node.status.allocatable["cpu"] == "4"
+    deleted = json.loads(
+        v1.delete_node("n2", _preload_content=False).data
+    )  # the Node, as a real server answers
+    assert (deleted["kind"], deleted["metadata"]["name"]) == ("Node", "n2")
+    status, body = api_error(v1.read_node, "n2")
+    assert (
+        status == 404 and body["reason"] == "NotFound" and body["details"] == {"name": "n2", "kind": "nodes"}
+    )
+
+
+def test_pod_defaults_field_selectors_and_binding(server, v1):
+    """Pods get the real defaults; binding sets nodeName, PodScheduled and annotations; a second binding is 409."""
+    v1.create_node(node_body("n1"))
+    pod = v1.create_namespaced_pod("default", pod_body("p1"))
+    assert pod.status.phase == "Pending" and pod.status.qos_class == "Burstable"
+    assert pod.spec.scheduler_name == "fluxlite" and pod.spec.node_name is None
+    other = v1.create_namespaced_pod("default", pod_body("p2", scheduler=None))
+    assert other.spec.scheduler_name == "default-scheduler"
+    mine = v1.list_namespaced_pod("default", field_selector="spec.schedulerName=fluxlite,spec.nodeName=")
+    assert [p.metadata.name for p in mine.items] == ["p1"]
+    resp = bind(v1, "p1", "n1", annotations={"fluxlite.io/jobid": "7"})
+    assert resp.status == 201
+    assert json.loads(resp.data) == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "code": 201,
+    }
+    pod = v1.read_namespaced_pod("p1", "default")
+    assert pod.spec.node_name == "n1" and pod.metadata.annotations == {"fluxlite.io/jobid": "7"}
+    assert [(c.type, c.status) for c in pod.status.conditions if c.type == "PodScheduled"] == [
+        ("PodScheduled", "True")
+    ]
+    assert (
+        v1.list_namespaced_pod("default", field_selector="spec.schedulerName=fluxlite,spec.nodeName=").items
+        == []
+    )
+    assert [
+        p.metadata.name for p in v1.list_pod_for_all_namespaces(field_selector="spec.nodeName=n1").items
+    ] == ["p1"]
+    with pytest.raises(client.ApiException) as info:
+        bind(v1, "p1", "n2")
+    body = json.loads(info.value.body)
+    assert info.value.status == 409 and body["reason"] == "Conflict"
+    assert 'pod p1 is already assigned to node "n1"' in body["message"]
+    # the kubelet stand-in starts it: Running and Ready
+    wait_for(lambda: v1.read_namespaced_pod("p1", "default").status.phase == "Running")
+    status, body = api_error(
+        v1.create_namespaced_pod_binding,
+        "nope",
+        "default",
+        {"metadata": {"name": "nope"}, "target": {"name": "n1"}},
+        _preload_content=False,
+    )
+    assert status == 404 and body["message"] == 'pods "nope" not found'
+
+
+def test_binding_response_quirk_of_the_python_client(server, v1):
+    """The real answer to a binding is a Status; the generated client cannot read it as a V1Binding."""
+    v1.create_namespaced_pod("default", pod_body("p1"))
+    body = {"metadata": {"name": "p1"}, "target": {"kind": "Node", "name": "n1"}}
+    with pytest.raises(ValueError):
+        v1.create_namespaced_binding("default", body)
+    assert v1.read_namespaced_pod("p1", "default").spec.node_name == "n1"  # the binding itself succeeded
+
+
+def test_pod_status_subresource_and_spec_immutability(server, v1):
+    """PodScheduled=False goes through pods/status and merges by type; the pod spec is immutable (422)."""
+    v1.create_namespaced_pod("default", pod_body("p1"))
+    cond = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": "0/2 nodes are available",
+    }
+    v1.patch_namespaced_pod_status("p1", "default", {"status": {"conditions": [cond]}})
+    v1.patch_namespaced_pod_status(
+        "p1", "default", {"status": {"conditions": [{"type": "Initialized", "status": "True"}]}}
+    )
+    pod = v1.read_namespaced_pod("p1", "default")
+    got = {c.type: (c.status, c.reason, c.message) for c in pod.status.conditions}
+    assert got == {
+        "PodScheduled": ("False", "Unschedulable", "0/2 nodes are available"),
+        "Initialized": ("True", None, None),
+    }
+    assert pod.status.phase == "Pending"
+    # a write to the main resource ignores status; metadata patches work
+    v1.patch_namespaced_pod(
+        "p1", "default", {"metadata": {"labels": {"a": "b"}}, "status": {"phase": "Running"}}
+    )
+    pod = v1.read_namespaced_pod("p1", "default")
+    assert pod.metadata.labels == {"a": "b"} and pod.status.phase == "Pending"
+    status, body = api_error(v1.patch_namespaced_pod, "p1", "default", {"spec": {"nodeName": "n1"}})
+    assert status == 422 and body["reason"] == "Invalid" and body["details"]["causes"][0]["field"] == "spec"
+    # JSON merge patch and JSON patch are served too
+    v1.patch_namespaced_pod(
+        "p1",
+        "default",
+        {"metadata": {"labels": {"a": None, "c": "d"}}},
+        _content_type="application/merge-patch+json",
+    )
+    v1.patch_namespaced_pod(
+        "p1", "default", [{"op": "add", "path": "/metadata/annotations", "value": {"x": "y"}}]
+    )
+    pod = v1.read_namespaced_pod("p1", "default")
+    assert pod.metadata.labels == {"c": "d"} and pod.metadata.annotations == {"x": "y"}
+
+
+def test_error_statuses(server, v1):
+    """AlreadyExists, stale update, invalid objects, unknown paths and verbs: the real codes and Status shapes."""
+    v1.create_namespaced_pod("default", pod_body("p1"))
+    status, body = api_error(v1.create_namespaced_pod, "default", pod_body("p1"))
+    assert status == 409 and body["reason"] == "AlreadyExists" and body["status"] == "Failure"
+    assert body["kind"] == "Status" and body["apiVersion"] == "v1" and body["code"] == 409
+    assert body["message"] == 'pods "p1" already exists'
+    pod = v1.read_namespaced_pod("p1", "default")
+    old_rv = pod.metadata.resource_version
+    v1.patch_namespaced_pod("p1", "default", {"metadata": {"labels": {"v": "2"}}})
+    pod.metadata.resource_version = old_rv
+    status, body = api_error(v1.replace_namespaced_pod, "p1", "default", pod)
+    assert (
+        status == 409 and body["reason"] == "Conflict" and "the object has been modified" in body["message"]
+    )
+    status, body = api_error(
+        v1.create_namespaced_pod, "default", {"metadata": {"name": "bad"}, "spec": {"containers": []}}
+    )
+    assert status == 422 and body["details"]["causes"] == [
+        {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.containers"}
+    ]
+    status, body = api_error(v1.create_namespaced_pod, "nowhere", pod_body("p9"))
+    assert status == 404 and body["message"] == 'namespaces "nowhere" not found'
+    status, body = api_error(v1.list_namespaced_pod, "default", field_selector="spec.bogus=1")
+    assert status == 400 and body["reason"] == "BadRequest"
+    for method, path, code in [
+        ("GET", "/api/v1/frobs", 404),
+        ("GET", "/apis/nope/v1", 404),
+        ("POST", "/api/v1/namespaces/default/pods/p1", 405),
+    ]:
+        request = urllib.request.Request(
+            server.url + path, data=b"{}" if method == "POST" else None, method=method
+        )
+        with pytest.raises(urllib.error.HTTPError) as info:
+            urllib.request.urlopen(request)
+        assert info.value.code == code and json.loads(info.value.read())["code"] == code
+
+
+def test_generate_name_update_and_noop(server, v1):
+    """generateName picks a fresh name; a no-op write keeps the resourceVersion; PUT with the current one succeeds."""
+    pod = v1.create_namespaced_pod("default", pod_body(generate="web-"))
+    assert pod.metadata.name.startswith("web-") and len(pod.metadata.name) == len("web-") + 5
+    again = v1.patch_namespaced_pod(pod.metadata.name, "default", {"metadata": {"labels": {}}})
+    assert again.metadata.resource_version == pod.metadata.resource_version
+    pod.metadata.labels = {"tier": "x"}
+    updated = v1.replace_namespaced_pod(pod.metadata.name, "default", pod)
+    assert int(updated.metadata.resource_version) > int(pod.metadata.resource_version)
+
+
+def test_watch_streams_added_modified_deleted(server, v1):
+    """A watch from a list's resourceVersion sees exactly the later changes, in order."""
+    v1.create_namespaced_pod("default", pod_body("before"))
+    rv = v1.list_namespaced_pod("default").metadata.resource_version
+    v1.create_namespaced_pod("default", pod_body("p1"))
+    v1.patch_namespaced_pod("p1", "default", {"metadata": {"labels": {"x": "y"}}})
+    v1.delete_namespaced_pod("p1", "default")
+    seen = [
+        (e["type"], e["object"].metadata.name)
+        for e in watch.Watch().stream(
+            v1.list_namespaced_pod, "default", resource_version=rv, timeout_seconds=1
+        )
+    ]
+    assert seen == [("ADDED", "p1"), ("MODIFIED", "p1"), ("DELETED", "p1")]
+
+
+def test_watch_live_and_selector_transitions(server, v1):
+    """A live watch with fieldSelector spec.nodeName= sees a pod leave the selection as DELETED when bound."""
+    v1.create_node(node_body("n1"))
+    rv = v1.list_namespaced_pod("default").metadata.resource_version
+    w = watch.Watch()
+    seen = []
+
+    import threading
+
+    def writer():
+        time.sleep(0.2)
+        v1.create_namespaced_pod("default", pod_body("p1"))
+        bind(v1, "p1", "n1")
+
+    t = threading.Thread(target=writer)
+    t.start()
+    for event in w.stream(
+        v1.list_namespaced_pod,
+        "default",
+        field_selector="spec.nodeName=",
+        resource_version=rv,
+        timeout_seconds=2,
+    ):
+        seen.append((event["type"], event["object"].metadata.name))
+        if len(seen) == 2:
+            w.stop()
+    t.join()
+    assert seen == [("ADDED", "p1"), ("DELETED", "p1")]
+
+
+def test_watch_gone_after_compaction(server, v1):
+    """After compaction a watch from an old resourceVersion gets an ERROR event with a 410 Expired Status."""
+    rv = v1.list_namespaced_pod("default").metadata.resource_version
+    v1.create_namespaced_pod("default", pod_body("p1"))
+    server.compact()
+    url = f"{server.url}/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}"
+    with urllib.request.urlopen(url) as resp:
+        assert resp.status == 200
+        event = json.loads(resp.readline())
+    assert event["type"] == "ERROR"
+    assert (
+        event["object"]["code"] == 410
+        and event["object"]["reason"] == "Expired"
+        and event["object"]["kind"] == "Status"
+    )
+    # the python client retries once from the same version, then raises ApiException(410)
+    with pytest.raises(client.ApiException) as info:
+        for _ in watch.Watch().stream(v1.list_namespaced_pod, "default", resource_version=rv):
+            pass
+    assert info.value.status == 410
+    # re-list and watch from the new version works
+    fresh = v1.list_namespaced_pod("default").metadata.resource_version
+    assert (
+        list(
+            watch.Watch().stream(v1.list_namespaced_pod, "default", resource_version=fresh, timeout_seconds=1)
+        )
+        == []
+    )
+
+
+def test_watch_cache_window_and_bookmarks():
+    """A watch older than the cache window is 410; bookmarks carry the current resourceVersion."""
+    with ApiServer(watch_cache_size=3, bookmark_interval=0.2, controllers=False) as srv:
+        v1 = client.CoreV1Api(srv.api_client())
+        rv = v1.list_namespaced_pod("default").metadata.resource_version
+        for i in range(5):
+            v1.create_namespaced_pod("default", pod_body(f"p{i}"))
+        with pytest.raises(client.ApiException) as info:
+            list(
+                watch.Watch().stream(
+                    v1.list_namespaced_pod, "default", resource_version=rv, timeout_seconds=1
+                )
+            )
+        assert info.value.status == 410
+        latest = v1.list_namespaced_pod("default").metadata.resource_version
+        url = f"{srv.url}/api/v1/namespaces/default/pods?watch=1&resourceVersion={latest}&allowWatchBookmarks=true&timeoutSeconds=1"
+        with urllib.request.urlopen(url) as resp:
+            event = json.loads(resp.readline())
+        assert event["type"] == "BOOKMARK" and event["object"]["metadata"]["resourceVersion"] == latest
+
+
+def test_replicaset_scale_creates_and_deletes_pods(server, v1, apps):
+    """The ReplicaSet controller follows the scale subresource; scale-down removes unbound pods first."""
+    v1.create_node(node_body("n1", cpu="64"))
+    rs = {
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod_body("x")["spec"]},
+        },
+    }
+    created = apps.create_namespaced_replica_set("default", rs)
+    uid = created.metadata.uid
+
+    def pods():
+        return [
+            p
+            for p in v1.list_namespaced_pod("default", label_selector="app=web").items
+            if not p.metadata.deletion_timestamp
+        ]
+
+    wait_for(lambda: len(pods()) == 2)
+    pod = pods()[0]
+    assert pod.metadata.name.startswith("web-") and pod.spec.scheduler_name == "fluxlite"
+    ref = pod.metadata.owner_references[0]
+    assert (ref.kind, ref.name, ref.uid, ref.controller) == ("ReplicaSet", "web", uid, True)
+    scale = apps.patch_namespaced_replica_set_scale("web", "default", {"spec": {"replicas": 5}})
+    assert scale.spec.replicas == 5 and scale.status.selector == "app=web"
+    wait_for(lambda: len(pods()) == 5)
+    bound = sorted(p.metadata.name for p in pods()[:2])
+    for name in bound:
+        bind(v1, name, "n1")
+    apps.patch_namespaced_replica_set_scale("web", "default", {"spec": {"replicas": 2}})
+    wait_for(lambda: len(v1.list_namespaced_pod("default", label_selector="app=web").items) == 2)
+    assert sorted(p.metadata.name for p in pods()) == bound
+    wait_for(lambda: apps.read_namespaced_replica_set("web", "default").status.replicas == 2)
+    assert apps.read_namespaced_replica_set_scale("web", "default").status.replicas == 2
+    reasons = {
+        e.reason for e in v1.list_namespaced_event("default", field_selector="involvedObject.name=web").items
+    }
+    assert reasons == {"SuccessfulCreate", "SuccessfulDelete"}
+    apps.replace_namespaced_replica_set_scale(
+        "web", "default", {"metadata": {"name": "web"}, "spec": {"replicas": 0}}
+    )
+    wait_for(lambda: v1.list_namespaced_pod("default", label_selector="app=web").items == [])
+    status, body = api_error(
+        apps.patch_namespaced_replica_set_scale, "web", "default", {"spec": {"replicas": -1}}
+    )
+    assert status == 422 and body["reason"] == "Invalid"
+
+
+def test_replicaset_deletion_collects_or_orphans_pods(server, v1, apps):
+    """Deleting a ReplicaSet deletes its pods (background) unless propagationPolicy=Orphan."""
+    for name, policy in (("a", "Background"), ("b", "Orphan")):
+        template = {"metadata": {"labels": {"app": name}}, "spec": pod_body("x")["spec"]}
+        body = {
+            "metadata": {"name": name},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": name}}, "template": template},
+        }
+        apps.create_namespaced_replica_set("default", body)
+        wait_for(
+            lambda name=name: len(v1.list_namespaced_pod("default", label_selector=f"app={name}").items) == 2
+        )
+        apps.delete_namespaced_replica_set(name, "default", propagation_policy=policy)
+    wait_for(lambda: v1.list_namespaced_pod("default", label_selector="app=a").items == [])
+    orphans = v1.list_namespaced_pod("default", label_selector="app=b").items
+    assert len(orphans) == 2 and all(not p.metadata.owner_references for p in orphans)
+
+
+def test_kubelet_rejects_overcommitted_pods(server, v1):
+    """Binding more than a node's allocatable CPU makes the kubelet fail the late pod with OutOfcpu."""
+    v1.create_node(node_body("n1", cpu="4"))
+    for name in ("p1", "p2"):
+        v1.create_namespaced_pod("default", pod_body(name, cpu="3"))
+        bind(v1, name, "n1")
+        wait_for(lambda name=name: v1.read_namespaced_pod(name, "default").status.phase != "Pending")
+    p1, p2 = (v1.read_namespaced_pod(n, "default") for n in ("p1", "p2"))
+    assert p1.status.phase == "Running"
+    assert (p2.status.phase, p2.status.reason) == ("Failed", "OutOfcpu")
+    # deleting a bound pod is graceful, and the kubelet finishes it
+    v1.delete_namespaced_pod("p1", "default")
+    wait_for(lambda: [p.metadata.name for p in v1.list_namespaced_pod("default").items] == ["p2"])
+
+
+def test_events_core_and_events_v1(server, v1):
+    """core/v1 and events.k8s.io/v1 Events: create, list by involved object, validation."""
+    event = {
+        "metadata": {"generateName": "p1."},
+        "involvedObject": {"kind": "Pod", "name": "p1", "namespace": "default"},
+        "reason": "FailedScheduling",
+        "message": "0/3 nodes are available",
+        "type": "Warning",
+        "source": {"component": "fluxlite"},
+    }
+    v1.create_namespaced_event("default", event)
+    got = v1.list_namespaced_event(
+        "default", field_selector="involvedObject.name=p1,reason=FailedScheduling"
+    ).items
+    assert [(e.reason, e.type, e.source.component) for e in got] == [
+        ("FailedScheduling", "Warning", "fluxlite")
+    ]
+    status, body = api_error(
+        v1.create_namespaced_event,
+        "default",
+        {**event, "involvedObject": {"name": "p1", "namespace": "other"}},
+    )
+    assert status == 422
+    ev1 = client.EventsV1Api(server.api_client())
+    body = {
+        "metadata": {"generateName": "p1."},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "fluxlite.io/scheduler",
+        "reportingInstance": "fluxlite-0",
+        "action": "Scheduling",
+        "reason": "FailedScheduling",
+        "regarding": {"kind": "Pod", "name": "p1", "namespace": "default"},
+        "type": "Warning",
+        "note": "no fit",
+    }
+    ev1.create_namespaced_event("default", body)
+    assert [e.note for e in ev1.list_namespaced_event("default").items] == ["no fit"]
+    status, _ = api_error(ev1.create_namespaced_event, "default", {**body, "action": None})
+    assert status == 422
+
+
+def test_list_pagination_and_delete_collection(server, v1):
+    """limit/continue pages through a list; deletecollection honours the label selector."""
+    for i in range(5):
+        v1.create_namespaced_pod("default", pod_body(f"p{i}", labels={"batch": "x" if i < 3 else "y"}))
+    names, token = [], None
+    while True:
+        page = v1.list_namespaced_pod("default", limit=2, _continue=token)
+        names += [p.metadata.name for p in page.items]
+        token = page.metadata._continue
+        if not token:
+            break
+    assert names == [f"p{i}" for i in range(5)]
+    v1.delete_collection_namespaced_pod("default", label_selector="batch=x")
+    assert [p.metadata.name for p in v1.list_namespaced_pod("default").items] == ["p3", "p4"]
+
+
+def test_kubeconfig_and_cli(tmp_path):
+    """The CLI prints its URL and writes a kubeconfig the official loader accepts; SIGTERM stops it."""
+    config = tmp_path / "kubeconfig"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kube.testing", "--port", "0", "--kubeconfig", str(config)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        api = kubernetes.config.new_client_from_config(config_file=str(config))
+        names = [n.metadata.name for n in client.CoreV1Api(api).list_namespace().items]
+        assert "default" in names and "kube-system" in names
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+
+
+def test_patch_formats():
+    """Merge patch, strategic merge (keys, directives) and JSON patch, and their failures."""
+    obj = {
+        "a": {"b": 1, "c": [1, 2]},
+        "conditions": [{"type": "A", "status": "True"}, {"type": "B", "status": "False"}],
+    }
+    assert merge_patch(obj, {"a": {"b": None, "c": [3]}})["a"] == {"c": [3]}
+    smp = strategic_merge_patch(
+        obj, {"conditions": [{"type": "B", "status": "True"}, {"type": "C", "status": "True"}]}
+    )
+    assert [(c["type"], c["status"]) for c in smp["conditions"]] == [
+        ("A", "True"),
+        ("B", "True"),
+        ("C", "True"),
+    ]
+    smp = strategic_merge_patch(obj, {"conditions": [{"type": "A", "$patch": "delete"}]})
+    assert [c["type"] for c in smp["conditions"]] == ["B"]
+    assert strategic_merge_patch(obj, {"a": {"$patch": "replace", "z": 1}})["a"] == {"z": 1}
+    assert strategic_merge_patch({"finalizers": ["x"]}, {"finalizers": ["y", "x"]}) == {
+        "finalizers": ["x", "y"]
+    }
+    assert obj["conditions"][1]["status"] == "False"  # arguments are never modified
+    patched = json_patch(
+        obj, [{"op": "replace", "path": "/a/b", "value": 2}, {"op": "add", "path": "/a/c/-", "value": 9}]
+    )
+    assert patched["a"] == {"b": 2, "c": [1, 2, 9]}
+    with pytest.raises(PatchError):
+        json_patch(obj, [{"op": "test", "path": "/a/b", "value": 5}])
+    with pytest.raises(PatchError):
+        strategic_merge_patch(obj, {"conditions": [{"status": "True"}]})

@@ -220,3 +220,19 @@ def test_restore_rebuilds_a_group_from_records() -> None:
     bad = dict(recs["p0"], own=[["core99", 1, 1]])
     with pytest.raises(InputError):
         fresh.restore("q", "rs", bad)
+
+
+def test_whole_node_annotation_takes_the_node_exclusively() -> None:
+    """``fluxlite.io/policy: node`` asks for a whole node; its release frees all of it."""
+    core = _core(2, cpu="4", memory="8Gi")
+    whole = pod_request(pod_object("w", annotations={CFG.policy_annotation: "node"}), CFG)
+    assert whole.exclusive_node
+    pl = core.place("w", "g", whole)
+    small = pod_request(pod_object("s", cpu="1"), CFG)
+    assert core.place("s", "h", small).node != pl.node  # nothing else fits on a node held whole
+    core.release("s")
+    with pytest.raises(BusyError):  # pinned to the node held whole: busy, though the other node is free
+        core.place("s2", "h", small, {"hostlist": [pl.node]})
+    core.release("w")
+    assert core.place("s3", "h", small, {"hostlist": [pl.node]}).node == pl.node
+    assert recount_errors(core.engine) == []

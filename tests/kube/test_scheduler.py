@@ -296,3 +296,26 @@ def test_cli_run_against_the_test_server(
     assert main(["kube", "run", "--kubeconfig", str(tmp_path / "none")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("fluxlite kube run: kubeconfig") and "Traceback" not in err
+
+
+def test_finished_pods_and_deleted_nodes_free_the_graph(cluster: Cluster) -> None:
+    """A pod that Succeeded gives its resources back; a deleted node leaves the graph with its pods."""
+    cluster.nodes(2, cpu="2", memory="8Gi")
+    s = cluster.scheduler()
+    cluster.v1.create_namespaced_pod("default", pod_object("done", cpu="2"))
+    cluster.v1.create_namespaced_pod("default", pod_object("other", cpu="2"))
+    wait(lambda: len(cluster.bound()) == 2)
+    cluster.v1.create_namespaced_pod("default", pod_object("next", cpu="2"))
+    cluster.v1.patch_namespaced_pod_status(
+        "done", "default", {"status": {"phase": "Succeeded"}}, _content_type="application/merge-patch+json"
+    )
+    wait(lambda: "next" in cluster.bound(), what="next placed where the finished pod was")
+    gone = cluster.bound()["other"]
+    cluster.v1.delete_node(gone)
+    wait(lambda: s.wait_until(lambda: gone not in s.core.nodes, 0.01), what="node removed from the graph")
+    with s.lock:
+        assert (
+            "default/other" not in s.core.pods
+            and s.core.engine.graph.vertex_by_path(f"/cluster0/zone-a/{gone}") is None
+        )
+        assert recount_errors(s.core.engine) == []

@@ -22,7 +22,8 @@ and reconcile the difference), and schedules every pending pod whose
   to 60 s by default), earlier only when the cluster changes (a pod leaves,
   a node comes or returns) and never sooner than the initial backoff after
   its last attempt, so there is no retry storm; a pod that no node could
-  ever hold is retried only when a node changes;
+  ever hold is not woken by pods leaving, only by node changes (and its
+  backoff timer);
 * pods that other schedulers bound (or that were bound before this one
   ran) reduce the graph on their node, so a node is never double-booked;
   nodes added, removed, cordoned or uncordoned change the graph in place.

@@ -59,6 +59,7 @@ def run(
     repeat: int = 3,
     bare: int = 20,
     progress: bool = True,
+    bind_workers: int = 8,
 ) -> dict[str, Any]:
     """Run the experiment; returns the results document (see the module docstring)."""
     import gc
@@ -83,7 +84,9 @@ def run(
         for i in range(nodes):
             v1.create_node(node_object(f"node{i:02d}", cpu="32", memory="128Gi", gpus=6, zone="zone-a"))
         cfg = KubeConfig()
-        sched = KubeScheduler(srv.api_client(), cfg, backoff_initial=0.2, backoff_max=2.0).start()
+        sched = KubeScheduler(
+            srv.api_client(), cfg, backoff_initial=0.2, backoff_max=2.0, bind_workers=bind_workers
+        ).start()
         vertices = len(sched.core.engine.graph)
         edges = vertices - 1  # a tree: every vertex but the root has one containment parent
         gc.collect()
@@ -164,6 +167,7 @@ def run(
         "step": step,
         "repeat": repeat,
         "bare_pods": bare,
+        "bind_workers": bind_workers,
         "ma_samples": len(ma),
         "mg_samples": len(mg),
         "ma_median_ms": _ms(ma),
@@ -226,17 +230,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--bare", type=int, default=20, help="extra bare pods: one MatchAllocate each (default 20)"
     )
+    p.add_argument("--bind-workers", type=int, default=8, help="bindings under way at once (default 8)")
     p.add_argument("--json", type=Path, help="write the results here")
     p.add_argument("--csv", type=Path, help="write per replica index medians here")
     p.add_argument("--plot", type=Path, help="write the latency-per-replica plot (PNG) here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     a = p.parse_args(list(argv) if argv is not None else None)
-    for name in ("nodes", "replicas", "step", "repeat"):
+    for name in ("nodes", "replicas", "step", "repeat", "bind_workers"):
         if getattr(a, name) < 1:
             sys.stderr.write(f"fluxlite bench kube: --{name} must be >= 1\n")
             return 2
     try:
-        doc = run(a.nodes, a.replicas, a.step, a.repeat, a.bare, progress=not a.no_progress)
+        doc = run(
+            a.nodes,
+            a.replicas,
+            a.step,
+            a.repeat,
+            a.bare,
+            progress=not a.no_progress,
+            bind_workers=a.bind_workers,
+        )
     except RuntimeError as exc:
         sys.stderr.write(f"fluxlite bench kube: {exc}\n")
         return 1

@@ -44,6 +44,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from concurrent import futures
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -246,6 +247,7 @@ class KubeScheduler:
         backoff_max: float = 60.0,
         watch_timeout: int = 300,
         on_bind: Callable[[str, str], None] | None = None,
+        bind_workers: int = 8,
     ) -> None:
         self.cfg = cfg or KubeConfig()
         self.api = ClusterApi(api_client, namespace)
@@ -258,6 +260,8 @@ class KubeScheduler:
         self.pending: dict[str, _Pending] = {}
         self._uids: dict[str, str] = {}  # pod key -> uid of the pod we hold resources for
         self._orphans: dict[str, dict[str, Any]] = {}  # bound pods whose node is not in the graph yet
+        self._inflight: dict[str, _Pending] = {}  # placed, Binding under way
+        self._binder = futures.ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
         self._seq = itertools.count()
         self._q: queue.Queue[tuple[str, str, Any]] = queue.Queue()
         self._stop = threading.Event()
@@ -315,6 +319,7 @@ class KubeScheduler:
         for t in self._threads:
             t.join(timeout=5)
         self._threads.clear()
+        self._binder.shutdown(wait=True, cancel_futures=True)
 
     def run_forever(self) -> None:
         self.start()
@@ -410,6 +415,8 @@ class KubeScheduler:
                 for kind, etype, obj in batch:
                     if kind == "stop":
                         return
+                    if kind == "wake":
+                        continue
                     try:
                         self._handle(kind, etype, obj)
                     except Exception:
@@ -521,6 +528,8 @@ class KubeScheduler:
         if not self._ours(pod) or md.get("deletionTimestamp"):
             self.pending.pop(key, None)
             return
+        if key in self._inflight:
+            return  # its Binding is under way
         p = self.pending.get(key)
         if p is None:
             try:
@@ -569,6 +578,7 @@ class KubeScheduler:
     def _pod_gone(self, key: str, uid: str | None) -> None:
         self.pending.pop(key, None)
         self._orphans.pop(key, None)
+        self._inflight.pop(key, None)
         self._conditions.pop(key, None)
         if uid and self._uids.get(key) not in (None, uid):
             return  # an older incarnation's deletion; the current pod keeps its resources
@@ -661,12 +671,26 @@ class KubeScheduler:
             self._bind(q, pl)
 
     def _bind(self, p: _Pending, pl: Placement) -> None:
-        md = p.pod.get("metadata") or {}
-        ns, name = md.get("namespace", "default"), md.get("name", "")
-        rec = pl.record(self.core.node_path[pl.node])
-        ann = {ANNOTATION_GROUP: p.group.key, ANNOTATION_RESOURCES: orjson.dumps(rec).decode()}
+        """Hand the placed pod to a binder thread (the placement already holds its vertices).
+
+        Binding is the slow part (an API round trip), so several run at once,
+        as kube-scheduler's binding cycles do; the pod is "in flight" meanwhile,
+        neither pending nor bound.  Called with the state lock held.
+        """
+        self.pending.pop(p.key, None)
+        self._inflight[p.key] = p
+        self._binder.submit(self._bind_call, p, pl)
+
+    def _bind_call(self, p: _Pending, pl: Placement) -> None:
         from kubernetes.client.exceptions import ApiException
 
+        md = p.pod.get("metadata") or {}
+        ns, name = md.get("namespace", "default"), md.get("name", "")
+        with self.lock:
+            rec = pl.record(self.core.node_path.get(pl.node, ""))
+        ann = {ANNOTATION_GROUP: p.group.key, ANNOTATION_RESOURCES: orjson.dumps(rec).decode()}
+        failure: Exception | None = None
+        drop = False
         try:
             if self._binding_annotates is False:
                 self.api.annotate(ns, name, ann)
@@ -674,13 +698,8 @@ class KubeScheduler:
             if self._binding_annotates is None:
                 self._check_binding_annotations(ns, name, ann)
         except ApiException as exc:
-            self.core.release(p.key)
-            if exc.status in (404, 409):
-                log.info("pod %s: binding refused (%s %s); dropping it", p.key, exc.status, exc.reason)
-                self.pending.pop(p.key, None)
-            else:
-                self._unschedulable(p, StateError(f"binding failed: HTTP {exc.status} {exc.reason}"))
-            return
+            drop = exc.status in (404, 409)
+            failure = StateError(f"binding failed: HTTP {exc.status} {exc.reason}")
         except Exception as exc:
             # no HTTP answer: the binding may or may not have happened; ask the server
             try:
@@ -688,21 +707,31 @@ class KubeScheduler:
             except Exception:
                 got = None
             if got != pl.node:
+                failure = StateError(f"binding failed: {exc}")
+            else:
+                log.info("pod %s: binding answer lost (%s) but the pod is bound to %s", p.key, exc, got)
+        with self.lock:
+            if self._inflight.pop(p.key, None) is None:
+                return  # deleted meanwhile: its resources were released then
+            if failure is not None:
                 self.core.release(p.key)
-                self._unschedulable(p, StateError(f"binding failed: {exc}"))
+                if drop:
+                    log.info("pod %s: %s; dropping it", p.key, failure)
+                else:
+                    self.pending[p.key] = p
+                    self._unschedulable(p, failure)
+                self._wake()
                 return
-            log.info("pod %s: binding answer lost (%s) but the pod is bound to %s", p.key, exc, got)
-        now = time.perf_counter()
-        self.pending.pop(p.key, None)
-        if md.get("uid"):
-            self._uids[p.key] = md["uid"]
-        m = self.metrics
-        m.match_s[p.key] = pl.match_s
-        m.grew[p.key] = pl.grew
-        m.bind_s[p.key] = now - p.seen
-        m.bound_at[p.key] = now
-        if p.attempts:
-            m.attempts[p.key] = p.attempts
+            now = time.perf_counter()
+            if md.get("uid"):
+                self._uids[p.key] = md["uid"]
+            m = self.metrics
+            m.match_s[p.key] = pl.match_s
+            m.grew[p.key] = pl.grew
+            m.bind_s[p.key] = now - p.seen
+            m.bound_at[p.key] = now
+            if p.attempts:
+                m.attempts[p.key] = p.attempts
         log.debug(
             "bound %s to %s (%s, %.2f ms)",
             p.key,
@@ -712,6 +741,9 @@ class KubeScheduler:
         )
         if self.on_bind is not None:
             self.on_bind(p.key, pl.node)
+
+    def _wake(self) -> None:
+        self._q.put(("wake", "", None))
 
     def _check_binding_annotations(self, ns: str, name: str, ann: dict[str, str]) -> None:
         """Once: does this API server copy a Binding's annotations onto the pod (as kube-apiserver does)?

@@ -99,6 +99,7 @@ def test_replicaset_scales_1_to_100_to_0(cluster: Cluster) -> None:
     wait(lambda: len(cluster.bound()) == 1, what="first replica bound")
     cluster.scale("web", 100)
     wait(lambda: len(cluster.bound()) == 100, 60, "100 replicas bound")
+    wait(lambda: s.wait_until(lambda: len(s.metrics.grew) == 100, 0.01), what="every binding answered")
     pods = cluster.pods()
     groups = {p["metadata"]["annotations"][ANNOTATION_GROUP] for p in pods}
     assert len(groups) == 1 and next(iter(groups)).startswith("ReplicaSet/default/web")
@@ -163,6 +164,7 @@ def test_restart_mid_scale_loses_nothing(cluster: Cluster) -> None:
     assert len(cluster.bound()) == 5  # nobody schedules while the shim is down
     s2 = cluster.scheduler()
     wait(lambda: len(cluster.bound()) == 12, what="12 replicas after restart")
+    wait(lambda: s2.wait_until(lambda: len(s2.metrics.grew) == 7, 0.01), what="every binding answered")
     with s2.lock:
         assert {k: s2.core.pods[k].paths for k in before} == before
         assert len(s2.core.engine.jobs) == 1
@@ -257,6 +259,8 @@ def test_watch_gone_relists_and_goes_on(cluster: Cluster) -> None:
     s = cluster.scheduler()
     cluster.v1.create_namespaced_pod("default", pod_object("p0"))
     wait(lambda: "p0" in cluster.bound())
+    wait(lambda: s.wait_until(lambda: "default/p0" in s.metrics.bound_at, 0.01))
+    time.sleep(0.3)  # the watch has delivered p0's binding: nothing is in flight on the stream
     cluster.srv.compact()
     # make the pod watch resume from a version the server has compacted away
     s._rv["pod"] = "1"

@@ -28,8 +28,10 @@ and reconcile the difference), and schedules every pending pod whose
   ran) reduce the graph on their node, so a node is never double-booked;
   nodes added, removed, cordoned or uncordoned change the graph in place.
 
-Events and status patches go through a background sender so that API
-latency does not slow scheduling.  Everything the scheduler does with the
+Placement is sequential (one thread owns the core); bindings run on a
+small pool of binder threads (``bind_workers``) and Events and status patches
+on a background sender, so API latency does not slow placement.  A failed
+binding gives the pod's vertices back and requeues it (404/409: drops it).  Everything the scheduler does with the
 cluster is in the small :class:`ClusterApi` wrapper around the official
 client (one place to translate its errors).
 """

@@ -6,9 +6,9 @@ HTTP (the official ``kubernetes`` client talks to it unchanged) with the same JS
 status codes and semantics, for the part of the API a scheduler uses:
 
 * core/v1 ``nodes`` (cluster-scoped, ``status`` subresource), ``pods`` (``binding`` and
-  ``status`` subresources), ``events``, ``namespaces``; events.k8s.io/v1 ``events``;
-  apps/v1 ``replicasets`` (``scale`` subresource), ``deployments``, ``statefulsets``;
-  batch/v1 ``jobs``.
+  ``status`` subresources), ``events``, ``namespaces``, ``configmaps``; events.k8s.io/v1
+  ``events``; apps/v1 ``replicasets``, ``deployments``, ``statefulsets`` (``scale``
+  subresources); batch/v1 ``jobs``; coordination.k8s.io/v1 ``leases`` (leader election).
 * verbs get, list (``labelSelector``, ``fieldSelector``, ``limit``/``continue``), watch
   (chunked JSON lines, ``resourceVersion``, bookmarks, ``timeoutSeconds``, ``410 Gone``
   after :meth:`ApiServer.compact`), create (``generateName``), update (optimistic
@@ -18,11 +18,28 @@ status codes and semantics, for the part of the API a scheduler uses:
 * one global, monotonically increasing ``resourceVersion``; ``uid``,
   ``creationTimestamp``, ``generation``.
 
-With ``controllers=True`` a ReplicaSet controller runs inside the server (a thread woken by
-writes): it creates pods from the template (``generateName`` = name + ``-``, an owner
-reference with ``controller: true``) and deletes surplus pods (unbound first, then the
-newest), and keeps ``status.replicas`` current. Nothing schedules pods: there is no default
-scheduler; a test plays "another scheduler" by binding pods itself.
+With ``controllers=True`` (the default) what kube-controller-manager and the kubelets do
+runs inside the server, in a thread woken by writes (see :mod:`kube.testing._controller`):
+
+* ReplicaSet controller: pods from the template (``generateName`` = name + ``-``, an owner
+  reference with ``controller: true``); surplus pods deleted unbound first, then Pending
+  before Running, then newest; ``status.replicas``/``readyReplicas``; Events.
+* Deployment (one ReplicaSet ``<name>-<pod-template-hash>`` per template), StatefulSet
+  (pods ``<name>-0..N-1``, ``OrderedReady``: ordinal i+1 only once i is Running and Ready)
+  and Job (``parallelism``/``completions``) controllers; garbage collection of dependents.
+* node lifecycle: a cordoned node gets the ``node.kubernetes.io/unschedulable`` taint.
+* a kubelet stand-in: a pod bound to an existing node is admitted against the node's
+  ``allocatable`` (else it fails with reason ``OutOfcpu`` etc., as a real kubelet rejects
+  an overcommitting scheduler's pod) and becomes Running and Ready at once; a deleted
+  bound pod (graceful deletion: ``deletionTimestamp`` first) is then removed.
+
+Nothing schedules pods: there is no default scheduler; a test plays "another scheduler" by
+binding pods itself. With ``controllers=False`` there is no kubelet either, so a bound pod
+deleted without ``grace_period_seconds=0`` stays Terminating, as on a node whose kubelet
+is gone.
+
+:meth:`ApiServer.request_counts` tells how many requests of each kind the server served
+(``"create pods/binding"``, ``"watch pods"``, ``"list nodes"``, ...), for benchmarks.
 
 Usage::
 
@@ -36,17 +53,24 @@ Usage::
 
     python -m kube.testing --port 0 --kubeconfig FILE   # prints the URL; runs until SIGTERM/SIGINT
 
-Client quirk: ``CoreV1Api.create_namespaced_binding`` answers, like the real server, with a
-``Status`` (``code: 201``); the generated client tries to deserialize it as a ``V1Binding``
-and raises ``ValueError`` (``target`` must not be None). Call it with
-``_preload_content=False`` (and read ``resp.status``), as kube-scheduler users of the
-Python client do.
+    from kube.testing import ApiServerProcess   # the same, in a child process (for benchmarks:
+    with ApiServerProcess() as srv: ...         # the server then does not share the GIL)
+
+Client quirk: a binding is answered, as by the real server, with a ``Status``
+(``{"kind": "Status", "status": "Success", "code": 201}``, HTTP 201); the generated client
+(``CoreV1Api.create_namespaced_binding`` / ``create_namespaced_pod_binding``) tries to read
+it as a ``V1Binding`` and raises ``ValueError`` (with kubernetes 37: a pydantic
+``ValidationError``, "target: Input should be a valid dictionary") although the pod *was*
+bound. Call them with ``_preload_content=False``, check ``resp.status == 201`` and read
+the body (``resp.data``) before reusing the connection. Likewise ``delete_node`` and
+friends declare ``V1Status`` but a real server answers with the deleted object.
 
 Known deviations from a real API server are listed in :mod:`kube.testing._server`.
 """
 
 from __future__ import annotations
 
+from kube.testing._process import ApiServerProcess
 from kube.testing._server import ApiServer
 
-__all__ = ["ApiServer"]
+__all__ = ["ApiServer", "ApiServerProcess"]

@@ -25,6 +25,12 @@ def main(argv: list[str] | None = None) -> int:
         help="do not run the ReplicaSet controller, garbage collector and kubelet stand-in",
     )
     parser.add_argument("--watch-cache-size", type=int, default=1000, help="watch events kept per resource")
+    parser.add_argument(
+        "--bookmark-interval",
+        type=float,
+        default=30.0,
+        help="seconds between watch BOOKMARK events (default 30)",
+    )
     args = parser.parse_args(argv)
     try:
         server = ApiServer(
@@ -32,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
             port=args.port,
             controllers=not args.no_controllers,
             watch_cache_size=args.watch_cache_size,
+            bookmark_interval=args.bookmark_interval,
         ).start()
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

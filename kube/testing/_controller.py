@@ -12,11 +12,16 @@ kubelets would do, reduced to what a scheduler can observe.
 * **Garbage collector** — when an owner is deleted, deletes its dependents (background
   propagation; ``Orphan`` is handled by the server before the delete).
 * **Node lifecycle** — a cordoned node (``spec.unschedulable``) gets the
-  ``node.kubernetes.io/unschedulable:NoSchedule`` taint, removed on uncordon.
-* **Kubelet stand-in** — a pod bound to an existing node is admitted if the node's
-  ``allocatable`` (cpu, memory, pods, extended resources) still holds its requests (as the
-  kubelet's admission does; otherwise the pod fails with reason ``OutOf<resource>``),
-  then becomes ``Running`` and ``Ready`` at once; a terminating pod is removed at once.
+  ``node.kubernetes.io/unschedulable:NoSchedule`` taint, a node whose Ready condition is
+  not True the ``node.kubernetes.io/not-ready`` NoSchedule and NoExecute taints (no
+  eviction follows); both are removed when the state clears.
+* **Pod GC** — pods bound to a deleted node are force-deleted at once.
+* **Kubelet stand-in** — a pod bound to an existing node (or to a node created later) is
+  admitted as the kubelet admits it: its ``nodeSelector`` and required node affinity must
+  match the node (else it fails with reason ``NodeAffinity``) and the node's
+  ``allocatable`` (cpu, memory, pods, extended resources) must still hold its requests
+  (else reason ``OutOf<resource>``); then it becomes ``Running`` and ``Ready`` at once. A
+  terminating pod is removed at once.
 
 The controllers react to store writes (a listener feeds a queue; one thread drains it), so
 clients see the same asynchronous behaviour as against a real cluster.
@@ -26,10 +31,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import queue
 import re
 import threading
 from typing import Any
+
+import orjson
 
 from kube.testing._resources import RESOURCES, Resource, resource
 from kube.testing._selectors import label_selector_from_object
@@ -41,7 +49,19 @@ PODS = resource("", "v1", "pods")
 NODES = resource("", "v1", "nodes")
 EVENTS = resource("", "v1", "events")
 RS = resource("apps", "v1", "replicasets")
+DEPLOYMENTS = resource("apps", "v1", "deployments")
+STATEFULSETS = resource("apps", "v1", "statefulsets")
+JOBS = resource("batch", "v1", "jobs")
+_COMPONENTS = {
+    "ReplicaSet": "replicaset-controller",
+    "Deployment": "deployment-controller",
+    "StatefulSet": "statefulset-controller",
+    "Job": "job-controller",
+}
 _UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+_NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+_REVISION = "deployment.kubernetes.io/revision"
+_HASH_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 _SUFFIXES = {
     "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
@@ -134,23 +154,41 @@ class Controllers:
 
     def _handle(self, res: Resource, event: WatchEvent) -> None:
         obj = event.obj
+        ns = event.namespace
         if event.type == "DELETED":
             self._collect_garbage(obj)
         key = (res.group, res.plural)
-        if key == ("apps", "replicasets"):
+        sync = {
+            ("apps", "replicasets"): self._sync_replicaset,
+            ("apps", "deployments"): self._sync_deployment,
+            ("apps", "statefulsets"): self._sync_statefulset,
+            ("batch", "jobs"): self._sync_job,
+        }
+        if key in sync:
             if event.type != "DELETED":
-                self._sync_replicaset(event.namespace, obj["metadata"]["name"])
+                sync[key](ns, obj["metadata"]["name"])
+            ref = _owner(obj)
+            if ref and ref.get("kind") == "Deployment":
+                self._sync_deployment(ns, ref["name"])
         elif key == ("", "pods"):
             if event.type != "DELETED":
                 self._kubelet(obj)
             ref = _owner(obj)
-            if ref and ref.get("kind") == "ReplicaSet":
-                self._sync_replicaset(event.namespace, ref["name"])
+            by_kind = {"ReplicaSet": RS, "StatefulSet": STATEFULSETS, "Job": JOBS}
+            if ref and ref.get("kind") in by_kind:
+                sync[(by_kind[ref["kind"]].group, by_kind[ref["kind"]].plural)](ns, ref["name"])
             elif event.type != "DELETED" and not ref and obj["metadata"].get("labels"):
-                for rs in self.store.list(RS, event.namespace)[0]:
-                    self._sync_replicaset(event.namespace, rs["metadata"]["name"])
-        elif key == ("", "nodes") and event.type != "DELETED":
-            self._sync_node(obj)
+                for rs in self.store.list(RS, ns)[0]:
+                    self._sync_replicaset(ns, rs["metadata"]["name"])
+        elif key == ("", "nodes"):
+            if event.type == "DELETED":
+                self._collect_pods_of(obj["metadata"]["name"])
+            else:
+                self._sync_node(obj)
+                if event.type == "ADDED":  # the new node's kubelet starts the pods bound to it
+                    for pod in self.store.list(PODS, None)[0]:
+                        if pod["spec"].get("nodeName") == obj["metadata"]["name"]:
+                            self._kubelet(pod)
 
     # -- garbage collector -------------------------------------------------------------------
 
@@ -165,16 +203,29 @@ class Controllers:
     # -- node lifecycle ----------------------------------------------------------------------
 
     def _sync_node(self, node: dict) -> None:
-        cordoned = bool((node.get("spec") or {}).get("unschedulable"))
-        taints = (node.get("spec") or {}).get("taints") or []
-        tainted = any(t.get("key") == _UNSCHEDULABLE_TAINT for t in taints)
-        if cordoned == tainted:
+        """Taints from state, as the node lifecycle controller sets them: ``unschedulable``
+        (NoSchedule) while cordoned; ``not-ready`` (NoSchedule and NoExecute) while the node
+        reports a Ready condition that is not True (a node without conditions is left alone)."""
+        spec = node.get("spec") or {}
+        ready = next(
+            (c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), None
+        )
+        want: set[tuple[str, str]] = set()
+        if spec.get("unschedulable"):
+            want.add((_UNSCHEDULABLE_TAINT, "NoSchedule"))
+        if ready is not None and ready.get("status") != "True":
+            want |= {(_NOT_READY_TAINT, "NoSchedule"), (_NOT_READY_TAINT, "NoExecute")}
+        managed = (_UNSCHEDULABLE_TAINT, _NOT_READY_TAINT)
+        have = {(t.get("key"), t.get("effect")) for t in spec.get("taints") or [] if t.get("key") in managed}
+        if want == have:
             return
 
         def fix(n: dict) -> dict:
-            kept = [t for t in n["spec"].get("taints") or [] if t.get("key") != _UNSCHEDULABLE_TAINT]
-            if cordoned:
-                kept.append({"key": _UNSCHEDULABLE_TAINT, "effect": "NoSchedule", "timeAdded": now_rfc3339()})
+            old = n["spec"].get("taints") or []
+            kept = [t for t in old if t.get("key") not in managed or (t.get("key"), t.get("effect")) in want]
+            present = {(t.get("key"), t.get("effect")) for t in kept}
+            for key, effect in sorted(want - present):
+                kept.append({"key": key, "effect": effect, "timeAdded": now_rfc3339()})
             if kept:
                 n["spec"]["taints"] = kept
             else:
@@ -182,6 +233,16 @@ class Controllers:
             return n
 
         self.store.mutate(NODES, "", node["metadata"]["name"], fix)
+
+    def _collect_pods_of(self, node_name: str) -> None:
+        """Pod garbage collection: pods bound to a node that no longer exists are force-deleted
+        (the real PodGC waits about 40 s first)."""
+        for pod in self.store.list(PODS, None)[0]:
+            if pod["spec"].get("nodeName") == node_name:
+                with contextlib.suppress(ApiError):
+                    self.store.delete(
+                        PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], {"gracePeriodSeconds": 0}
+                    )
 
     # -- kubelet -----------------------------------------------------------------------------
 
@@ -244,7 +305,10 @@ class Controllers:
         self.store.mutate(PODS, ns, name, set_status, subresource="status")
 
     def _admit(self, pod: dict, node: dict) -> tuple[str, str]:
-        """The kubelet's resource admission: ("", "") or (reason, message)."""
+        """The kubelet's admission (node selector, required node affinity, resources):
+        ("", "") or (reason, message) as a rejecting kubelet writes them."""
+        if not _node_matches(pod, node):
+            return "NodeAffinity", "Pod was rejected: Predicate NodeAffinity failed"
         allocatable = (node.get("status") or {}).get("allocatable") or {}
         if not allocatable:
             return "", ""
@@ -352,6 +416,254 @@ class Controllers:
 
             store.mutate(RS, ns, name, write, subresource="status")
 
+    def _owned(self, res: Resource, ns: str, owner: dict) -> list[dict]:
+        uid = owner["metadata"]["uid"]
+        return [o for o in self.store.list(res, ns)[0] if (_owner(o) or {}).get("uid") == uid]
+
+    # -- Deployment controller ---------------------------------------------------------------
+
+    def _sync_deployment(self, ns: str, name: str) -> None:
+        """One ReplicaSet per pod template (``<name>-<pod-template-hash>``); the current one
+        gets ``spec.replicas``, older ones are scaled to 0 (a rollout done at once)."""
+        store = self.store
+        with store.cond:
+            try:
+                d = store.get(DEPLOYMENTS, ns, name)
+            except ApiError:
+                return
+            if d["metadata"].get("deletionTimestamp"):
+                return
+            spec = d.get("spec") or {}
+            template = spec.get("template") or {}
+            digest = hashlib.sha256(orjson.dumps(template, option=orjson.OPT_SORT_KEYS)).digest()
+            pod_hash = "".join(_HASH_ALPHABET[b % len(_HASH_ALPHABET)] for b in digest[:10])
+            replicas = int(spec.get("replicas", 1))
+            owned = self._owned(RS, ns, d)
+            current = next(
+                (
+                    r
+                    for r in owned
+                    if (r["metadata"].get("labels") or {}).get("pod-template-hash") == pod_hash
+                ),
+                None,
+            )
+            revision = 1 + max(
+                (int((r["metadata"].get("annotations") or {}).get(_REVISION, 0)) for r in owned), default=0
+            )
+            if current is None:
+                labels = {
+                    **((template.get("metadata") or {}).get("labels") or {}),
+                    "pod-template-hash": pod_hash,
+                }
+                selector = copy.deepcopy(spec.get("selector") or {})
+                selector.setdefault("matchLabels", {})["pod-template-hash"] = pod_hash
+                rs_template = copy.deepcopy(template)
+                rs_template.setdefault("metadata", {})["labels"] = labels
+                body = {
+                    "metadata": {
+                        "name": f"{name}-{pod_hash}",
+                        "labels": labels,
+                        "annotations": {_REVISION: str(revision)},
+                        "ownerReferences": [self._controller_ref(d)],
+                    },
+                    "spec": {"replicas": replicas, "selector": selector, "template": rs_template},
+                }
+                try:
+                    current = store.create(RS, ns, body)
+                except ApiError as err:
+                    self._record(d, "Warning", "FailedCreate", f"Error creating ReplicaSet: {err.message}")
+                    return
+                self._record(
+                    d,
+                    "Normal",
+                    "ScalingReplicaSet",
+                    f"Scaled up replica set {current['metadata']['name']} from 0 to {replicas}",
+                )
+                owned.append(current)
+            for r in owned:
+                want = replicas if r is current else 0
+                if (r.get("spec") or {}).get("replicas", 1) != want:
+                    store.set_scale(
+                        RS, ns, r["metadata"]["name"], lambda s, want=want: {**s, "spec": {"replicas": want}}
+                    )
+            fresh = [store.get(RS, ns, r["metadata"]["name"]) for r in owned if self._still(RS, ns, r)]
+            total = lambda field, rs=fresh: sum((r.get("status") or {}).get(field, 0) for r in rs)  # noqa: E731
+            status = {
+                "observedGeneration": d["metadata"].get("generation", 1),
+                "replicas": total("replicas"),
+                "updatedReplicas": (store.get(RS, ns, current["metadata"]["name"]).get("status") or {}).get(
+                    "replicas", 0
+                ),
+                "readyReplicas": total("readyReplicas"),
+                "availableReplicas": total("availableReplicas"),
+            }
+            status = {k: v for k, v in status.items() if v or k == "observedGeneration"}
+            store.mutate(
+                DEPLOYMENTS,
+                ns,
+                name,
+                lambda o: {**o, "status": {**(o.get("status") or {}), **status}},
+                subresource="status",
+            )
+
+    def _still(self, res: Resource, ns: str, obj: dict) -> bool:
+        try:
+            return (
+                self.store.get(res, ns, obj["metadata"]["name"])["metadata"]["uid"] == obj["metadata"]["uid"]
+            )
+        except ApiError:
+            return False
+
+    # -- StatefulSet controller --------------------------------------------------------------
+
+    def _sync_statefulset(self, ns: str, name: str) -> None:
+        """Pods ``<name>-0 .. <name>-(N-1)``; with ``OrderedReady`` (the default) ordinal i is
+        created only once 0..i-1 are Running and Ready, and scale-down removes the highest
+        ordinal first, one at a time; ``Parallel`` creates and deletes all at once."""
+        store = self.store
+        with store.cond:
+            try:
+                sts = store.get(STATEFULSETS, ns, name)
+            except ApiError:
+                return
+            if sts["metadata"].get("deletionTimestamp"):
+                return
+            spec = sts.get("spec") or {}
+            replicas = int(spec.get("replicas", 1))
+            ordered = spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
+            pods = {p["metadata"]["name"]: p for p in self._owned(PODS, ns, sts)}
+            for i in range(replicas):
+                pod_name = f"{name}-{i}"
+                pod = pods.get(pod_name)
+                if pod is None:
+                    try:
+                        store.get(PODS, ns, pod_name)
+                        break  # a pod of that name is still terminating or not ours: wait
+                    except ApiError:
+                        pass
+                    body = self._pod_from_template(sts, name=pod_name)
+                    body["metadata"].setdefault("labels", {}).update(
+                        {
+                            "statefulset.kubernetes.io/pod-name": pod_name,
+                            "apps.kubernetes.io/pod-index": str(i),
+                        }
+                    )
+                    body["spec"] = {**body["spec"], "hostname": pod_name}
+                    if spec.get("serviceName"):
+                        body["spec"]["subdomain"] = spec["serviceName"]
+                    try:
+                        pod = store.create(PODS, ns, body)
+                    except ApiError as err:
+                        self._record(
+                            sts,
+                            "Warning",
+                            "FailedCreate",
+                            f"create Pod {pod_name} in StatefulSet {name} failed error: {err.message}",
+                        )
+                        break
+                    self._record(
+                        sts,
+                        "Normal",
+                        "SuccessfulCreate",
+                        f"create Pod {pod_name} in StatefulSet {name} successful",
+                    )
+                    pods[pod_name] = pod
+                if ordered and not (_active(pod) and _ready(pod)):
+                    break
+            surplus = sorted(
+                (
+                    p
+                    for n, p in pods.items()
+                    if _ordinal(n, name) >= replicas and not p["metadata"].get("deletionTimestamp")
+                ),
+                key=lambda p: -_ordinal(p["metadata"]["name"], name),
+            )
+            for pod in surplus[:1] if ordered else surplus:
+                with contextlib.suppress(ApiError):
+                    store.delete(PODS, ns, pod["metadata"]["name"])
+                    self._record(
+                        sts,
+                        "Normal",
+                        "SuccessfulDelete",
+                        f"delete Pod {pod['metadata']['name']} in StatefulSet {name} successful",
+                    )
+            live = [p for p in self._owned(PODS, ns, sts) if _active(p)]
+            status = {
+                "observedGeneration": sts["metadata"].get("generation", 1),
+                "replicas": len(live),
+                "readyReplicas": sum(1 for p in live if _ready(p)),
+                "currentReplicas": len(live),
+                "updatedReplicas": len(live),
+                "availableReplicas": sum(1 for p in live if _ready(p)),
+            }
+            status = {k: v for k, v in status.items() if v or k in ("replicas", "observedGeneration")}
+            store.mutate(
+                STATEFULSETS,
+                ns,
+                name,
+                lambda o: {**o, "status": {**(o.get("status") or {}), **status}},
+                subresource="status",
+            )
+
+    # -- Job controller ----------------------------------------------------------------------
+
+    def _sync_job(self, ns: str, name: str) -> None:
+        """Keep ``min(parallelism, completions - succeeded)`` pods active until the Job is
+        complete (pods succeed when something sets their phase: there are no containers)."""
+        store = self.store
+        with store.cond:
+            try:
+                job = store.get(JOBS, ns, name)
+            except ApiError:
+                return
+            if job["metadata"].get("deletionTimestamp"):
+                return
+            spec = job.get("spec") or {}
+            old_status = job.get("status") or {}
+            pods = self._owned(PODS, ns, job)
+            succeeded = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Succeeded")
+            failed = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Failed")
+            active = [p for p in pods if _active(p)]
+            completions = spec.get("completions")
+            parallelism = int(spec.get("parallelism", 1))
+            done = completions is not None and succeeded >= int(completions)
+            done = done or (completions is None and succeeded > 0)
+            want = 0
+            if not done and not spec.get("suspend") and failed <= int(spec.get("backoffLimit", 6)):
+                left = int(completions) - succeeded if completions is not None else parallelism
+                want = min(parallelism, left)
+            if len(active) < want:
+                for _ in range(want - len(active)):
+                    try:
+                        pod = store.create(PODS, ns, self._pod_from_template(job))
+                    except ApiError as err:
+                        self._record(job, "Warning", "FailedCreate", f"Error creating: {err.message}")
+                        break
+                    active.append(pod)
+                    self._record(job, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
+            elif len(active) > want:
+                active.sort(key=_deletion_rank)
+                for pod in active[: len(active) - want]:
+                    with contextlib.suppress(ApiError):
+                        store.delete(PODS, ns, pod["metadata"]["name"])
+                active = active[len(active) - want :]
+            now = now_rfc3339()
+            status = {
+                **{k: v for k, v in old_status.items() if k in ("startTime", "conditions", "completionTime")},
+                "active": len(active),
+                "succeeded": succeeded,
+                "failed": failed,
+            }
+            status.setdefault("startTime", now)
+            if done and "completionTime" not in status:
+                status["completionTime"] = now
+                status["conditions"] = [
+                    *(status.get("conditions") or []),
+                    {"type": "Complete", "status": "True", "lastProbeTime": now, "lastTransitionTime": now},
+                ]
+            status = {k: v for k, v in status.items() if v or k == "startTime"}
+            store.mutate(JOBS, ns, name, lambda o: {**o, "status": status}, subresource="status")
+
     def _exists(self, ns: str, pod: dict) -> bool:
         try:
             current = self.store.get(PODS, ns, pod["metadata"]["name"])
@@ -360,12 +672,12 @@ class Controllers:
         return current["metadata"]["uid"] == pod["metadata"]["uid"] and _active(current)
 
     @staticmethod
-    def _controller_ref(rs: dict) -> dict:
+    def _controller_ref(owner: dict) -> dict:
         return {
-            "apiVersion": "apps/v1",
-            "kind": "ReplicaSet",
-            "name": rs["metadata"]["name"],
-            "uid": rs["metadata"]["uid"],
+            "apiVersion": owner["apiVersion"],
+            "kind": owner["kind"],
+            "name": owner["metadata"]["name"],
+            "uid": owner["metadata"]["uid"],
             "controller": True,
             "blockOwnerDeletion": True,
         }
@@ -374,11 +686,11 @@ class Controllers:
         pod["metadata"].setdefault("ownerReferences", []).append(self._controller_ref(rs))
         return pod
 
-    def _pod_from_template(self, rs: dict) -> dict:
+    def _pod_from_template(self, rs: dict, name: str | None = None) -> dict:
         template = copy.deepcopy((rs.get("spec") or {}).get("template") or {})
         meta = template.get("metadata") or {}
         pod_meta: dict[str, Any] = {
-            "generateName": f"{rs['metadata']['name']}-",
+            **({"name": name} if name else {"generateName": f"{rs['metadata']['name']}-"}),
             "namespace": rs["metadata"]["namespace"],
             "ownerReferences": [self._controller_ref(rs)],
         }
@@ -390,29 +702,77 @@ class Controllers:
     def _record(self, rs: dict, type_: str, reason: str, message: str) -> None:
         meta = rs["metadata"]
         now = now_rfc3339()
+        component = _COMPONENTS.get(rs["kind"], "kube-controller-manager")
         event = {
             "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
             "involvedObject": {
-                "kind": "ReplicaSet",
+                "kind": rs["kind"],
                 "namespace": meta["namespace"],
                 "name": meta["name"],
                 "uid": meta["uid"],
-                "apiVersion": "apps/v1",
+                "apiVersion": rs["apiVersion"],
                 "resourceVersion": meta["resourceVersion"],
             },
             "reason": reason,
             "message": message,
-            "source": {"component": "replicaset-controller"},
+            "source": {"component": component},
             "firstTimestamp": now,
             "lastTimestamp": now,
             "count": 1,
             "type": type_,
             "eventTime": None,
-            "reportingComponent": "replicaset-controller",
+            "reportingComponent": component,
             "reportingInstance": "",
         }
         with contextlib.suppress(ApiError):
             self.store.create(EVENTS, meta["namespace"], event)
+
+
+def _node_matches(pod: dict, node: dict) -> bool:
+    """``spec.nodeSelector`` and required node affinity (``nodeSelectorTerms``: any term,
+    all of its ``matchExpressions`` on labels and ``matchFields`` on ``metadata.name``)."""
+    labels = node["metadata"].get("labels") or {}
+    spec = pod.get("spec") or {}
+    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if not required:
+        return True
+    fields = {"metadata.name": node["metadata"]["name"]}
+
+    def holds(expr: dict, values: dict[str, str]) -> bool:
+        key, op, want = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        have = values.get(key)
+        if op == "In":
+            return have in want
+        if op == "NotIn":
+            return have not in want
+        if op == "Exists":
+            return have is not None
+        if op == "DoesNotExist":
+            return have is None
+        if op in ("Gt", "Lt") and have is not None and want:
+            try:
+                a, b = int(have), int(want[0])
+            except ValueError:
+                return False
+            return a > b if op == "Gt" else a < b
+        return False
+
+    for term in required.get("nodeSelectorTerms") or []:
+        exprs, field_exprs = term.get("matchExpressions") or [], term.get("matchFields") or []
+        if not exprs and not field_exprs:
+            continue  # an empty term matches no objects
+        if all(holds(e, labels) for e in exprs) and all(holds(e, fields) for e in field_exprs):
+            return True
+    return False
+
+
+def _ordinal(pod_name: str, sts_name: str) -> int:
+    suffix = pod_name[len(sts_name) + 1 :]
+    return int(suffix) if suffix.isdigit() else -1
 
 
 def _deletion_rank(pod: dict) -> tuple:

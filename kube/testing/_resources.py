@@ -87,6 +87,8 @@ _ALL = [
     Resource("apps", "v1", "deployments", "Deployment", True, "deployment", ("deploy",), ("status", "scale")),
     Resource("apps", "v1", "statefulsets", "StatefulSet", True, "statefulset", ("sts",), ("status", "scale")),
     Resource("batch", "v1", "jobs", "Job", True, "job", (), ("status",), _META_FIELDS | {"status.successful"}),
+    Resource("", "v1", "configmaps", "ConfigMap", True, "configmap", ("cm",), has_status=False),
+    Resource("coordination.k8s.io", "v1", "leases", "Lease", True, "lease", (), has_status=False),
 ]  # fmt: skip
 
 RESOURCES: dict[tuple[str, str, str], Resource] = {(r.group, r.version, r.plural): r for r in _ALL}

@@ -31,10 +31,18 @@ the API as documented):
 * core/v1 and events.k8s.io/v1 Events are stored separately (the real server converts one
   into the other); an Event's ``count`` is whatever the client sends.
 * Validation covers what a scheduler and a controller hit (names, pod containers, pod spec
-  immutability, ReplicaSet selector/template, Event namespaces, Binding target), not every rule.
+  immutability, workload selector/template, Job restartPolicy, Event namespaces, Binding
+  target), not every rule. An invalid Binding target is a 422 here (the real server
+  answers 500 with the validation message).
 * Namespace deletion removes the namespace and its contents at once (no ``Terminating``
   phase); garbage collection of dependents runs only with ``controllers=True``.
 * Bookmarks are sent every ``bookmark_interval`` seconds (real: about a minute).
+* Controllers (``controllers=True``) are reduced to what a scheduler observes: a
+  Deployment rollout replaces the old ReplicaSet at once (no maxSurge/maxUnavailable
+  pacing); StatefulSets have no volume claims, revisions or rolling updates of existing
+  pods; Job pods carry no tracking finalizer and succeed only when a client sets their
+  phase; the kubelet stand-in runs no containers and no probes, and admits pods on
+  ``allocatable`` (cpu, memory, pods, extended resources) only.
 """
 
 from __future__ import annotations
@@ -182,20 +190,44 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _error(self, err: ApiError) -> None:
         self._send(err.code, err.status())
 
+    def _read_body(self) -> None:
+        """Read the whole request body first, whatever the answer: an unread body would be
+        taken for the next request on this keep-alive connection."""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    break
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            self._raw = b"".join(chunks)
+        else:
+            length = int(self.headers.get("Content-Length") or 0)
+            self._raw = self.rfile.read(length) if length > 0 else b""
+
+    def _has_body(self) -> bool:
+        return bool(self._raw.strip())
+
     def _body(self) -> Any:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        if not raw:
+        if not self._raw:
             raise bad_request("the request body is empty")
         try:
-            return orjson.loads(raw)
+            return orjson.loads(self._raw)
         except orjson.JSONDecodeError as exc:
             raise bad_request(f"the request body is not valid JSON: {exc}") from exc
 
     def _dispatch(self, method: str) -> None:
+        try:
+            self._read_body()
+        except (ValueError, OSError):
+            self.close_connection = True
+            return
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         parts = [p for p in url.path.split("/") if p]
+        self.api._count(method, parts, query)
         try:
             if method == "GET" and parts and parts[0] in ("healthz", "livez", "readyz") and len(parts) == 1:
                 self._send(200, b"ok", "text/plain; charset=utf-8")
@@ -220,6 +252,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     },
                 )
                 return
+            if parts[0] == "fluxlite-testing" and len(parts) == 2:
+                self._admin(method, parts[1])
+                return
             if "dryRun" in query:
                 raise bad_request("dryRun is not supported by this test API server")
             route = _route(parts)
@@ -233,10 +268,21 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._resource(method, route, query)
         except ApiError as err:
             self._error(err)
-        except (SelectorError, PatchError) as exc:
-            self._error(bad_request(str(exc)))
+        except (SelectorError, PatchError, ValueError, TypeError, KeyError) as exc:
+            self._error(bad_request(f"{type(exc).__name__}: {exc}"))
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+        except Exception as exc:  # a bug here: answer as the real server answers a panic
+            self._error(ApiError(500, "InternalError", f"Internal error occurred: {exc!r}", {}))
+
+    def _admin(self, method: str, what: str) -> None:
+        """Test-server-only controls for a server in another process (not part of the Kubernetes API)."""
+        if (method, what) == ("POST", "compact"):
+            self._send(200, {"resourceVersion": str(self.api.compact())})
+        elif (method, what) == ("GET", "request-counts"):
+            self._send(200, self.api.request_counts())
+        else:
+            raise _NOT_FOUND
 
     do_GET = lambda self: self._dispatch("GET")  # noqa: E731
     do_POST = lambda self: self._dispatch("POST")  # noqa: E731
@@ -308,7 +354,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _delete_options(self, query: dict[str, str]) -> dict:
         options: dict = {}
-        if int(self.headers.get("Content-Length") or 0):
+        if self._has_body():
             options = self._body()
             if not isinstance(options, dict):
                 raise bad_request("DeleteOptions must be a JSON object")
@@ -455,12 +501,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     break
                 with store.cond:
                     try:
-                        events = store.events_since(res, last)
+                        events = store.events_since(res, last, open_watch=True)
                     except ApiError:
                         events = None
                     if events == []:
                         store.cond.wait(min(deadline, next_bookmark) - now if bookmarks else deadline - now)
-                        events = store.events_since(res, last) if not api._stopping.is_set() else []
+                        stopping = api._stopping.is_set()
+                        events = [] if stopping else store.events_since(res, last, open_watch=True)
                     current = store.rv
                 if events is None:
                     self._chunk(_dump({"type": "ERROR", "object": expired(last, current).status()}) + b"\n")
@@ -535,12 +582,56 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class ApiServer:
+class _ClientSide:
+    """What a caller needs of a running server, in-process or not: its URL as a kubeconfig
+    or as a configured client."""
+
+    url: str
+
+    def write_kubeconfig(self, path: str | Path, *, token: str = "fluxlite-test-token") -> Path:
+        """Write a kubeconfig for :attr:`url` (context ``fluxlite-test``, a dummy bearer token)."""
+        import yaml
+
+        if not self.url:
+            raise RuntimeError("start() the API server before writing its kubeconfig")
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "fluxlite-test", "cluster": {"server": self.url}}],
+            "users": [{"name": "fluxlite-test", "user": {"token": token}}],
+            "contexts": [
+                {
+                    "name": "fluxlite-test",
+                    "context": {"cluster": "fluxlite-test", "user": "fluxlite-test", "namespace": "default"},
+                }
+            ],
+            "current-context": "fluxlite-test",
+            "preferences": {},
+        }
+        path = Path(path)
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        return path
+
+    def api_client(self) -> Any:
+        """A ``kubernetes.client.ApiClient`` configured for this server."""
+        from kubernetes import client
+
+        if not self.url:
+            raise RuntimeError("start() the API server before asking for a client")
+        configuration = client.Configuration()
+        configuration.host = self.url
+        configuration.api_key = {"BearerToken": "fluxlite-test-token"}
+        configuration.api_key_prefix = {"BearerToken": "Bearer"}
+        return client.ApiClient(configuration)
+
+
+class ApiServer(_ClientSide):
     """A Kubernetes-API-compatible server on loopback (see :mod:`kube.testing`).
 
-    *controllers* runs the ReplicaSet controller, the garbage collector and a kubelet
-    stand-in (bound pods become Running and Ready; terminating pods are removed) in a
-    background thread. *watch_cache_size* is the number of watch events kept per resource
+    *controllers* runs the workload controllers (ReplicaSet, Deployment, StatefulSet, Job),
+    the garbage collector, node lifecycle taints and a kubelet stand-in (bound pods are
+    admitted, then Running and Ready; terminating pods are removed) in a background thread
+    (see :mod:`kube.testing._controller`). *watch_cache_size* is the number of watch events kept per resource
     type; a watch from an older resourceVersion gets ``410 Gone``. *bookmark_interval*
     (seconds) spaces BOOKMARK events on watches that allow them; *max_watch_seconds* caps a
     watch without ``timeoutSeconds`` (the real server's is 30 to 60 minutes).
@@ -569,11 +660,15 @@ class ApiServer:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._controller = None
+        self._counts: dict[str, int] = {}
+        self._counts_lock = threading.Lock()
 
     def start(self) -> ApiServer:
         """Listen and serve in a background thread; sets :attr:`url` and :attr:`port`."""
         if self._httpd is not None:
             raise RuntimeError("the API server is already running")
+        if self._stopping.is_set():
+            raise RuntimeError("a stopped API server cannot be started again; create a new one")
         handler = type("Handler", (_Handler,), {"api": self})
         self._httpd = _HTTPServer((self.host, self.port), handler)
         self.port = self._httpd.server_address[1]
@@ -612,41 +707,32 @@ class ApiServer:
         """Drop all watch history (as etcd compaction does); returns the current resourceVersion."""
         return self.store.compact()
 
-    def write_kubeconfig(self, path: str | Path, *, token: str = "fluxlite-test-token") -> Path:
-        """Write a kubeconfig for :attr:`url` (context ``fluxlite-test``, a dummy bearer token)."""
-        import yaml
+    def request_counts(self) -> dict[str, int]:
+        """Requests served so far by verb and resource, e.g. ``{"create pods/binding": 100,
+        "watch pods": 2, "list nodes": 1}`` (for benchmarks that count API calls)."""
+        with self._counts_lock:
+            return dict(self._counts)
 
-        if not self.url:
-            raise RuntimeError("start() the API server before writing its kubeconfig")
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "fluxlite-test", "cluster": {"server": self.url}}],
-            "users": [{"name": "fluxlite-test", "user": {"token": token}}],
-            "contexts": [
-                {
-                    "name": "fluxlite-test",
-                    "context": {"cluster": "fluxlite-test", "user": "fluxlite-test", "namespace": "default"},
-                }
-            ],
-            "current-context": "fluxlite-test",
-            "preferences": {},
-        }
-        path = Path(path)
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
-        return path
-
-    def api_client(self) -> Any:
-        """A ``kubernetes.client.ApiClient`` configured for this server."""
-        from kubernetes import client
-
-        if not self.url:
-            raise RuntimeError("start() the API server before asking for a client")
-        configuration = client.Configuration()
-        configuration.host = self.url
-        configuration.api_key = {"BearerToken": "fluxlite-test-token"}
-        configuration.api_key_prefix = {"BearerToken": "Bearer"}
-        return client.ApiClient(configuration)
+    def _count(self, method: str, parts: list[str], query: dict[str, str]) -> None:
+        route = _route(parts) if parts and parts[0] in ("api", "apis") else None
+        if isinstance(route, _Route):
+            named = route.name is not None
+            verb = {
+                "GET": "get" if named else ("watch" if _flag(query, "watch") else "list"),
+                "POST": "create",
+                "PUT": "update",
+                "PATCH": "patch",
+                "DELETE": "delete" if named else "deletecollection",
+            }.get(method, method.lower())
+            if route.res.plural == "bindings":
+                what = "pods/binding"
+            else:
+                what = route.res.qualified + (f"/{route.sub}" if route.sub else "")
+            key = f"{verb} {what}"
+        else:
+            key = f"{method} {'/' + '/'.join(parts)}"
+        with self._counts_lock:
+            self._counts[key] = self._counts.get(key, 0) + 1
 
     def _orphan(self, owner: dict) -> None:
         """propagationPolicy=Orphan: drop the owner's references from its dependents."""

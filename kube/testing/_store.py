@@ -187,11 +187,17 @@ class Store:
 
     # -- watch history -----------------------------------------------------------------------
 
-    def events_since(self, res: Resource, rv: int) -> list[WatchEvent]:
-        """History events of *res* strictly after *rv*; 410 Expired if *rv* left the window."""
+    def events_since(self, res: Resource, rv: int, *, open_watch: bool = False) -> list[WatchEvent]:
+        """History events of *res* strictly after *rv*.
+
+        A new watch from a version older than the window (or than the last compaction) is
+        410 Expired. An open watch (*open_watch*) is not affected by compaction, as in the
+        real watch cache; it is expired only if it fell behind the window (the real server
+        closes such a watcher, and its client's re-watch then gets the 410).
+        """
         with self.cond:
             key = (res.group, res.plural)
-            floor = max(self._floor.get(key, 0), self._compacted)
+            floor = self._floor.get(key, 0) if open_watch else max(self._floor.get(key, 0), self._compacted)
             if rv < floor:
                 raise expired(rv, floor)
             out = []
@@ -203,11 +209,10 @@ class Store:
             return out
 
     def compact(self) -> int:
-        """Forget all watch history up to now (etcd compaction); returns the current version."""
+        """Compaction: from now on a watch may start only at the current version or later
+        (older ones get 410 Gone); open watches go on. Returns the current version."""
         with self.cond:
             self._compacted = self.rv
-            self._history.clear()
-            self.cond.notify_all()
             return self.rv
 
     def _emit(self, res: Resource, type_: str, namespace: str, obj: Obj, prev: Obj | None) -> None:
@@ -664,11 +669,37 @@ def _prepare_create(res: Resource, obj: Obj) -> None:
     elif key == ("", "nodes"):
         obj.setdefault("spec", {})
         obj.setdefault("status", {})
-    elif key == ("apps", "replicasets") or key[0] == "apps":
+    elif key[0] == "apps":
         spec = obj.setdefault("spec", {})
         spec.setdefault("replicas", 1)
-        obj["status"] = {"replicas": 0} if key == ("apps", "replicasets") else {}
+        if key == ("apps", "deployments"):
+            spec.setdefault(
+                "strategy",
+                {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
+            )
+            spec.setdefault("revisionHistoryLimit", 10)
+            spec.setdefault("progressDeadlineSeconds", 600)
+        elif key == ("apps", "statefulsets"):
+            spec.setdefault("podManagementPolicy", "OrderedReady")
+            spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+            spec.setdefault("revisionHistoryLimit", 10)
+        obj["status"] = {"replicas": 0} if key != ("apps", "deployments") else {}
     elif key == ("batch", "jobs"):
+        spec = obj.setdefault("spec", {})
+        if spec.get("completions") is None and spec.get("parallelism") is None:
+            spec["completions"] = 1
+        spec.setdefault("parallelism", 1)
+        spec.setdefault("backoffLimit", 6)
+        spec.setdefault("completionMode", "NonIndexed")
+        spec.setdefault("suspend", False)
+        if not spec.get("manualSelector"):
+            uid, name = obj["metadata"]["uid"], obj["metadata"]["name"]
+            generated = {"batch.kubernetes.io/controller-uid": uid}
+            spec["selector"] = {"matchLabels": generated}
+            template = spec.setdefault("template", {})
+            template.setdefault("metadata", {}).setdefault("labels", {}).update(
+                {**generated, "controller-uid": uid, "batch.kubernetes.io/job-name": name, "job-name": name}
+            )
         obj["status"] = {}
 
 
@@ -712,8 +743,20 @@ def _validate(res: Resource, obj: Obj, old: Obj | None) -> None:
             existing = a.pop("tolerations", []) or []
             if a != b or any(t not in added for t in existing):
                 causes.append(("spec", "FieldValueForbidden", _POD_MUTABLE.split(": ", 1)[1]))
-    elif key == ("apps", "replicasets"):
+    elif key[0] == "apps" or key == ("batch", "jobs"):
         spec = obj.get("spec") or {}
+        if key == ("batch", "jobs"):
+            policy = ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy")
+            if policy not in ("Never", "OnFailure"):
+                causes.append(
+                    (
+                        "spec.template.spec.restartPolicy",
+                        "FieldValueNotSupported" if policy else "FieldValueRequired",
+                        f'Unsupported value: "{policy}": supported values: "OnFailure", "Never"'
+                        if policy
+                        else 'Required value: valid values: "OnFailure", "Never"',
+                    )
+                )
         selector = spec.get("selector")
         if not selector or not (selector.get("matchLabels") or selector.get("matchExpressions")):
             causes.append(("spec.selector", "FieldValueRequired", "Required value"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import signal
 import subprocess
@@ -11,8 +12,10 @@ import urllib.error
 import urllib.request
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from kube.testing import ApiServer
+from kube.testing import ApiServer, ApiServerProcess
 from kube.testing._patch import PatchError, json_patch, merge_patch, strategic_merge_patch
 
 kubernetes = pytest.importorskip("kubernetes")
@@ -128,6 +131,18 @@ def test_nodes_crud_cordon_and_status(server, v1):
         ("Ready", "False", "KubeletDown")
     ]
     assert node.status.allocatable["cpu"] == "4"
+    tainted = wait_for(lambda: v1.read_node("n1").spec.taints)
+    assert sorted((t.key, t.effect) for t in tainted) == [
+        ("node.kubernetes.io/not-ready", "NoExecute"),
+        ("node.kubernetes.io/not-ready", "NoSchedule"),
+    ]
+    v1.patch_node_status("n1", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    wait_for(lambda: not v1.read_node("n1").spec.taints)
+    # pods bound to a deleted node are garbage-collected
+    v1.create_namespaced_pod(
+        "default", {**pod_body("on-n2"), "spec": {**pod_body("x")["spec"], "nodeName": "n2"}}
+    )
+    wait_for(lambda: v1.read_namespaced_pod("on-n2", "default").status.phase == "Running")
     deleted = json.loads(
         v1.delete_node("n2", _preload_content=False).data
     )  # the Node, as a real server answers
@@ -176,6 +191,8 @@ def test_pod_defaults_field_selectors_and_binding(server, v1):
     assert 'pod p1 is already assigned to node "n1"' in body["message"]
     # the kubelet stand-in starts it: Running and Ready
     wait_for(lambda: v1.read_namespaced_pod("p1", "default").status.phase == "Running")
+    counts = server.request_counts()
+    assert counts["create pods/binding"] == 2 and counts["create pods"] == 2 and counts["create nodes"] == 1
     status, body = api_error(
         v1.create_namespaced_pod_binding,
         "nope",
@@ -275,6 +292,26 @@ def test_error_statuses(server, v1):
         assert info.value.code == code and json.loads(info.value.read())["code"] == code
 
 
+def test_keep_alive_survives_error_answers(server):
+    """An error answered before the body is used still consumes it: the next request on the connection works."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    try:
+        for path in ("/api/v1/frobs", "/api/v1/namespaces/default/pods/p1"):
+            conn.request(
+                "POST",
+                path,
+                body=b'{"metadata": {"name": "x"}}',
+                headers={"Content-Type": "application/json"},
+            )
+            resp = conn.getresponse()
+            assert resp.status in (404, 405) and json.loads(resp.read())["kind"] == "Status"
+        conn.request("GET", "/version")
+        resp = conn.getresponse()
+        assert resp.status == 200 and json.loads(resp.read())["major"] == "1"
+    finally:
+        conn.close()
+
+
 def test_generate_name_update_and_noop(server, v1):
     """generateName picks a fresh name; a no-op write keeps the resourceVersion; PUT with the current one succeeds."""
     pod = v1.create_namespaced_pod("default", pod_body(generate="web-"))
@@ -360,6 +397,19 @@ def test_watch_gone_after_compaction(server, v1):
         )
         == []
     )
+
+
+def test_open_watch_survives_compaction(server, v1):
+    """Compaction only refuses new watches from old versions; a watch already open goes on."""
+    rv = v1.list_namespaced_pod("default").metadata.resource_version
+    v1.create_node(node_body("n1"))  # moves the global version past the pod watch's position
+    url = f"{server.url}/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}&timeoutSeconds=3"
+    with urllib.request.urlopen(url) as resp:
+        time.sleep(0.2)  # the watch is open and waiting
+        server.compact()
+        v1.create_namespaced_pod("default", pod_body("p1"))
+        event = json.loads(resp.readline())
+    assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "p1")
 
 
 def test_watch_cache_window_and_bookmarks():
@@ -465,6 +515,65 @@ def test_kubelet_rejects_overcommitted_pods(server, v1):
     # deleting a bound pod is graceful, and the kubelet finishes it
     v1.delete_namespaced_pod("p1", "default")
     wait_for(lambda: [p.metadata.name for p in v1.list_namespaced_pod("default").items] == ["p2"])
+
+
+def test_kubelet_checks_node_selector_and_affinity(server, v1):
+    """A pod bound against its nodeSelector or required node affinity fails with NodeAffinity."""
+    v1.create_node(node_body("n1", labels={"disk": "ssd", "rank": "3"}))
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["hdd"]}]},
+                    {"matchExpressions": [{"key": "rank", "operator": "Gt", "values": ["2"]}]},
+                ]
+            }
+        }
+    }
+    cases = {
+        "sel-ok": {"nodeSelector": {"disk": "ssd"}},
+        "sel-bad": {"nodeSelector": {"disk": "hdd"}},
+        "aff-ok": {"affinity": affinity},
+    }
+    bad = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n9"]}]}
+                ]
+            }
+        }
+    }
+    cases["aff-bad"] = {"affinity": bad}
+    for name, extra in cases.items():
+        v1.create_namespaced_pod(
+            "default", {"metadata": {"name": name}, "spec": {**pod_body("x", cpu="0.1")["spec"], **extra}}
+        )
+        bind(v1, name, "n1")
+    phases = wait_for(
+        lambda: (lambda got: got if all(phase != "Pending" for phase, _ in got.values()) else None)(
+            {
+                p.metadata.name: (p.status.phase, p.status.reason)
+                for p in v1.list_namespaced_pod("default").items
+            }
+        )
+    )
+    assert phases == {
+        "sel-ok": ("Running", None),
+        "aff-ok": ("Running", None),
+        "sel-bad": ("Failed", "NodeAffinity"),
+        "aff-bad": ("Failed", "NodeAffinity"),
+    }
+
+
+def test_kubelet_of_a_late_node_starts_its_pods(server, v1):
+    """A pod bound to a node that does not exist yet stays Pending until the node appears."""
+    v1.create_namespaced_pod("default", pod_body("p1"))
+    bind(v1, "p1", "late")
+    time.sleep(0.2)
+    assert v1.read_namespaced_pod("p1", "default").status.phase == "Pending"
+    v1.create_node(node_body("late"))
+    wait_for(lambda: v1.read_namespaced_pod("p1", "default").status.phase == "Running")
 
 
 def test_events_core_and_events_v1(server, v1):
@@ -573,3 +682,194 @@ def test_patch_formats():
         json_patch(obj, [{"op": "test", "path": "/a/b", "value": 5}])
     with pytest.raises(PatchError):
         strategic_merge_patch(obj, {"conditions": [{"status": "True"}]})
+
+
+def workload_template(app, restart=None):
+    spec = pod_body("x")["spec"]
+    if restart:
+        spec = {**spec, "restartPolicy": restart}
+    return {"metadata": {"labels": {"app": app}}, "spec": spec}
+
+
+def test_deployment_owns_a_replicaset_per_template(server, v1, apps):
+    """A Deployment creates <name>-<hash> ReplicaSets; a new template scales the old one to 0."""
+    body = {
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": workload_template("web"),
+        },
+    }
+    deployment = apps.create_namespaced_deployment("default", body)
+    first = wait_for(lambda: apps.list_namespaced_replica_set("default").items)
+    assert len(first) == 1 and first[0].metadata.owner_references[0].uid == deployment.metadata.uid
+    pod_hash = first[0].metadata.labels["pod-template-hash"]
+    assert first[0].metadata.name == f"web-{pod_hash}"
+    pods = wait_for(lambda: (lambda p: p if len(p) == 2 else None)(v1.list_namespaced_pod("default").items))
+    assert {p.metadata.owner_references[0].name for p in pods} == {first[0].metadata.name}
+    assert all(p.metadata.labels["pod-template-hash"] == pod_hash for p in pods)
+    wait_for(lambda: apps.read_namespaced_deployment("web", "default").status.replicas == 2)
+    apps.patch_namespaced_deployment(
+        "web", "default", {"spec": {"template": {"metadata": {"labels": {"v": "2"}}}}}
+    )
+    wait_for(lambda: len(apps.list_namespaced_replica_set("default").items) == 2)
+    replicas = {r.metadata.name: r.spec.replicas for r in apps.list_namespaced_replica_set("default").items}
+    assert replicas[first[0].metadata.name] == 0 and sorted(replicas.values()) == [0, 2]
+    apps.delete_namespaced_deployment("web", "default")
+    wait_for(
+        lambda: (
+            not v1.list_namespaced_pod("default").items
+            and not apps.list_namespaced_replica_set("default").items
+        )
+    )
+
+
+def test_statefulset_creates_ordinals_in_order(server, v1, apps):
+    """OrderedReady: <name>-1 appears only once <name>-0 is bound, Running and Ready; scale-down from the top."""
+    v1.create_node(node_body("n1", cpu="16"))
+    body = {
+        "metadata": {"name": "db"},
+        "spec": {
+            "replicas": 3,
+            "serviceName": "db",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": workload_template("db"),
+        },
+    }
+    apps.create_namespaced_stateful_set("default", body)
+
+    def names():
+        return sorted(p.metadata.name for p in v1.list_namespaced_pod("default").items)
+
+    wait_for(lambda: names() == ["db-0"])
+    time.sleep(0.2)
+    assert names() == ["db-0"]  # db-1 waits for db-0 to be Ready
+    pod = v1.read_namespaced_pod("db-0", "default")
+    assert pod.spec.hostname == "db-0" and pod.spec.subdomain == "db"
+    assert pod.metadata.labels["statefulset.kubernetes.io/pod-name"] == "db-0"
+    for i in range(3):
+        wait_for(lambda i=i: f"db-{i}" in names())
+        bind(v1, f"db-{i}", "n1")
+    wait_for(lambda: apps.read_namespaced_stateful_set("db", "default").status.ready_replicas == 3)
+    apps.patch_namespaced_stateful_set_scale("db", "default", {"spec": {"replicas": 1}})
+    wait_for(lambda: names() == ["db-0"])
+
+
+def test_job_runs_parallelism_pods_until_completions(server, v1):
+    """A Job keeps min(parallelism, completions - succeeded) pods and completes when enough succeed."""
+    batch = client.BatchV1Api(server.api_client())
+    status, body = api_error(
+        batch.create_namespaced_job,
+        "default",
+        {"metadata": {"name": "bad"}, "spec": {"template": {"spec": pod_body("x")["spec"]}}},
+    )
+    assert status == 422 and body["details"]["causes"][0]["field"] == "spec.template.spec.restartPolicy"
+    job = {
+        "metadata": {"name": "train"},
+        "spec": {"parallelism": 2, "completions": 3, "template": workload_template("t", "Never")},
+    }
+    created = batch.create_namespaced_job("default", job)
+    assert created.spec.selector.match_labels == {"batch.kubernetes.io/controller-uid": created.metadata.uid}
+
+    def active():
+        return [
+            p
+            for p in v1.list_namespaced_pod("default", label_selector="job-name=train").items
+            if p.status.phase not in ("Succeeded",)
+        ]
+
+    wait_for(lambda: len(active()) == 2)
+    for _ in range(3):
+        pod = wait_for(active)[0]
+        v1.patch_namespaced_pod_status(pod.metadata.name, "default", {"status": {"phase": "Succeeded"}})
+    done = wait_for(
+        lambda: (lambda j: j if j.status.completion_time else None)(
+            batch.read_namespaced_job("train", "default")
+        )
+    )
+    assert done.status.succeeded == 3 and [c.type for c in done.status.conditions] == ["Complete"]
+    assert active() == []
+
+
+def test_leases_for_leader_election(server):
+    """coordination.k8s.io/v1 Leases: create, then a stale renew is a 409 Conflict (leader election's guard)."""
+    leases = client.CoordinationV1Api(server.api_client())
+    spec = {"holderIdentity": "a", "leaseDurationSeconds": 15}
+    lease = leases.create_namespaced_lease("kube-system", {"metadata": {"name": "fluxlite"}, "spec": spec})
+    stale = lease.metadata.resource_version
+    lease.spec.holder_identity = "b"
+    leases.replace_namespaced_lease("fluxlite", "kube-system", lease)
+    lease.metadata.resource_version = stale
+    lease.spec.holder_identity = "c"
+    status, body = api_error(leases.replace_namespaced_lease, "fluxlite", "kube-system", lease)
+    assert status == 409 and body["details"] == {
+        "name": "fluxlite",
+        "kind": "leases",
+        "group": "coordination.k8s.io",
+    }
+    assert leases.read_namespaced_lease("fluxlite", "kube-system").spec.holder_identity == "b"
+
+
+def test_api_server_in_a_child_process():
+    """ApiServerProcess: the same server in its own process, with compact and request counts over HTTP."""
+    with ApiServerProcess(bookmark_interval=1.0) as srv:
+        v1 = client.CoreV1Api(srv.api_client())
+        rv = v1.list_namespaced_pod("default").metadata.resource_version
+        v1.create_namespaced_pod("default", pod_body("p1"))
+        assert srv.compact() > int(rv)
+        with pytest.raises(client.ApiException) as info:
+            list(
+                watch.Watch().stream(
+                    v1.list_namespaced_pod, "default", resource_version=rv, timeout_seconds=1
+                )
+            )
+        assert info.value.status == 410
+        counts = srv.request_counts()
+        assert counts["create pods"] == 1 and counts["watch pods"] == 1
+        proc = srv._proc
+    assert proc.poll() == 0
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from(["a", "b", ""]),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_conditions = st.lists(
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["A", "B", "C"]), "status": st.sampled_from(["True", "False"])}
+    ),
+    max_size=4,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    doc=st.dictionaries(st.sampled_from(["a", "b", "c"]), _json, max_size=3),
+    patch=st.dictionaries(st.sampled_from(["a", "b", "c"]), _json, max_size=3),
+)
+def test_merge_patch_properties(doc, patch):
+    """RFC 7386: applying a merge patch twice changes nothing more, and the input is never modified."""
+    before = json.dumps(doc, sort_keys=True)
+    once = merge_patch(doc, patch)
+    assert merge_patch(once, patch) == once
+    assert json.dumps(doc, sort_keys=True) == before
+    for key, value in patch.items():
+        assert (key not in once) if value is None else (key in once)
+
+
+@settings(max_examples=60, deadline=None)
+@given(old=_conditions, new=_conditions)
+def test_strategic_merge_of_conditions_by_type(old, new):
+    """Conditions merge by type: every patched type ends with the patched status, others are kept."""
+    old = list({c["type"]: c for c in old}.values())
+    new = list({c["type"]: c for c in new}.values())
+    merged = strategic_merge_patch({"status": {"conditions": old}}, {"status": {"conditions": new}})[
+        "status"
+    ]["conditions"]
+    by_type = {c["type"]: c["status"] for c in merged}
+    assert len(by_type) == len(merged)
+    assert by_type == {**{c["type"]: c["status"] for c in old}, **{c["type"]: c["status"] for c in new}}

@@ -100,7 +100,8 @@ class Placement:
     items: list[tuple[str, int, bool]]  # (path, units, exclusive) for every vertex it touches
     jobid: int
     grew: bool
-    match_s: float = 0.0
+    match_s: float = 0.0  # wall-clock time of the match (and the grow's local try)
+    match_cpu_s: float = 0.0  # CPU time of this thread for it (immune to other threads and processes)
 
     def record(self, node_path: str) -> dict[str, Any]:
         """The pod annotation that lets a restarted shim rebuild this placement."""
@@ -359,11 +360,11 @@ class KubeCore:
         # op "allocate": the pod's busy/never distinction is made by :meth:`satisfiable`
         return self.engine.match(js, op="allocate", jobid=jobid, fmt=_FMT, _grow=grow)
 
-    def _placement(self, r: Any, grew: bool, t0: float) -> Placement:
+    def _placement(self, r: Any, grew: bool, t0: float, c0: float) -> Placement:
         items = [(p, n, bool(x)) for p, n, x, _t in orjson.loads(r.text)]
         node = next(p for p, _n, _x, t in orjson.loads(r.text) if t == "node")
         name = node.rsplit("/", 1)[1]
-        return Placement(name, items, r.jobid, grew, time.perf_counter() - t0)
+        return Placement(name, items, r.jobid, grew, time.perf_counter() - t0, time.thread_time() - c0)
 
     def place(
         self, pod: str, group: str, req: PodRequest, constraint: dict[str, Any] | None = None
@@ -381,6 +382,7 @@ class KubeCore:
             grp = self.groups[group] = _Group(group)
         js = self.jobspec(req, constraint)
         t0 = time.perf_counter()
+        c0 = time.thread_time()
         r = None
         grow = grp.jobid is not None
         if grow and self.cfg.grow_locality == "node" and grp.nodes and not req.exclusive_node:
@@ -395,7 +397,7 @@ class KubeCore:
             if self.satisfiable(req, constraint):
                 raise BusyError("no node has the pod's resources free now", pod=pod)
             raise UnsatisfiableError("no node of the cluster can ever hold the pod", pod=pod)
-        pl = self._placement(r, grow, t0)
+        pl = self._placement(r, grow, t0, c0)
         self.stats["grow" if grow else "allocate"].append(pl.match_s)
         self._remember(pod, grp, pl)
         return pl

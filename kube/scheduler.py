@@ -227,7 +227,8 @@ class _Pending:
 class SchedulerMetrics:
     """What the scheduler measured (seconds), for benchmarks and ``--json``."""
 
-    match_s: dict[str, float] = field(default_factory=dict)  # pod -> match time in the core
+    match_s: dict[str, float] = field(default_factory=dict)  # pod -> match time in the core (wall)
+    match_cpu_s: dict[str, float] = field(default_factory=dict)  # pod -> the same in thread CPU time
     grew: dict[str, bool] = field(default_factory=dict)  # pod -> placed by MatchGrow
     bind_s: dict[str, float] = field(default_factory=dict)  # pod -> pending (first seen) -> bound
     attempts: dict[str, int] = field(default_factory=dict)  # pod -> failed scheduling attempts
@@ -729,6 +730,7 @@ class KubeScheduler:
                 self._uids[p.key] = md["uid"]
             m = self.metrics
             m.match_s[p.key] = pl.match_s
+            m.match_cpu_s[p.key] = pl.match_cpu_s
             m.grew[p.key] = pl.grew
             m.bind_s[p.key] = now - p.seen
             m.bound_at[p.key] = now

@@ -454,7 +454,6 @@ class KubeScheduler:
         except InputError as exc:
             log.warning("ignoring node: %s", exc)
             return
-        old = self.core.nodes.get(info.name)
         change = self.core.update_node(info)
         if change:
             log.info("node %s: %s%s", info.name, change, f" ({info.reason})" if info.reason else "")
@@ -464,7 +463,6 @@ class KubeScheduler:
                     self._hold_bound(key, (pod.get("metadata") or {}).get("uid"), pod, info.name)
         if change in ("added", "shape", "labels") or (change == "status" and info.up):
             self._kick(node_event=True)
-        del old
 
     def _node_gone(self, name: str) -> None:
         lost = self.core.remove_node(name)

@@ -231,6 +231,7 @@ class SchedulerMetrics:
     match_cpu_s: dict[str, float] = field(default_factory=dict)  # pod -> the same in thread CPU time
     grew: dict[str, bool] = field(default_factory=dict)  # pod -> placed by MatchGrow
     bind_s: dict[str, float] = field(default_factory=dict)  # pod -> pending (first seen) -> bound
+    queue_s: dict[str, float] = field(default_factory=dict)  # pod -> first seen -> placed (waiting its turn)
     attempts: dict[str, int] = field(default_factory=dict)  # pod -> failed scheduling attempts
     bound_at: dict[str, float] = field(default_factory=dict)  # pod -> perf_counter at bind
     relists: dict[str, int] = field(default_factory=lambda: {"node": 0, "pod": 0})
@@ -680,6 +681,7 @@ class KubeScheduler:
         """
         self.pending.pop(p.key, None)
         self._inflight[p.key] = p
+        self.metrics.queue_s[p.key] = time.perf_counter() - p.seen
         self._binder.submit(self._bind_call, p, pl)
 
     def _bind_call(self, p: _Pending, pl: Placement) -> None:

@@ -27,11 +27,14 @@ runs inside the server, in a thread woken by writes (see :mod:`kube.testing._con
 * Deployment (one ReplicaSet ``<name>-<pod-template-hash>`` per template), StatefulSet
   (pods ``<name>-0..N-1``, ``OrderedReady``: ordinal i+1 only once i is Running and Ready)
   and Job (``parallelism``/``completions``) controllers; garbage collection of dependents.
-* node lifecycle: a cordoned node gets the ``node.kubernetes.io/unschedulable`` taint.
-* a kubelet stand-in: a pod bound to an existing node is admitted against the node's
-  ``allocatable`` (else it fails with reason ``OutOfcpu`` etc., as a real kubelet rejects
-  an overcommitting scheduler's pod) and becomes Running and Ready at once; a deleted
-  bound pod (graceful deletion: ``deletionTimestamp`` first) is then removed.
+* node lifecycle: a cordoned node gets the ``node.kubernetes.io/unschedulable`` taint, a
+  node whose Ready condition is not True the ``node.kubernetes.io/not-ready`` taints;
+  pods bound to a deleted node are garbage-collected.
+* a kubelet stand-in: a pod bound to a node is admitted against the node's labels
+  (``nodeSelector``, required node affinity; else reason ``NodeAffinity``) and
+  ``allocatable`` (else ``OutOfcpu`` etc.), as a real kubelet rejects a wrong or
+  overcommitting scheduler's pod, and becomes Running and Ready at once; a deleted bound
+  pod (graceful deletion: ``deletionTimestamp`` first) is then removed.
 
 Nothing schedules pods: there is no default scheduler; a test plays "another scheduler" by
 binding pods itself. With ``controllers=False`` there is no kubelet either, so a bound pod
@@ -48,7 +51,7 @@ Usage::
     srv.start()                  # background thread; srv.url == "http://127.0.0.1:PORT"
     srv.write_kubeconfig(path)   # for kubernetes.config.load_kube_config(config_file=path)
     srv.api_client()             # a kubernetes.client.ApiClient configured for it
-    srv.compact()                # drop watch history: older resourceVersions get 410 Gone
+    srv.compact()                # compaction: new watches from older resourceVersions get 410 Gone
     srv.stop()
 
     python -m kube.testing --port 0 --kubeconfig FILE   # prints the URL; runs until SIGTERM/SIGINT

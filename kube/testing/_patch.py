@@ -21,11 +21,15 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-__all__ = ["PatchError", "json_patch", "merge_patch", "strategic_merge_patch"]
+__all__ = ["MalformedPatch", "PatchError", "json_patch", "merge_patch", "strategic_merge_patch"]
 
 
 class PatchError(ValueError):
-    """A patch that is malformed or does not apply to the object."""
+    """A patch that does not apply to the object (the server answers 422)."""
+
+
+class MalformedPatch(PatchError):
+    """A patch that is not a patch of its kind at all (the server answers 400)."""
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -78,7 +82,7 @@ def strategic_merge_patch(target: Any, patch: Any) -> Any:
     if directive == "delete":
         return None
     if directive not in (None, "merge"):
-        raise PatchError(f"unknown patch type: {directive!r}")
+        raise MalformedPatch(f"unknown patch type: {directive!r}")
     result = copy.deepcopy(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if key == "$patch" or key.startswith(("$setElementOrder/", "$retainKeys")):
@@ -86,7 +90,7 @@ def strategic_merge_patch(target: Any, patch: Any) -> Any:
         if key.startswith("$deleteFromPrimitiveList/"):
             field = key.split("/", 1)[1]
             if not isinstance(value, list):
-                raise PatchError(f"{key}: expected a list")
+                raise MalformedPatch(f"{key}: expected a list")
             if isinstance(result.get(field), list):
                 result[field] = [x for x in result[field] if x not in value]
             continue
@@ -147,11 +151,11 @@ def _strip(value: Any) -> Any:
 def json_patch(target: Any, operations: Any) -> Any:
     """RFC 6902 JSON patch: apply *operations* in order, all or nothing."""
     if not isinstance(operations, list):
-        raise PatchError("a JSON patch must be a list of operations")
+        raise MalformedPatch("a JSON patch must be a list of operations")
     doc = copy.deepcopy(target)
     for op in operations:
         if not isinstance(op, dict) or "op" not in op or "path" not in op:
-            raise PatchError(f"invalid JSON patch operation: {op!r}")
+            raise MalformedPatch(f"invalid JSON patch operation: {op!r}")
         kind, path = op["op"], _pointer(op["path"])
         if kind == "add":
             doc = _add(doc, path, copy.deepcopy(_value(op)))
@@ -171,7 +175,7 @@ def json_patch(target: Any, operations: Any) -> Any:
             if _get(doc, path) != _value(op):
                 raise PatchError(f"test operation failed at {op['path']}")
         else:
-            raise PatchError(f"unknown JSON patch operation {kind!r}")
+            raise MalformedPatch(f"unknown JSON patch operation {kind!r}")
     return doc
 
 

@@ -50,6 +50,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import http.server
+import socket
 import sys
 import threading
 import time
@@ -59,7 +60,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
-from kube.testing._patch import PatchError, json_patch, merge_patch, strategic_merge_patch
+from kube.testing._patch import MalformedPatch, PatchError, json_patch, merge_patch, strategic_merge_patch
 from kube.testing._resources import GROUPS, RESOURCES, Resource, discovery
 from kube.testing._selectors import SelectorError, field_selector, label_selector
 from kube.testing._store import ApiError, Store, WatchEvent, bad_request, expired
@@ -144,6 +145,10 @@ def _route(parts: list[str]) -> _Route | dict | None:
     if not rest:
         return discovery(group, version)
     namespace = None
+    if rest[0] == "namespaces" and len(rest) == 3 and rest[2] in ("status", "finalize"):
+        if rest[2] == "finalize":
+            return None
+        return _Route(RESOURCES[("", "v1", "namespaces")], "", rest[1], "status")
     if rest[0] == "namespaces" and len(rest) >= 3:
         namespace, rest = rest[1], rest[2:]
         if group == "" and rest[0] == "bindings" and len(rest) == 1:
@@ -268,7 +273,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._resource(method, route, query)
         except ApiError as err:
             self._error(err)
-        except (SelectorError, PatchError, ValueError, TypeError, KeyError) as exc:
+        except MalformedPatch as exc:
+            self._error(bad_request(str(exc)))
+        except PatchError as exc:  # as the real server answers a JSON patch that does not apply
+            self._error(ApiError(422, "Invalid", str(exc), {}))
+        except (SelectorError, ValueError, TypeError, KeyError) as exc:
             self._error(bad_request(f"{type(exc).__name__}: {exc}"))
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
@@ -582,6 +591,10 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
+class _HTTPServer6(_HTTPServer):
+    address_family = socket.AF_INET6
+
+
 class _ClientSide:
     """What a caller needs of a running server, in-process or not: its URL as a kubeconfig
     or as a configured client."""
@@ -670,7 +683,8 @@ class ApiServer(_ClientSide):
         if self._stopping.is_set():
             raise RuntimeError("a stopped API server cannot be started again; create a new one")
         handler = type("Handler", (_Handler,), {"api": self})
-        self._httpd = _HTTPServer((self.host, self.port), handler)
+        server_class = _HTTPServer6 if ":" in self.host else _HTTPServer
+        self._httpd = server_class((self.host, self.port), handler)
         self.port = self._httpd.server_address[1]
         host = f"[{self.host}]" if ":" in self.host else self.host
         self.url = f"http://{host}:{self.port}"

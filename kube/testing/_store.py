@@ -292,7 +292,7 @@ class Store:
                 meta.pop(field, None)
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = now_rfc3339()
-            if res.plural not in ("events", "namespaces", "nodes"):
+            if res.group in ("apps", "batch"):  # the kinds whose strategy tracks generation (v1.31)
                 meta["generation"] = 1
             obj["kind"], obj["apiVersion"] = res.kind, res.api_version
             _omit_empty(meta)
@@ -330,6 +330,8 @@ class Store:
         with self.cond:
             old = self.get(res, namespace, name)
             new = fn(copy.deepcopy(old))
+            if not isinstance(new, dict) or not isinstance(new.get("metadata", {}), dict):
+                raise bad_request("the patched object is not a JSON object with object metadata")
             want = (new.get("metadata") or {}).get("resourceVersion")
             if want and want != old["metadata"]["resourceVersion"]:
                 raise stale(res, name)

@@ -39,7 +39,7 @@ def apps(server):
     return client.AppsV1Api(server.api_client())
 
 
-def wait_for(predicate, timeout=5.0):
+def wait_for(predicate, timeout=15.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -252,6 +252,13 @@ def test_pod_status_subresource_and_spec_immutability(server, v1):
     )
     pod = v1.read_namespaced_pod("p1", "default")
     assert pod.metadata.labels == {"c": "d"} and pod.metadata.annotations == {"x": "y"}
+    status, body = api_error(
+        v1.patch_namespaced_pod, "p1", "default", [{"op": "test", "path": "/metadata/name", "value": "q"}]
+    )
+    assert status == 422 and body["reason"] == "Invalid"
+    status, body = api_error(v1.patch_namespaced_pod, "p1", "default", [{"op": "frobnicate", "path": "/x"}])
+    assert status == 400 and body["reason"] == "BadRequest"
+    assert v1.read_namespaced_pod("p1", "default").metadata.resource_version == pod.metadata.resource_version
 
 
 def test_error_statuses(server, v1):
@@ -360,7 +367,7 @@ def test_watch_live_and_selector_transitions(server, v1):
         "default",
         field_selector="spec.nodeName=",
         resource_version=rv,
-        timeout_seconds=2,
+        timeout_seconds=10,
     ):
         seen.append((event["type"], event["object"].metadata.name))
         if len(seen) == 2:

@@ -243,9 +243,15 @@ def test_unplaceable_pod_gets_event_condition_and_no_retry_storm(cluster: Cluste
         allowed += 1
         step = min(step * 2, 0.8)
     assert 1 <= attempts <= allowed
-    pod = orjson.loads(cluster.v1.read_namespaced_pod("huge", "default", _preload_content=False).data)
-    cond = [c for c in pod["status"].get("conditions", []) if c["type"] == "PodScheduled"]
-    assert cond and cond[0]["status"] == "False" and cond[0]["reason"] == "Unschedulable"
+
+    def condition() -> list[dict[str, Any]]:
+        pod = orjson.loads(cluster.v1.read_namespaced_pod("huge", "default", _preload_content=False).data)
+        return [c for c in pod["status"].get("conditions", []) if c["type"] == "PodScheduled"]
+
+    wait(lambda: bool(condition()), what="PodScheduled condition (recorded in the background)")
+    wait(lambda: any(e["reason"] == "FailedScheduling" for e in cluster.events("huge")), what="the Event")
+    cond = condition()
+    assert cond[0]["status"] == "False" and cond[0]["reason"] == "Unschedulable"
     assert "no node can ever hold 64 core" in cond[0]["message"]
     evs = [e for e in cluster.events("huge") if e["reason"] == "FailedScheduling"]
     assert len(evs) == 1 and evs[0]["type"] == "Warning" and evs[0]["count"] >= 1

@@ -144,7 +144,12 @@ def test_gang_is_all_or_nothing_under_contention(cluster: Cluster) -> None:
         assert not any(k.startswith("default/b-") for k in s.core.pods)
         assert "PodGroup/default/b" not in s.core.groups
         assert recount_errors(s.core.engine) == []
-    assert any(e["reason"] == "FailedScheduling" and "gang" in e["message"] for e in cluster.events("b-0"))
+    wait(
+        lambda: any(
+            e["reason"] == "FailedScheduling" and "gang" in e["message"] for e in cluster.events("b-0")
+        ),
+        what="a FailedScheduling Event naming the gang",
+    )
     for i in range(3):
         cluster.v1.delete_namespaced_pod(f"a-{i}", "default")
     wait(lambda: sorted(cluster.bound()) == ["b-0", "b-1", "b-2"], what="gang b placed whole")

@@ -72,6 +72,14 @@ def _config(a: argparse.Namespace) -> KubeConfig:
     return cfg
 
 
+def _stop_on_signals() -> threading.Event:
+    """An event set by SIGINT/SIGTERM (installed before the service announces itself)."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
+
+
 def _api_client(kubeconfig: str | None, context: str | None) -> Any:
     from kubernetes import config
 
@@ -131,9 +139,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         backoff_initial=initial,
         backoff_max=top,
     )
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = _stop_on_signals()
     try:
         sched.start()
     except Exception as exc:
@@ -150,7 +156,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
         f"({s['vertices']} vertices); {s['pods']} bound pods accounted, {len(sched.pending)} pending",
         flush=True,
     )
-    stop.wait()
+    while not stop.wait(0.2):
+        pass
     sched.stop()
     return 0
 
@@ -162,6 +169,7 @@ def _cmd_sidecar(a: argparse.Namespace) -> int:
     cfg = _config(a)
     core = _core(a, cfg)
     tls = TlsConfig(cert=a.tls_cert, key=a.tls_key, ca=a.tls_ca)
+    stop = _stop_on_signals()
     sc = Sidecar(core, a.listen, tls=tls).start()
     s = core.summary()
     print(
@@ -169,10 +177,8 @@ def _cmd_sidecar(a: argparse.Namespace) -> int:
         f"{sc.address.target}; {s['nodes']} nodes, {s['vertices']} vertices",
         flush=True,
     )
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    stop.wait()
+    while not stop.wait(0.2):
+        pass
     sc.stop()
     return 0
 

@@ -229,4 +229,4 @@ class Sidecar:
         return self
 
     def stop(self, grace: float | None = 0.5) -> None:
-        self.server.stop(grace).wait()
+        self.server.stop(grace).wait(timeout=10)

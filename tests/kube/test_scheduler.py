@@ -315,7 +315,7 @@ def test_cli_run_against_the_test_server(
         wait(lambda: cluster.bound().get("cli") == "n0", what="pod bound by the CLI scheduler")
     finally:
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=15) == 0
+        assert proc.wait(timeout=30) == 0
     assert main(["kube", "run", "--kubeconfig", str(tmp_path / "none")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("fluxlite kube run: kubeconfig") and "Traceback" not in err

@@ -201,7 +201,7 @@ def test_cli_sidecar_process_from_a_nodelist(tmp_path: Path) -> None:
             assert sorted(n.nodeID for n in r.nodelist) == ["n0", "n1"]
     finally:
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=15) == 0
+        assert proc.wait(timeout=30) == 0
     bad = subprocess.run(
         [
             sys.executable,

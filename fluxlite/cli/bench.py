@@ -530,6 +530,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "batch queue simulator: ESP with easy, a 10,000-job SWF on 1,024 nodes",
     ),
     "burst": ("providers.bench", "cloud bursting to EC2 (a local moto server): mapping, call, JGF, attach"),
+    "kube": ("kube.bench", "ReplicaSet 1 -> 100 -> 0 through the Kubernetes shim (MatchAllocate/Grow, bind)"),
 }
 
 

@@ -31,6 +31,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "providers": ("providers.cli", "external providers: EC2 cleanup and listing, a local moto endpoint"),
     "auth": ("hierarchy.cli", "user identities of a tree: site key, user keys"),
     "sim": ("fluxlite.cli.sim", "simulators: deadline (grid allocators, leak), batch (queues, ESP)"),
+    "kube": ("kube.cli", "Kubernetes scheduler shim (run), Fluence gRPC sidecar (sidecar), node graph"),
 }
 
 

@@ -1,0 +1,308 @@
+"""``fluxlite bench kube``: a ReplicaSet scaled 1 -> 100 -> 0 through the scheduler shim.
+
+The published experiment: a graph of about 4,344 vertices and a ReplicaSet
+grown from 1 to 100 pods, each new pod a MatchGrow of the same job.  Here:
+
+* the cluster is ``--nodes`` (26) Nodes of 32 CPUs, 128 GiB and 6 GPUs in one
+  zone, i.e. ``cluster + zone + 26 x (node + 32 core + 128 memory + 6 gpu)``
+  = 4,344 vertices and 4,343 containment edges (the published graph had
+  4,344 vertices and 8,686 edges: the same tree with edges both ways);
+* the Nodes live in the API-compatible test server (``python -m
+  kube.testing`` in its own process - ``--in-process`` for a thread of this
+  one -, real HTTP on loopback, with its ReplicaSet controller), and the shim
+  (form A, :class:`kube.scheduler.KubeScheduler`) talks to it with the
+  official ``kubernetes`` client;
+* a ReplicaSet of 1-CPU, 1-GiB pods is created with 1 replica and scaled
+  up by ``--step`` replicas at a time to ``--replicas`` (each step waits
+  until the new pods are bound), then down to 0; ``--repeat`` times.
+
+Per pod it records the MatchAllocate (replica 1) or MatchGrow (replicas
+2..N) time inside the shim's core, and the end-to-end latency from the
+moment the shim sees the pod pending to the Binding's success.  Extra bare
+pods (``--bare``, one group each) add MatchAllocate samples.  After each
+scale-down it checks that every aggregate equals a fresh recount and no job
+is left.  Outputs: a table on stdout, ``--json FILE`` (``ma_median_ms``,
+``mg_median_ms``, ``bind_median_ms`` and the rest), ``--csv`` per replica
+index and ``--plot`` (latency per replica index).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "run"]
+
+
+def _ms(xs: list[float]) -> float | None:
+    return round(statistics.median(xs) * 1e3, 4) if xs else None
+
+
+def _wait(pred: Any, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(0.005)
+    raise RuntimeError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def run(
+    nodes: int = 26,
+    replicas: int = 100,
+    step: int = 1,
+    repeat: int = 3,
+    bare: int = 20,
+    progress: bool = True,
+    bind_workers: int = 8,
+    in_process: bool = False,
+) -> dict[str, Any]:
+    """Run the experiment; returns the results document (see the module docstring)."""
+    import gc
+    import logging
+
+    from kubernetes import client
+
+    from fluxlite.check import recount_errors
+    from kube.config import KubeConfig
+    from kube.objects import node_object, pod_object, replicaset_object
+    from kube.scheduler import KubeScheduler
+    from kube.testing import ApiServer, ApiServerProcess
+
+    logging.getLogger("fluxlite.kube").setLevel(logging.WARNING)
+    # in its own process by default: in-process, the server's threads would share the GIL with the shim
+    srv: Any = (ApiServer if in_process else ApiServerProcess)(host="127.0.0.1", port=0, controllers=True)
+    srv.start()
+    sched = None
+    try:
+        api = srv.api_client()
+        v1 = client.CoreV1Api(api)
+        apps = client.AppsV1Api(api)
+        for i in range(nodes):
+            v1.create_node(node_object(f"node{i:02d}", cpu="32", memory="128Gi", gpus=6, zone="zone-a"))
+        cfg = KubeConfig()
+        sched = KubeScheduler(
+            srv.api_client(), cfg, backoff_initial=0.2, backoff_max=2.0, bind_workers=bind_workers
+        ).start()
+        vertices = len(sched.core.engine.graph)
+        edges = vertices - 1  # a tree: every vertex but the root has one containment parent
+        gc.collect()
+        gc.freeze()
+        per_index_match: dict[int, list[float]] = {}
+        per_index_cpu: dict[int, list[float]] = {}
+        per_index_bind: dict[int, list[float]] = {}
+        ma: list[float] = []
+        mg: list[float] = []
+        ma_cpu: list[float] = []
+        mg_cpu: list[float] = []
+        bind: list[float] = []
+        queue: list[float] = []
+        recount_ok = True
+        scale_up_s: list[float] = []
+        scale_down_s: list[float] = []
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=repeat * replicas + bare, desc="pods bound", unit="pod", file=sys.stderr)
+        m = sched.metrics
+        for r in range(repeat):
+            name = f"web{r}"
+            rs = replicaset_object(name, replicas=1, cpu="1", memory="1Gi", scheduler=cfg.scheduler_name)
+            apps.create_namespaced_replica_set("default", rs)
+
+            def bound_of_rs(_name: str = name) -> list[str]:
+                with sched.lock:
+                    return [k for k in m.bound_at if k.startswith(f"default/{_name}-")]
+
+            _wait(lambda: len(bound_of_rs()) >= 1, 30, f"{name}: first pod bound")
+            t0 = time.perf_counter()
+            n = 1
+            while n < replicas:
+                n = min(replicas, n + step)
+                apps.patch_namespaced_replica_set_scale(name, "default", {"spec": {"replicas": n}})
+                _wait(lambda n=n: len(bound_of_rs()) >= n, 60, f"{name}: {n} pods bound")
+            scale_up_s.append(time.perf_counter() - t0)
+            with sched.lock:
+                keys = sorted(bound_of_rs(), key=lambda k: m.bound_at[k])
+            order = keys
+            for idx, k in enumerate(order, start=1):
+                per_index_match.setdefault(idx, []).append(m.match_s[k])
+                per_index_cpu.setdefault(idx, []).append(m.match_cpu_s[k])
+                per_index_bind.setdefault(idx, []).append(m.bind_s[k])
+                (mg if m.grew[k] else ma).append(m.match_s[k])
+                (mg_cpu if m.grew[k] else ma_cpu).append(m.match_cpu_s[k])
+                bind.append(m.bind_s[k])
+                queue.append(m.queue_s[k])
+            if bar is not None:
+                bar.update(len(order))
+            t0 = time.perf_counter()
+            apps.patch_namespaced_replica_set_scale(name, "default", {"spec": {"replicas": 0}})
+            _wait(lambda: sched.wait_until(lambda: not sched.core.pods, 0.01), 60, f"{name}: scale to 0")
+            scale_down_s.append(time.perf_counter() - t0)
+            with sched.lock:
+                errs = recount_errors(sched.core.engine)
+                recount_ok = recount_ok and not errs and not sched.core.engine.jobs
+                for k in order:
+                    m.bound_at.pop(k, None)
+            apps.delete_namespaced_replica_set(name, "default")
+        for i in range(bare):
+            v1.create_namespaced_pod("default", pod_object(f"bare{i}", cpu="1", memory="1Gi"))
+            _wait(lambda i=i: f"default/bare{i}" in m.bound_at, 30, f"bare{i} bound")
+            ma.append(m.match_s[f"default/bare{i}"])
+            ma_cpu.append(m.match_cpu_s[f"default/bare{i}"])
+            bind.append(m.bind_s[f"default/bare{i}"])
+            if bar is not None:
+                bar.update(1)
+        if bar is not None:
+            bar.close()
+        gc.unfreeze()
+    finally:
+        if sched is not None:
+            sched.stop()
+        srv.stop()
+    idx = sorted(per_index_match)
+    return {
+        "experiment": "ReplicaSet 1 -> N -> 0 through fluxlite kube (form A) against kube.testing.ApiServer",
+        "nodes": nodes,
+        "node_shape": "32 cpu, 128Gi memory (1 GiB per memory vertex), 6 nvidia.com/gpu, zone zone-a",
+        "vertices": vertices,
+        "containment_edges": edges,
+        "replicas": replicas,
+        "step": step,
+        "repeat": repeat,
+        "bare_pods": bare,
+        "bind_workers": bind_workers,
+        "api_server": "kube.testing.ApiServer in this process"
+        if in_process
+        else "python -m kube.testing (own process)",
+        "ma_samples": len(ma),
+        "mg_samples": len(mg),
+        "ma_median_ms": _ms(ma),
+        "mg_median_ms": _ms(mg),
+        "bind_median_ms": _ms(bind),
+        "queue_median_ms": _ms(queue),
+        "ma_cpu_median_ms": _ms(ma_cpu),
+        "mg_cpu_median_ms": _ms(mg_cpu),
+        "mg_p90_ms": round(sorted(mg)[int(0.9 * (len(mg) - 1))] * 1e3, 4) if mg else None,
+        "bind_p90_ms": round(sorted(bind)[int(0.9 * (len(bind) - 1))] * 1e3, 4) if bind else None,
+        "scale_up_s_median": round(statistics.median(scale_up_s), 3) if scale_up_s else None,
+        "scale_down_s_median": round(statistics.median(scale_down_s), 3) if scale_down_s else None,
+        "recount_after_scale_down_ok": recount_ok,
+        "per_index": [
+            {
+                "replica": i,
+                "op": "MatchAllocate" if i == 1 else "MatchGrow",
+                "match_ms_median": _ms(per_index_match[i]),
+                "match_cpu_ms_median": _ms(per_index_cpu[i]),
+                "bind_ms_median": _ms(per_index_bind[i]),
+            }
+            for i in idx
+        ],
+    }
+
+
+def _plot(doc: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = doc["per_index"]
+    x = [r["replica"] for r in rows]
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    ax[0].plot(x, [r["match_ms_median"] for r in rows], ".", ms=4, label="wall clock")
+    ax[0].plot(
+        x, [r["match_cpu_ms_median"] for r in rows], "x", ms=3, color="C2", label="scheduling thread CPU"
+    )
+    ax[0].axhline(2.0, color="r", lw=0.8, ls="--", label="target 2 ms")
+    ax[0].set_xlabel("replica index (1 = MatchAllocate, 2.. = MatchGrow)")
+    ax[0].set_ylabel("match time in the shim (ms, median of repeats)")
+    ax[0].set_title(f"{doc['vertices']}-vertex graph, {doc['nodes']} nodes")
+    ax[0].legend()
+    ax[1].plot(x, [r["bind_ms_median"] for r in rows], ".", ms=4, color="C1")
+    ax[1].set_xlabel("replica index")
+    ax[1].set_ylabel("pending -> bound (ms, median of repeats)")
+    ax[1].set_title("end to end, against kube.testing over HTTP")
+    for a in ax:
+        a.set_ylim(bottom=0)
+        a.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="fluxlite bench kube",
+        description="ReplicaSet 1 -> N -> 0 through the Kubernetes shim against the loopback test API server: "
+        "MatchAllocate / MatchGrow time per pod inside the shim and pending -> bound latency.",
+    )
+    p.add_argument("--nodes", type=int, default=26, help="nodes of 32 CPU/128Gi/6 GPU (26: 4,344 vertices)")
+    p.add_argument("--replicas", type=int, default=100, help="scale the ReplicaSet up to this (default 100)")
+    p.add_argument("--step", type=int, default=1, help="replicas added per scale call (default 1)")
+    p.add_argument("--repeat", type=int, default=3, help="ReplicaSets run one after the other (default 3)")
+    p.add_argument(
+        "--bare", type=int, default=20, help="extra bare pods: one MatchAllocate each (default 20)"
+    )
+    p.add_argument("--bind-workers", type=int, default=8, help="bindings under way at once (default 8)")
+    p.add_argument("--in-process", action="store_true",
+                   help="run the test API server in this process (default: its own process)")  # fmt: skip
+    p.add_argument("--json", type=Path, help="write the results here")
+    p.add_argument("--csv", type=Path, help="write per replica index medians here")
+    p.add_argument("--plot", type=Path, help="write the latency-per-replica plot (PNG) here")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    a = p.parse_args(list(argv) if argv is not None else None)
+    for name in ("nodes", "replicas", "step", "repeat", "bind_workers"):
+        if getattr(a, name) < 1:
+            sys.stderr.write(f"fluxlite bench kube: --{name} must be >= 1\n")
+            return 2
+    try:
+        doc = run(
+            a.nodes,
+            a.replicas,
+            a.step,
+            a.repeat,
+            a.bare,
+            progress=not a.no_progress,
+            bind_workers=a.bind_workers,
+        )
+    except RuntimeError as exc:
+        sys.stderr.write(f"fluxlite bench kube: {exc}\n")
+        return 1
+    doc["command"] = "fluxlite bench kube " + " ".join(list(argv) if argv is not None else sys.argv[1:])
+    print(
+        f"graph: {doc['vertices']} vertices ({doc['nodes']} nodes); ReplicaSet 1 -> {doc['replicas']} -> 0, "
+        f"step {doc['step']}, x{doc['repeat']}"
+    )
+    print(f"MatchAllocate median {doc['ma_median_ms']} ms over {doc['ma_samples']} pods (wall clock)")
+    print(
+        f"MatchGrow     median {doc['mg_median_ms']} ms over {doc['mg_samples']} pods (p90 {doc['mg_p90_ms']} ms)"
+    )
+    print(
+        f"the same in the scheduling thread's CPU time: MatchAllocate {doc['ma_cpu_median_ms']} ms, "
+        f"MatchGrow {doc['mg_cpu_median_ms']} ms (what the shim costs, whatever else runs)"
+    )
+    print(
+        f"pending->bound median {doc['bind_median_ms']} ms (p90 {doc['bind_p90_ms']} ms); "
+        f"of which pending->placed (waiting for the scheduling thread) median {doc['queue_median_ms']} ms"
+    )
+    print(f"scale-down leaves aggregates equal to a recount: {doc['recount_after_scale_down_ok']}")
+    if a.json:
+        a.json.write_text(json.dumps(doc, indent=1) + "\n")
+    if a.csv:
+        lines = ["replica,op,match_ms_median,match_cpu_ms_median,bind_ms_median"]
+        lines += [
+            f"{r['replica']},{r['op']},{r['match_ms_median']},{r['match_cpu_ms_median']},{r['bind_ms_median']}"
+            for r in doc["per_index"]
+        ]
+        a.csv.write_text("\n".join(lines) + "\n")
+    if a.plot:
+        _plot(doc, a.plot)
+    return 0 if doc["recount_after_scale_down_ok"] else 1

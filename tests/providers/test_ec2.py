@@ -427,3 +427,31 @@ def test_cleanup_command_lists_and_terminates_orphans(
     assert main_providers(["ec2", "cleanup", "--config", str(tmp_path / "nope.yaml")]) == 1
     assert "cannot read" in capsys.readouterr().err
     p.shrink(kept)
+
+
+def test_fleet_with_any_type_sends_instance_requirements(
+    moto: MotoServer, account: dict, tmp_path: Path
+) -> None:
+    """allowed_types: any -> one override with InstanceRequirements from the jobspec (moto 5.2 cannot
+    serve such fleets, so the request is checked and answered with an injected capacity error)."""
+    p = Ec2Provider(config(moto, tmp_path, mode="fleet", allowed_types="any", market="spot",
+                           instance_requirements={"BurstablePerformance": "included"}))  # fmt: skip
+    sent: list[dict] = []
+    p.client.meta.events.register(
+        "provide-client-params.ec2.CreateFleet", lambda params, **kw: sent.append(params)
+    )
+    p.client.meta.events.register(
+        "before-send.ec2.CreateFleet", lambda **kw: _error_response("InsufficientInstanceCapacity", 500)
+    )
+    with pytest.raises(BusyError):
+        p.grow(jobspec(2, cores=4, memory=16, gpus=1), "any")
+    (o,) = sent[0]["LaunchTemplateConfigs"][0]["Overrides"]
+    assert o["InstanceRequirements"] == {
+        "VCpuCount": {"Min": 4}, "MemoryMiB": {"Min": 16 * 1024}, "AcceleratorCount": {"Min": 1},
+        "BurstablePerformance": "included",
+    }  # fmt: skip
+    assert sent[0]["TargetCapacitySpecification"] == {
+        "TotalTargetCapacity": 2,
+        "DefaultTargetCapacityType": "spot",
+    }
+    assert live(moto, p.config.owner) == [] and p.requests == {}

@@ -201,7 +201,14 @@ class ExploreStage:
                     and not (excl and r.exclusive is _TRISTATE_FALSE)
                     and self._leaf_kids_type(u, keys) == r.type
                 ):
-                    return self._leaves_dynamically(meta, keys, r, required[0][1], excl, dfu)
+                    return self._leaves_dynamically(meta, keys, r, multiplier, excl, dfu)
+        # With several slots to fill (multiplier > 1), progress is counted in
+        # whole-child shares, as the slot packing consumes them: one child's
+        # units back a single slot, however many it has (Fluxion's share_tally).
+        # For one slot this is the same as comparing totals.
+        tallies = None
+        if multiplier > 1:
+            tallies = {r.type: [calc_effective_max(r), 0, 0, 0] for r in resources}
         rc2 = -1
         # After a few failed children of a wide vertex, consult the skip index:
         # children whose aggregates rule them out are passed over unvisited.
@@ -257,12 +264,26 @@ class ExploreStage:
                 key = t if dfv else (ss, t)
                 dfu.add(key, (dfu.overall_score, count, x, False, ((count, count, x, e),)))  # type: ignore[arg-type]
             enough = True
-            for rt, req in required:
-                k = rt if dfv else (ss, rt)
-                if dfu.total_count(k) >= req:  # type: ignore[arg-type]
-                    sat_types.add(rt)
-                else:
-                    enough = False
+            if tallies is None:
+                for rt, req in required:
+                    k = rt if dfv else (ss, rt)
+                    if dfu.total_count(k) >= req:  # type: ignore[arg-type]
+                        sat_types.add(rt)
+                    else:
+                        enough = False
+            else:
+                for rt, tl in tallies.items():
+                    total = dfu.total_count(rt if dfv else (ss, rt))  # type: ignore[arg-type]
+                    if total > tl[1]:
+                        tl[2] += total - tl[1]
+                        tl[1] = total
+                        if tl[0] > 0 and tl[2] >= tl[0]:
+                            tl[3] += 1
+                            tl[2] = 0
+                    if tl[0] == 0 or tl[3] >= multiplier:
+                        sat_types.add(rt)
+                    else:
+                        enough = False
             rc2 = 0
             if enough:
                 break
@@ -291,13 +312,23 @@ class ExploreStage:
         return t
 
     def _leaves_dynamically(
-        self, meta: JobMeta, keys: list[tuple[int, int, int]], r: Any, req: int, excl: bool, dfu: Dfu
+        self, meta: JobMeta, keys: list[tuple[int, int, int]], r: Any, multiplier: int, excl: bool, dfu: Dfu
     ) -> int:
-        """_explore_dynamically over children that are all leaves of the one requested type ``r``."""
+        """_explore_dynamically over children that are all leaves of the one requested type ``r``.
+
+        With ``multiplier`` > 1 slots, each leaf backs one slot at most, so
+        the walk stops after ``multiplier`` whole-leaf shares, not units.
+        """
         ev = dfu.get(r.type)
+        per = calc_effective_max(r)
+        req = multiplier * per
         if ev.total_count >= req:
             return -1
-        got = self._eval_leaves(meta, (e for _w, _uq, e in keys), r, excl, ev, req - ev.total_count)
+        eids = (e for _w, _uq, e in keys)
+        if multiplier > 1 and per > 0:
+            got = self._eval_leaves(meta, eids, r, excl, ev, multiplier, per)
+        else:
+            got = self._eval_leaves(meta, eids, r, excl, ev, req - ev.total_count)
         return 0 if got else -1
 
     def _leaf_units(self, meta: JobMeta, v: int, x: bool) -> int:
@@ -318,11 +349,14 @@ class ExploreStage:
                 return 0
         return count
 
-    def _eval_leaves(self, meta: JobMeta, eids: Iterable[int], r: Any, excl: bool, ev: Any, want: int) -> int:
+    def _eval_leaves(
+        self, meta: JobMeta, eids: Iterable[int], r: Any, excl: bool, ev: Any, want: int, per_share: int = 0
+    ) -> int:
         """dom_dfv of leaf children (of ``r``'s type, in ``eids`` order) without the calls.
 
         Appends an edge group per usable leaf to ``ev`` until ``want`` units
-        are found; returns the units found.
+        are found (with ``per_share``: until ``want`` shares of ``per_share``
+        units, each made of whole leaves); returns the units found.
         """
         g = self.g
         dst, vstat, vsize, vid = g.e_dst, g.v_status, g.v_size, g.v_id
@@ -336,6 +370,7 @@ class ExploreStage:
         n0 = len(egs)
         visited = 0
         got = 0
+        accum = 0
         for e in eids:
             v = dst[e]
             visited += 1
@@ -353,7 +388,14 @@ class ExploreStage:
                     continue
             egs.append((base + vid[v], avail, x, False, ((avail, avail, x, e),)))
             got += avail
-            if got >= want:
+            if per_share:
+                accum += avail
+                if accum >= per_share:
+                    accum = 0
+                    want -= 1
+                    if want <= 0:
+                        break
+            elif got >= want:
                 break
         self.preorder += visited
         self.postorder += len(egs) - n0

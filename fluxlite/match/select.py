@@ -276,15 +276,28 @@ class SelectStage:
         return 0, x_in
 
     def _cnt_slot(self, slot_shape: Sequence[Any], dfu_slot: Dfu) -> int:
+        """How many slots of ``slot_shape`` can be packed from whole edge groups (Fluxion's cnt_slot).
+
+        A slot takes whole edge groups of each type until it has its count,
+        so the number of slots is that of disjoint bundles of whole groups
+        each totaling at least the per-slot count -- the same greedy packing
+        as :meth:`_dom_slot` -- not capacity // count: two 32 GB memory
+        vertices give two slots of 8 GB, not eight, and four 616-unit
+        vertices give two slots of 700, not three.  O(edge groups).
+        """
         qual = UINT_MAX
         for elem in slot_shape:
             ev = dfu_slot.evals.get(elem.type)
             qc = ev.qual_count if ev is not None else 0
-            qg = len(ev.egroups) if ev is not None else 0
             count = calc_count(elem, qc)
-            fit = 0 if count == 0 else qc // count
-            if fit > qg:
-                fit = qg
+            fit = 0
+            if count != 0 and ev is not None:
+                accum = 0
+                for eg in ev.egroups:
+                    accum += eg[4][0][0]
+                    if accum >= count:
+                        fit += 1
+                        accum = 0
             if fit < qual:
                 qual = fit
         return qual

@@ -80,7 +80,9 @@ def requests(draw: st.DrawFn) -> str:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(resources=requests(), nodes=st.integers(2, 3), data=st.data())
-def test_on_an_empty_graph_satisfiable_iff_allocatable(resources: str, nodes: int, data: st.DataObject) -> None:
+def test_on_an_empty_graph_satisfiable_iff_allocatable(
+    resources: str, nodes: int, data: st.DataObject
+) -> None:
     """Every policy, shortcuts on and off: satisfiability agrees with an allocation on an empty graph."""
     js = jobspec(resources)
     results = {}

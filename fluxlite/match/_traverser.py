@@ -127,6 +127,11 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
         self.allocs: list[dict[int, int] | None] = [None] * n
         self.resvs: list[dict[int, int] | None] = [None] * n
         self.tags: list[dict[int, int] | None] = [None] * n
+        #: per-job vertex index: job -> vertices its update walks tagged (a
+        #: superset: entries are checked against ``tags`` when read, so a
+        #: released or removed-and-reused vertex is simply filtered out)
+        self.job_vtx: dict[int, list[int]] = {}
+        self._jv_add: Any = None
         self.xspans: list[dict[int, tuple[int, int]] | None] = [None] * n
         self.subplan: dict[str, list[PlannerMulti | None]] = {}
         self.job2span: dict[str, list[dict[int, int] | None]] = {}
@@ -414,18 +419,24 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
 
     # ------------------------------------------------------------ helpers
     def job_vertices(self, jobid: int) -> list[int]:
-        """Vertices that hold state of ``jobid`` (allocated, reserved or tagged)."""
-        out = []
+        """Vertices that hold state of ``jobid`` (allocated, reserved or tagged), ascending.
+
+        Read from the per-job index, so O(job's vertices), not O(graph); the
+        index is compacted to the answer as a side effect.
+        """
+        cand = self.job_vtx.get(jobid)
+        if not cand:
+            return []
         tags = self.tags
-        for v in self.g.vertices():
-            tg = tags[v]
-            if tg is not None and jobid in tg:
-                out.append(v)
+        n = len(tags)
+        out = sorted({v for v in cand if v < n and (tg := tags[v]) is not None and jobid in tg})
+        if len(out) != len(cand):
+            if out:
+                self.job_vtx[jobid] = list(out)
+            else:
+                del self.job_vtx[jobid]
         return out
 
     def iter_jobs(self) -> Iterable[int]:
-        seen: set[int] = set()
-        for tg in self.tags:
-            if tg:
-                seen.update(tg)
-        return sorted(seen)
+        """Jobs that hold state anywhere in the graph, ascending.  O(jobs' vertices)."""
+        return [j for j in sorted(self.job_vtx) if self.job_vertices(j)]

@@ -33,6 +33,7 @@ class ReleaseStage:
             rc = self._mod_exv(jobid)
         self.total_preorder = self.preorder
         self.total_postorder = self.postorder
+        self.job_vertices(jobid)  # compacts (drops) the job's index entry
         return rc
 
     def _mod_dfv(self, u: int, jobid: int) -> int:
@@ -81,9 +82,12 @@ class ReleaseStage:
         return None
 
     def _mod_exv(self, jobid: int) -> int:
+        """Drop ``jobid``'s own spans where the root is not tagged.  O(job's vertices)."""
         self.memo_clear()
-        for v in self.g.vertices():
-            self._rem_plan(v, jobid)
+        n = len(self.allocs)
+        for v in self.job_vtx.get(jobid, ()):
+            if v < n:
+                self._rem_plan(v, jobid)
         return 0
 
     def job_holds(self, u: int, jobid: int) -> bool:
@@ -95,6 +99,40 @@ class ReleaseStage:
         j2s = self.job2span.get(self.dom)
         d = j2s[u] if j2s is not None else None
         return d is not None and jobid in d
+
+    def job_vertices_under(self, jobid: int, roots: Iterable[int]) -> dict[int, list[int]]:
+        """The vertices ``jobid`` holds in each root's subtree (the root included), ascending.
+
+        Walks up from each of the job's vertices, not down the subtrees: O(job's
+        vertices x depth), whatever else the subtrees hold.  Roots must not
+        nest (a vertex is reported under the nearest root above it).
+        """
+        g = self.g
+        dom = self.dom
+        want: dict[int, list[int]] = {r: [] for r in roots}
+        if not want:
+            return want
+        #: vertex -> the root above it (or -1): memo of the upward walks
+        found: dict[int, int] = {}
+        for v in self.job_vertices(jobid):
+            chain = []
+            a: int | None = v
+            r = -1
+            while a is not None:
+                if a in want:
+                    r = a
+                    break
+                k = found.get(a)
+                if k is not None:
+                    r = k
+                    break
+                chain.append(a)
+                a = g.parent(a, dom)
+            for c in chain:
+                found[c] = r
+            if r >= 0:
+                want[r].append(v)
+        return want
 
     def _rank_root(self, vids: Iterable[int]) -> int | None:
         """The vertex of a rank with the shortest path (the root of the rank's subtree)."""
@@ -273,21 +311,23 @@ class ReleaseStage:
     def _keeps_below(self, jobid: int, root: int, released: set[int]) -> set[int]:
         """Listed vertices of ``root``'s subtree with a vertex of the job below them that is not listed.
 
-        O(subtree of ``root``).
+        Walks up from each of the job's vertices that stays, marking its
+        ancestors, and stops at an ancestor already marked or at ``root``.
+        O(job's vertices + their ancestors), whatever the size of the subtree.
         """
         g = self.g
         dom = self.dom
-        tags = self.tags
-        order = g.subtree(root, dom)
-        keeps: dict[int, bool] = {}
-        for v in reversed(order):
-            k = False
-            for c in g.children(v, dom):
-                if keeps.get(c) or (c not in released and tags[c] is not None and jobid in tags[c]):
-                    k = True
+        above: set[int] = set()
+        for c in self.job_vertices(jobid):
+            if c in released:
+                continue
+            a = c
+            while a != root:
+                a = g.parent(a, dom)
+                if a is None or a in above:
                     break
-            keeps[v] = k
-        return {v for v in released if keeps.get(v)}
+                above.add(a)
+        return released & above
 
     def _reduce_ancestor(
         self, u: int, jobid: int, red: dict[tuple[str, int, int], int]

@@ -41,6 +41,10 @@ class UpdateStage:
         self._marked_by = None
         self._reset_color()
         self._leaf_shared = {}
+        jv = self.job_vtx.get(meta.jobid)
+        if jv is None:
+            jv = self.job_vtx[meta.jobid] = []
+        self._jv_add = jv.append
         self._span_seq += 1
         self._leaf_sid = self._span_seq
         emit_shadow = self.g.v_type[root] in self.exclusive_types
@@ -101,6 +105,7 @@ class UpdateStage:
         table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
         tags, xspans, vspans = self.tags, self.xspans, self.vspans
         leaf_shared = self._leaf_shared
+        jv_add = self._jv_add
         total = self.prune.total
         prefix = None if hide else levels[level + 1]
         emit = writer.emit_vtx
@@ -137,6 +142,7 @@ class UpdateStage:
                             table[tgt] = shared[1]
                         tags[tgt] = shared[2]
                         xspans[tgt] = shared[3]
+                        jv_add(tgt)
                         t = vt[tgt]
                         if t in total:
                             acc[t] = acc.get(t, 0) + vsize[tgt]
@@ -230,6 +236,7 @@ class UpdateStage:
             _own(self.vspans, v)[sid] = (at, end, needs)
             _own(table, v)[jobid] = sid
         _own(self.tags, v)[jobid] = jobid
+        self._jv_add(v)
         _own(self.xspans, v)[jobid] = (at, end)
         g = self.g
         t = g.v_type[v]
@@ -278,6 +285,7 @@ class UpdateStage:
         if n > 0:
             jobid = meta.jobid
             _own(self.tags, u)[jobid] = jobid
+            self._jv_add(u)
             xs = _own(self.xspans, u)
             old = xs.get(jobid)
             if old is None:

@@ -155,6 +155,9 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
         self._extra_spans: dict[tuple[str, int, int], list[int]] = {}
         self._levels = ["      " + "---" * i for i in range(256)]
         self._locality = policy.order == "locality"
+        #: variation-aware: vertices scored by their perf_class, slots chosen highest first
+        self._variation = policy.order == "variation"
+        self.slot_descending = True if self._variation else self.descending
         self._kids_cache: dict[tuple[int, str], dict[str, tuple[list[int], bool, bool, bool]]] = {}
         self._kids_version = -1
         self._child_types: dict[int, frozenset[str]] = {}

@@ -61,7 +61,7 @@ class ExploreStage:
     ) -> int:
         if self.stop_on_k:
             return self._explore_dynamically(meta, u, ss, resources, pristine, excl, dfv, dfu, multiplier)
-        if dfv and mode and self.shortcuts:
+        if dfv and mode and self.shortcuts and not self._variation:
             plan = self._greedy_plan(u, ss, resources, mode, multiplier)
             if plan is not None:
                 return self._explore_greedy(meta, u, ss, resources, pristine, excl, dfu, plan)

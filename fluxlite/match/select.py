@@ -11,6 +11,7 @@ that marks the chosen edges with how many units each must give
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,6 +36,8 @@ from fluxlite.match._common import (
 )
 from fluxlite.match._scoring import MATCH_MET, MATCH_UNMET, Dfu
 from fluxlite.match._vplan import avail_during, overlaps
+
+_STOI = re.compile(r"[ \t\n\v\f\r]*[+-]?[0-9]+")
 
 
 class SelectStage:
@@ -169,7 +172,9 @@ class SelectStage:
                     score = MATCH_UNMET
                     break
                 dfu.choose_accum_best_k(c.type, count, desc)
-        if self.policy.order == "locality":
+        if self._variation:
+            overall = (score + self._perf_class(u)) if score == MATCH_MET else score
+        elif self.policy.order == "locality":
             overall = (score + g.v_id[u] + 1) if score == MATCH_MET else score
         else:
             f = self.factors.get(t)
@@ -178,6 +183,25 @@ class SelectStage:
             overall = (score + self.multilevel + g.v_id[u] + 1) if score == MATCH_MET else score
         dfu.overall_score = overall
         return 0 if score == MATCH_MET else -1
+
+    def _perf_class(self, u: int) -> int:
+        """The ``perf_class`` property of ``u`` as Fluxion's variation policy reads it (std::stoi).
+
+        Leading blanks and a sign are allowed and trailing text is ignored
+        (``"3x"`` is 3); a missing or unparsable value, or one outside
+        0..9999, is the worst class, 9999.
+        """
+        props = self.g.v_props.get(u)
+        raw = props.get("perf_class") if props else None
+        if raw is None:
+            return 9999
+        m = _STOI.match(raw)
+        if m is None:
+            return 9999
+        val = int(m.group(0))
+        if val < -(2**31) or val > 2**31 - 1 or val < 0 or val > 9999:
+            return 9999
+        return val
 
     def _dom_finish_graph(self, resources: Sequence[Any], dfu: Dfu) -> int:
         score = MATCH_MET
@@ -318,7 +342,7 @@ class SelectStage:
         if rc != 0:
             return -1
         for t in list(dfu_slot.evals):
-            dfu_slot.choose_accum_all(t, self.descending)
+            dfu_slot.choose_accum_all(t, self.slot_descending)
         qual = self._cnt_slot(slot_shape, dfu_slot)
         groups = []
         iters: dict[str, int] = {}

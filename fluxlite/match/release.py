@@ -63,9 +63,63 @@ class ReleaseStage:
                 for v in dict.fromkeys(kids):
                     rc += self._mod_dfv(v, jobid)
                 continue
+            if len(g.out) == 1:
+                rc += self._mod_kids(out, jobid)
+                continue
             for e in out:
                 rc += self._mod_dfv(g.e_dst[e], jobid)
         self.postorder += 1
+        return rc
+
+    def _mod_kids(self, out: list[int], jobid: int) -> int:
+        """_mod_dfv of ``u``'s children, with leaves held by ``jobid`` alone cleared inline.
+
+        Such a leaf (one subsystem, no aggregate) ends exactly as the
+        recursive call would leave it -- its tag, window and own span gone --
+        without the calls: cancel costs O(job's vertices) with a small
+        constant.
+        """
+        g = self.g
+        col = g.out[self.dom]
+        dst = g.e_dst
+        tags, xspans, vspans = self.tags, self.xspans, self.vspans
+        allocs, resvs = self.allocs, self.resvs
+        j2s = self.job2span.get(self.dom)
+        ep = self._epoch
+        rc = 0
+        for e in out:
+            v = dst[e]
+            if col[v]:
+                rc += self._mod_dfv(v, jobid)
+                continue
+            tg = tags[v]
+            if tg is None or jobid not in tg:
+                self.preorder += 1
+                continue
+            xs = xspans[v]
+            if len(tg) != 1 or xs is None or len(xs) != 1 or jobid not in xs or (j2s is not None and j2s[v]):
+                rc += self._mod_dfv(v, jobid)
+                continue
+            self.preorder += 1
+            ep[v] = ep.get(v, 0) + 1
+            tags[v] = None
+            xspans[v] = None
+            for table in (allocs, resvs):
+                d = table[v]
+                if d is not None and jobid in d:
+                    if len(d) == 1:
+                        table[v] = None
+                        sid = d[jobid]
+                    else:
+                        sid = _drop(table, v, jobid)
+                    sp = vspans[v]
+                    if sp is not None and sid in sp:
+                        if len(sp) == 1:
+                            vspans[v] = None
+                        else:
+                            _drop(vspans, v, sid)
+                    break
+            self.postorder += 1
         return rc
 
     def _rem_plan(self, u: int, jobid: int) -> tuple[int, int, int] | None:

@@ -624,13 +624,12 @@ class Engine:
                 roots.append(v)
         if g.roots.get(dom) in roots:
             raise StateError("cannot shrink a job by the root of the graph; cancel it instead", jobid=jobid)
-        groups = []
         for root in roots:
             tg = tr.tags[root]
             if tg is None or jobid not in tg:
                 raise StateError(f"job {jobid} does not hold {g.path(root, dom)}", jobid=jobid)
-            held = [v for v in g.subtree(root, dom) if tr.tags[v] is not None and jobid in tr.tags[v]]
-            groups.append((root, held))
+        under = tr.job_vertices_under(jobid, roots)
+        groups = [(root, under[root]) for root in roots]
         tr.total_preorder = 0
         tr.total_postorder = 0
         full = tr.release_groups(jobid, groups)

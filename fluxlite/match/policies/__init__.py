@@ -8,8 +8,11 @@ policy is a preset over it, and a new policy is usually one line::
 Settings (the same keys as Fluxion's custom policy strings):
 
 ``policy``
-    ``high`` (prefer high resource ids), ``low`` (prefer low ids) or
-    ``locality`` (prefer contiguous id ranges at the top level).
+    ``high`` (prefer high resource ids), ``low`` (prefer low ids),
+    ``locality`` (prefer contiguous id ranges at the top level) or
+    ``variation`` (Fluxion's variation-aware policy: prefer vertices of the
+    lowest ``perf_class`` property, 9999 when missing or invalid; selected
+    by name, ``-P variation``, or as ``policy=variation``).
 ``node_centric``
     Score a vertex by its node first: resources of the best node win before
     id order inside nodes is considered.
@@ -37,7 +40,7 @@ class MatchPolicy:
     """Independent settings of a match policy."""
 
     name: str
-    order: str = "high"  # "high" | "low" | "locality"
+    order: str = "high"  # "high" | "low" | "locality" | "variation"
     node_centric: bool = False
     node_exclusive: bool = False
     stop_on_first: bool = False
@@ -45,7 +48,7 @@ class MatchPolicy:
     @property
     def descending(self) -> bool:
         """True when higher scores are better."""
-        return self.order != "low"
+        return self.order not in ("low", "variation")
 
 
 _OPTIONS = ("policy", "node_centric", "stop_on_1_matches", "node_exclusive")
@@ -97,11 +100,13 @@ def parse_policy(spec: str) -> MatchPolicy:
     """
     if spec == "locality":
         return MatchPolicy(name="locality", order="locality")
+    if spec in ("variation", "policy=variation"):
+        return MatchPolicy(name="variation", order="variation")
     settings = POLICIES.get(spec)
     if settings is not None:
         return _parse_settings(spec, settings)
     if "=" not in spec:
-        known = ", ".join(sorted([*POLICIES, "locality"]))
+        known = ", ".join(sorted([*POLICIES, "locality", "variation"]))
         raise InputError(
             f"unknown match policy {spec!r} (known: {known}; or a custom 'policy=low ...' string)"
         )

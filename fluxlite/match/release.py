@@ -1,0 +1,463 @@
+"""Release: cancel a job, release part of it, or shrink it (Fluxion's remove/partial cancel).
+
+Owns full removal of a job (``remove``), partial release by rank or by
+vertex groups (``plan_partial_release``, ``release``, ``release_groups``),
+the purge of a vertex's spans for one job and the reduction of the
+ancestors' aggregates by what was released.  Every entry point checks
+before it changes anything, so a failed release leaves the state unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from fluxlite.match._common import (
+    _drop,
+    _own,
+)
+
+
+class ReleaseStage:
+    """The release stage of :class:`~fluxlite.match.Traverser` (a mixin over its state)."""
+
+    def remove(self, jobid: int) -> int:
+        """Free everything job ``jobid`` holds (Fluxion's traverser remove).  O(job's vertices)."""
+        root = self.g.roots[self.dom]
+        self.preorder = 0
+        self.postorder = 0
+        self._reset_color()
+        tg = self.tags[root]
+        if tg is not None and jobid in tg:
+            rc = self._mod_dfv(root, jobid)
+        else:
+            rc = self._mod_exv(jobid)
+        self.total_preorder = self.preorder
+        self.total_postorder = self.postorder
+        self.job_vertices(jobid)  # compacts (drops) the job's index entry
+        return rc
+
+    def _mod_dfv(self, u: int, jobid: int) -> int:
+        self.preorder += 1
+        tg = self.tags[u]
+        if tg is None or jobid not in tg:
+            return 0
+        ep = self._epoch
+        ep[u] = ep.get(u, 0) + 1
+        _drop(self.tags, u, jobid)
+        xs = self.xspans[u]
+        if xs is None or jobid not in xs:
+            self.err_msg += "rem_exclusive_filter: jobid isn't found in x_spans table.\n "
+            return -1
+        _drop(self.xspans, u, jobid)
+        self._drop_job_aggregate(u, jobid)
+        self._rem_plan(u, jobid)
+        dom = self.dom
+        rc = 0
+        g = self.g
+        for ss in self.subsystems:
+            if ss != dom:
+                continue
+            out = g.out[ss][u]
+            kids = self._wide_kids.pop((u, jobid), None) if len(out) > 64 else None
+            if kids is not None:
+                for v in dict.fromkeys(kids):
+                    rc += self._mod_dfv(v, jobid)
+                continue
+            if len(g.out) == 1:
+                rc += self._mod_kids(out, jobid)
+                continue
+            for e in out:
+                rc += self._mod_dfv(g.e_dst[e], jobid)
+        self.postorder += 1
+        return rc
+
+    def _mod_kids(self, out: list[int], jobid: int) -> int:
+        """_mod_dfv of ``u``'s children, with leaves held by ``jobid`` alone cleared inline.
+
+        Such a leaf (one subsystem, no aggregate) ends exactly as the
+        recursive call would leave it -- its tag, window and own span gone --
+        without the calls: cancel costs O(job's vertices) with a small
+        constant.
+        """
+        g = self.g
+        col = g.out[self.dom]
+        dst = g.e_dst
+        tags, xspans, vspans = self.tags, self.xspans, self.vspans
+        allocs, resvs = self.allocs, self.resvs
+        j2s = self.job2span.get(self.dom)
+        ep = self._epoch
+        rc = 0
+        for e in out:
+            v = dst[e]
+            if col[v]:
+                rc += self._mod_dfv(v, jobid)
+                continue
+            tg = tags[v]
+            if tg is None or jobid not in tg:
+                self.preorder += 1
+                continue
+            xs = xspans[v]
+            if len(tg) != 1 or xs is None or len(xs) != 1 or jobid not in xs or (j2s is not None and j2s[v]):
+                rc += self._mod_dfv(v, jobid)
+                continue
+            self.preorder += 1
+            ep[v] = ep.get(v, 0) + 1
+            tags[v] = None
+            xspans[v] = None
+            for table in (allocs, resvs):
+                d = table[v]
+                if d is not None and jobid in d:
+                    if len(d) == 1:
+                        table[v] = None
+                        sid = d[jobid]
+                    else:
+                        sid = _drop(table, v, jobid)
+                    sp = vspans[v]
+                    if sp is not None and sid in sp:
+                        if len(sp) == 1:
+                            vspans[v] = None
+                        else:
+                            _drop(vspans, v, sid)
+                    break
+            self.postorder += 1
+        return rc
+
+    def _rem_plan(self, u: int, jobid: int) -> tuple[int, int, int] | None:
+        """Drop ``jobid``'s own span on ``u``; return it as (amount, start, end), or None."""
+        for table in (self.allocs, self.resvs):
+            d = table[u]
+            if d is not None and jobid in d:
+                sid = _drop(table, u, jobid)
+                sp = self.vspans[u]
+                if sp is not None and sid in sp:
+                    start, end, amount = _drop(self.vspans, u, sid)
+                    return amount, start, end
+                return None
+        return None
+
+    def _mod_exv(self, jobid: int) -> int:
+        """Drop ``jobid``'s own spans where the root is not tagged.  O(job's vertices)."""
+        self.memo_clear()
+        n = len(self.allocs)
+        for v in self.job_vtx.get(jobid, ()):
+            if v < n:
+                self._rem_plan(v, jobid)
+        return 0
+
+    def job_holds(self, u: int, jobid: int) -> bool:
+        """True if vertex ``u`` holds any state of ``jobid``."""
+        for col in (self.tags, self.allocs, self.resvs, self.xspans):
+            d = col[u]
+            if d is not None and jobid in d:
+                return True
+        j2s = self.job2span.get(self.dom)
+        d = j2s[u] if j2s is not None else None
+        return d is not None and jobid in d
+
+    def job_vertices_under(self, jobid: int, roots: Iterable[int]) -> dict[int, list[int]]:
+        """The vertices ``jobid`` holds in each root's subtree (the root included), ascending.
+
+        Walks up from each of the job's vertices, not down the subtrees: O(job's
+        vertices x depth), whatever else the subtrees hold.  Roots must not
+        nest (a vertex is reported under the nearest root above it).
+        """
+        g = self.g
+        dom = self.dom
+        want: dict[int, list[int]] = {r: [] for r in roots}
+        if not want:
+            return want
+        #: vertex -> the root above it (or -1): memo of the upward walks
+        found: dict[int, int] = {}
+        for v in self.job_vertices(jobid):
+            chain = []
+            a: int | None = v
+            r = -1
+            while a is not None:
+                if a in want:
+                    r = a
+                    break
+                k = found.get(a)
+                if k is not None:
+                    r = k
+                    break
+                chain.append(a)
+                a = g.parent(a, dom)
+            for c in chain:
+                found[c] = r
+            if r >= 0:
+                want[r].append(v)
+        return want
+
+    def _rank_root(self, vids: Iterable[int]) -> int | None:
+        """The vertex of a rank with the shortest path (the root of the rank's subtree)."""
+        best = None
+        blen = -1
+        col = self.g.paths.get(self.dom, {})
+        for v in vids:
+            p = col.get(v)
+            if p is not None and (best is None or len(p) < blen):
+                best, blen = v, len(p)
+        return best
+
+    def plan_partial_release(
+        self, jobid: int, ranks: Iterable[int] | None = None, vertices: Iterable[int] | None = None
+    ) -> dict[int, list[int]]:
+        """Validate a partial release and return rank -> vertices to release.
+
+        Either ``ranks`` (release everything the job holds on those broker
+        ranks) or ``vertices`` (release exactly these) is given.  Raises
+        ``ValueError`` naming the problem; nothing is changed.
+        """
+        g = self.g
+        by_rank: dict[int, list[int]] = {}
+        if ranks is not None:
+            for r in ranks:
+                vids = g.by_rank.get(r)
+                if not vids:
+                    raise ValueError(f"rank {r} not found in the resource graph")
+                held = [v for v in vids if self.tags[v] is not None and jobid in self.tags[v]]
+                if not held:
+                    raise ValueError(f"job {jobid} holds nothing on rank {r}")
+                by_rank[r] = held
+        else:
+            for v in vertices or ():
+                if not self.job_holds(v, jobid):
+                    raise ValueError(f"job {jobid} does not hold {g.path(v, self.dom) or g.v_name[v]}")
+                by_rank.setdefault(g.v_rank[v], []).append(v)
+            for r, vids in by_rank.items():
+                if r < 0:
+                    raise ValueError(
+                        "a vertex without a broker rank cannot be released on its own: "
+                        + ", ".join(g.path(v, self.dom) for v in vids)
+                    )
+                root = self._rank_root(g.by_rank.get(r, ()))
+                if root is not None and root not in vids:
+                    raise ValueError(
+                        f"the release of rank {r} must include its root {g.path(root, self.dom)}"
+                    )
+        if not by_rank:
+            raise ValueError("nothing to release")
+        return by_rank
+
+    def release(self, jobid: int, by_rank: dict[int, list[int]]) -> bool:
+        """Release the vertices of :meth:`plan_partial_release`; return True if the job is now gone."""
+        self.memo_clear()
+        groups = []
+        for r, vids in by_rank.items():
+            root = self._rank_root(self.g.by_rank.get(r, ()) or vids)
+            groups.append((root, vids))
+        return self.release_groups(jobid, groups)
+
+    def release_groups(self, jobid: int, groups: list[tuple[int | None, list[int]]]) -> bool:
+        """Release groups of vertices (each with the root of its subtree); True if the job is gone.
+
+        Released vertices lose the job's spans, tags and aggregate spans; every
+        ancestor's aggregate drops by what was released below it.  When nothing
+        but bookkeeping residue is left, the whole job is purged.  O(released +
+        depth x ranks).
+        """
+        self.memo_clear()
+        g = self.g
+        dom = self.dom
+        # accumulate reductions along each group root's ancestor chain
+        #: ancestor -> (type, start, end) -> units released below it in that window
+        reductions: dict[int, dict[tuple[str, int, int], int]] = {}
+        depth: dict[int, int] = {}
+        for root, vids in groups:
+            if root is None:
+                for v in vids:
+                    self._purge_vertex(v, jobid)
+                continue
+            # A listed vertex above resources of the job that stay allocated is
+            # not released: it only loses what is released below it (it is
+            # reduced as an ancestor).  Everything else listed is purged, and
+            # each purged subtree's top reports its amounts to its ancestors.
+            vset = set(vids)
+            partial = self._keeps_below(jobid, root, vset)
+            purge = [v for v in vids if v not in partial]
+            pset = set(purge)
+            by_top: dict[int, dict[tuple[str, int, int], int]] = {}
+            top_of: dict[int, int] = {}
+            for v in purge:
+                got = self._purge_vertex(v, jobid)
+                if got is None:
+                    continue
+                amount, start, end = got
+                path = [v]
+                top = v
+                while True:
+                    known = top_of.get(top)
+                    if known is not None:
+                        top = known
+                        break
+                    par = g.parent(top, dom)
+                    if par is None or par not in pset:
+                        break
+                    top = par
+                    path.append(top)
+                for x in path:
+                    top_of[x] = top
+                counts = by_top.setdefault(top, {})
+                k = (g.v_type[v], start, end)
+                counts[k] = counts.get(k, 0) + amount
+            for top, counts in by_top.items():
+                chain = g.ancestors(top, dom)
+                for i, a in enumerate(chain):
+                    depth[a] = len(chain) - 1 - i
+                    red = reductions.setdefault(a, {})
+                    for t, c in counts.items():
+                        red[t] = red.get(t, 0) + c
+        for u in sorted(reductions, key=lambda a: -depth[a]):
+            released_own = self._reduce_ancestor(u, jobid, reductions[u])
+            if released_own is not None:
+                k = (g.v_type[u], released_own[1], released_own[2])
+                for a in g.ancestors(u, dom):
+                    red = reductions.get(a)
+                    if red is not None:
+                        red[k] = red.get(k, 0) + released_own[0]
+        root = g.roots[dom]
+        tg = self.tags[root]
+        if tg is not None and jobid in tg:
+            j2s = self.job2span.get(dom)
+            if j2s is not None and self.subplan[dom][root] is not None:
+                return False
+            # no aggregate at the root to tell: the job is gone when what is
+            # left holds no resources (tags and empty placeholder spans only)
+            for v in self.job_vertices(jobid):
+                if j2s is not None and j2s[v] is not None and jobid in j2s[v]:
+                    return False
+                for table in (self.allocs, self.resvs):
+                    d = table[v]
+                    if d is not None and jobid in d:
+                        sp = self.vspans[v]
+                        if sp is not None and sp.get(d[jobid], (0, 0, 0))[2] != 0:
+                            return False
+        for v in self.job_vertices(jobid):
+            self._purge_vertex(v, jobid)
+        return True
+
+    def _purge_vertex(self, u: int, jobid: int) -> tuple[int, int, int] | None:
+        """Remove every piece of ``jobid``'s state on ``u``; return its own span as (amount, start, end)."""
+        for col in (self.tags, self.xspans):
+            d = col[u]
+            if d is not None and jobid in d:
+                _drop(col, u, jobid)
+        self._drop_job_aggregate(u, jobid)
+        return self._rem_plan(u, jobid)
+
+    def _drop_job_aggregate(self, u: int, jobid: int) -> None:
+        """Remove ``jobid``'s spans (of every window) from ``u``'s subtree aggregate."""
+        dom = self.dom
+        j2s = self.job2span.get(dom)
+        d2 = j2s[u] if j2s is not None else None
+        if d2 is None or jobid not in d2:
+            return
+        p = self.subplan[dom][u]
+        if p is not None:
+            p.rem_span(d2[jobid])
+            for sid in self._extra_spans.pop((dom, u, jobid), ()):
+                p.rem_span(sid)
+            self._agg_touched(dom, u)
+        del d2[jobid]
+        if not d2:
+            j2s[u] = None  # type: ignore[index]
+
+    def _keeps_below(self, jobid: int, root: int, released: set[int]) -> set[int]:
+        """Listed vertices of ``root``'s subtree with a vertex of the job below them that is not listed.
+
+        Walks up from each of the job's vertices that stays, marking its
+        ancestors, and stops at an ancestor already marked or at ``root``.
+        O(job's vertices + their ancestors), whatever the size of the subtree.
+        """
+        g = self.g
+        dom = self.dom
+        above: set[int] = set()
+        for c in self.job_vertices(jobid):
+            if c in released:
+                continue
+            a = c
+            while a != root:
+                a = g.parent(a, dom)
+                if a is None or a in above:
+                    break
+                above.add(a)
+        return released & above
+
+    def _reduce_ancestor(
+        self, u: int, jobid: int, red: dict[tuple[str, int, int], int]
+    ) -> tuple[int, int, int] | None:
+        """Shrink ``jobid``'s aggregate spans on ancestor ``u`` by ``red`` ((type, start, end) -> units).
+
+        Each reduction goes to the span of the same window (a job grown over
+        another window has one span per window); returns what ``u`` released
+        of its own span as (amount, start, end), or None.
+
+        An ancestor whose aggregate span drains completely holds nothing of
+        the job any more and is purged; one that still holds resources below
+        keeps its tag, but an exclusive span of the job on it becomes an empty
+        placeholder so the released resources below are usable again.
+        """
+        dom = self.dom
+        j2s = self.job2span.get(dom)
+        d2 = j2s[u] if j2s is not None else None
+        tg = self.tags[u]
+        if tg is None or jobid not in tg or d2 is None or jobid not in d2:
+            return None
+        p = self.subplan[dom][u]
+        drained = False
+        if p is not None:
+            # the job's spans here: the current one, then those of earlier
+            # windows (a grow over another window), newest first
+            key = (dom, u, jobid)
+            extra = self._extra_spans.get(key, [])
+            spans = [d2[jobid], *reversed(extra)]
+            types = p.resource_types
+            left = dict(red)
+            cuts: dict[int, dict[str, int]] = {sp: {} for sp in spans}
+            # first what was released in each span's own window, then anything left, newest first
+            for exact in (True, False):
+                for span in spans:
+                    at, dur = p.span_window(span)
+                    for i, t in enumerate(types):
+                        room = p.span_planned_at(span, i) - cuts[span].get(t, 0)
+                        if room <= 0:
+                            continue
+                        for k, c in left.items():
+                            if c <= 0 or k[0] != t or (exact and (k[1], k[2]) != (at, at + dur)):
+                                continue
+                            take = min(c, room)
+                            cuts[span][t] = cuts[span].get(t, 0) + take
+                            left[k] = c - take
+                            room -= take
+                            if room == 0:
+                                break
+            for span in spans:
+                gone = p.reduce_span(span, cuts[span])
+                if span == d2[jobid]:
+                    drained = gone
+                elif gone:
+                    extra.remove(span)
+            if drained and extra:
+                # the current span is gone but an earlier one holds resources: it becomes current
+                d2[jobid] = extra.pop()
+                drained = False
+            if not extra:
+                self._extra_spans.pop(key, None)
+            self._agg_touched(dom, u)
+            if drained:
+                del d2[jobid]
+                if not d2:
+                    j2s[u] = None  # type: ignore[index]
+        own = None
+        for table in (self.allocs, self.resvs):
+            d = table[u]
+            if d is not None and jobid in d:
+                sp = self.vspans[u]
+                sid = d[jobid]
+                if sp is not None and sid in sp and sp[sid][2] != 0:
+                    start, end, _amount = sp[sid]
+                    _own(self.vspans, u)[sid] = (start, end, 0)
+                    own = (self.g.v_size[u], start, end)
+        if drained:
+            self._purge_vertex(u, jobid)
+        return own

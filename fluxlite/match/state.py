@@ -1,0 +1,218 @@
+"""Graph state: the per-vertex columns kept aligned with the graph, and the aggregates primed.
+
+Owns the graph-observer callbacks (a vertex or edge added or removed keeps
+every per-vertex column the same length as the graph), the priming of
+subtree aggregates (``initialize``, ``_prime``: one bottom-up pass counting
+each pruning type under every vertex), the order of out-edges, and
+``prime_jobspec`` (which types a jobspec asks for under each request).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from typing import Any
+
+from fluxlite.graph import UP
+from fluxlite.match._common import (
+    _TRISTATE_TRUE,
+    UINT64_MAX,
+    JobMeta,
+)
+from fluxlite.planner import PlannerMulti
+
+
+class GraphStateStage:
+    """Per-vertex state kept in step with the graph (a mixin of :class:`~fluxlite.match.Traverser`)."""
+
+    # ------------------------------------------------------------ observers
+    def vertex_added(self, vid: int) -> None:
+        self.memo_clear()
+        self.types.intern(self.g.v_type[vid])
+        cols: list[list[Any]] = [self.vspans, self.allocs, self.resvs, self.tags, self.xspans]
+        cols.extend(self.subplan.values())
+        cols.extend(self.job2span.values())
+        for col in cols:
+            if vid == len(col):
+                col.append(None)
+            elif vid < len(col):
+                col[vid] = None
+            else:
+                col.extend([None] * (vid + 1 - len(col)))
+        self._outedges.pop(vid, None)
+
+    def vertices_added(self, vids: Sequence[int]) -> None:
+        """Bulk form of :meth:`vertex_added`.  O(len(vids))."""
+        self.memo_clear()
+        g = self.g
+        for t in {g.v_type[v] for v in vids}:
+            self.types.intern(t)
+        cols: list[list[Any]] = [self.vspans, self.allocs, self.resvs, self.tags, self.xspans]
+        cols.extend(self.subplan.values())
+        cols.extend(self.job2span.values())
+        hi = max(vids, default=-1)
+        for col in cols:
+            if len(col) <= hi:
+                col.extend([None] * (hi + 1 - len(col)))
+            for v in vids:
+                if col[v] is not None:
+                    col[v] = None
+        oe = self._outedges
+        if oe:
+            for v in vids:
+                oe.pop(v, None)
+
+    def vertex_removed(self, vid: int) -> None:
+        self.memo_clear()
+        for col in (self.vspans, self.allocs, self.resvs, self.tags, self.xspans):
+            if vid < len(col):
+                col[vid] = None
+        for col in (*self.subplan.values(), *self.job2span.values()):
+            if vid < len(col):
+                col[vid] = None
+        self._outedges.pop(vid, None)
+
+    def _sync_edges(self) -> None:
+        n = len(self.g.e_src)
+        if len(self.e_needs) < n:
+            k = n - len(self.e_needs)
+            self.e_needs.extend([0] * k)
+            self.e_excl.extend([False] * k)
+            self.e_token.extend([0] * k)
+            self.e_weight.extend([UINT64_MAX] * k)
+
+    # ------------------------------------------------------------ colors
+    def initialize(self) -> None:
+        """(Re)build every subtree aggregate from the graph (Fluxion's prime_pruning_filter).
+
+        O(V).  Existing job spans in aggregates are dropped, so call it only on a
+        graph without allocations (load, attach of free resources, removal).
+        """
+        self.memo_clear()
+        self._sync_edges()
+        n = len(self.g.v_type)
+        for col in (self.vspans, self.allocs, self.resvs, self.tags, self.xspans):
+            if len(col) < n:
+                col.extend([None] * (n - len(col)))
+        self._reset_color()
+        self._skip.clear()
+        self._skip_of.clear()
+        for ss in self.subsystems:
+            if ss not in self.g.roots:
+                raise LookupError(f"subsystem {ss!r} has no root in this graph")
+            old = self.subplan.get(ss)
+            self.subplan[ss] = [None] * n
+            j2s = self.job2span.get(ss)
+            if j2s is None or len(j2s) < n:
+                self.job2span[ss] = (j2s or []) + [None] * (n - len(j2s or []))
+            self._prime(ss, self.g.roots[ss], {}, old)
+        self._reset_color()
+        self._count_nodes_up()
+        if self.stop_on_k and not self._outedges_built:
+            self._build_outedges()
+        self.initialized = True
+
+    def _count_nodes_up(self) -> None:
+        vt, st = self.g.v_type, self.g.v_status
+        self.nodes_up = sum(1 for v in self.g.vertices() if vt[v] == "node" and st[v] == UP)
+
+    def _accum_if(self, t: str, count: int, acc: dict[str, int]) -> None:
+        if t in self.prune.total:
+            acc[t] = acc.get(t, 0) + count
+
+    def _prime(self, ss: str, u: int, to_parent: dict[str, int], old: list | None) -> None:
+        g = self.g
+        self._set_color(u, ss)
+        t = g.v_type[u]
+        self._accum_if(t, g.v_size[u], to_parent)
+        if not any(g.out[s][u] for s in g.out):
+            # Like Fluxion, every leaf type is tracked at the cluster level
+            # even when the filter spec does not name it.
+            if t not in self.prune.total:
+                self.prune.add("cluster", t)
+                self._accum_if(t, g.v_size[u], to_parent)
+            return
+        dfv: dict[str, int] = {}
+        dst = g.e_dst
+        col = self._colors[ss]
+        for e in g.out[ss][u]:
+            v = dst[e]
+            if v in col:
+                continue
+            self._prime(ss, v, dfv, old)
+        for tt, c in dfv.items():
+            self._accum_if(tt, c, to_parent)
+        ptypes = self.prune.types_for(t)
+        if not ptypes:
+            return
+        avail = [dfv.get(pt, 0) for pt in ptypes]
+        self.subplan[ss][u] = PlannerMulti(self.graph_start, self.graph_end - self.graph_start, avail, ptypes)
+
+    # ------------------------------------------------------------ outedges (first policy)
+    def _build_outedges(self) -> None:
+        g = self.g
+        uniq = g.v_uniq
+        self._outedges = {}
+        for ss_col in g.out.values():
+            for u, lst in enumerate(ss_col):
+                if lst:
+                    keys = self._outedges.setdefault(u, [])
+                    for e in lst:
+                        keys.append((-self.e_weight[e], -uniq[g.e_dst[e]], e))
+        for keys in self._outedges.values():
+            keys.sort()
+        self._outedges_built = True
+
+    def _outedge_order(self, u: int) -> list[tuple[int, int, int]] | None:
+        if not self._outedges_built:
+            self._build_outedges()
+        keys = self._outedges.get(u)
+        if keys is None:
+            g = self.g
+            lst = [e for col in g.out.values() for e in col[u]]
+            if not lst:
+                return None
+            keys = sorted((-self.e_weight[e], -g.v_uniq[g.e_dst[e]], e) for e in lst)
+            self._outedges[u] = keys
+        return keys
+
+    def _upd_by_outedges(self, ss: str, meta: JobMeta, u: int, e: int) -> None:
+        g = self.g
+        tgt = g.e_dst[e]
+        col = self.subplan.get(ss)
+        p = col[tgt] if col is not None else None
+        if p is None:
+            return
+        n = p.resources_len
+        if n == 0:
+            return
+        avail = p.avail_resources_at(meta.now, n - 1)
+        if avail == 0 and p.span_size == 0:
+            return
+        keys = self._outedge_order(u)
+        if keys is None:
+            return
+        old = (-self.e_weight[e], -g.v_uniq[tgt], e)
+        i = bisect.bisect_left(keys, old)
+        if i < len(keys) and keys[i] == old:
+            del keys[i]
+        w = 0 if avail < 0 else avail
+        self.e_weight[e] = w
+        bisect.insort(keys, (-w, -g.v_uniq[tgt], e))
+
+    # ------------------------------------------------------------ jobspec priming
+    def prime_jobspec(
+        self, resources: Sequence[Any], to_parent: dict[str, int], ud: dict[int, dict[str, int]]
+    ) -> None:
+        """Aggregate requested pruning-type counts into each request node (Fluxion's user_data)."""
+        for r in resources:
+            self.types.intern(r.type)
+            if r.exclusive is _TRISTATE_TRUE:
+                self.exclusive_types.add(r.type)
+            self._accum_if(r.type, r.count.min, to_parent)
+            mine = ud.setdefault(id(r), {})
+            self.prime_jobspec(r.with_, mine, ud)
+            for t, c in mine.items():
+                self._accum_if(t, r.count.min * c, to_parent)
+
+    # ------------------------------------------------------------ pruning

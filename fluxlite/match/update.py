@@ -1,0 +1,499 @@
+"""Update: record a selection in the graph state (Fluxion's dfu_impl_update.cpp).
+
+Owns the walk over the edges marked by select: per-vertex spans for
+exclusive use, per-leaf amounts shared between leaves of one job, the
+aggregate (subtree planner) spans of each ancestor, emission through the
+match writer, ``update_allocate`` (re-applying a given allocation, e.g. on
+restore or grow) and the accounting of attached or removed subgraphs
+(``attach_update``, ``account_removal``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fluxlite.graph import UP
+from fluxlite.match._common import (
+    AT_ALLOC,
+    AT_RESERVE,
+    AT_SATISFIABILITY,
+    JobMeta,
+    _own,
+    _Shared,
+)
+from fluxlite.match._vplan import overlaps
+from fluxlite.planner import PlannerMulti
+
+
+class UpdateStage:
+    """The update stage of :class:`~fluxlite.match.Traverser` (a mixin over its state)."""
+
+    def _level(self) -> str:
+        return "      " + "---" * self.trav_level
+
+    def update(self, root: int, writer: Any, meta: JobMeta) -> int:
+        rt = self.v_rt_edges.get(self.dom)
+        if rt is None or rt[2] != self.token:
+            self.err_msg += "update: resource state wasn't properly set up for update.\n"
+            return -1
+        needs, excl, _tok = rt
+        self._marked_by = None
+        self._reset_color()
+        self._leaf_shared = {}
+        jv = self.job_vtx.get(meta.jobid)
+        if jv is None:
+            jv = self.job_vtx[meta.jobid] = []
+        self._jv_add = jv.append
+        self._span_seq += 1
+        self._leaf_sid = self._span_seq
+        emit_shadow = self.g.v_type[root] in self.exclusive_types
+        self.trav_level = 0
+        n = self._upd_dfv(root, writer, needs, excl, meta, True, {}, emit_shadow)
+        if n == 0:
+            # Fluxion reports nothing here and prints the job as allocated;
+            # say what went wrong instead.
+            self.err_msg += (
+                "update: the selected resources could not be recorded: below its first match a "
+                "jobspec must follow the graph's containment levels (a slot must sit directly "
+                "above the resources it holds).\n"
+            )
+        if n > 0:
+            writer.emit_tm(meta.at, meta.at + meta.duration)
+            if meta.queue:
+                writer.emit_attrs("queue", meta.queue)
+        return 0 if n > 0 else -1
+
+    def _upd_dfv(
+        self,
+        u: int,
+        writer: Any,
+        needs: int,
+        excl: bool,
+        meta: JobMeta,
+        full: bool,
+        to_parent: dict[str, int],
+        emit_shadow: bool,
+        excl_parent: bool = False,
+    ) -> int:
+        g = self.g
+        ep = self._epoch
+        ep[u] = ep.get(u, 0) + 1
+        if self._deferred:
+            marks = self._deferred.pop(u, None)
+            if marks:
+                self._replay(marks)
+        n_plans = 0
+        acc: dict[str, int] = {}
+        xtypes = self.exclusive_types
+        vt = g.v_type
+        mod = emit_shadow or vt[u] in xtypes
+        excl = excl or mod
+        self.trav_level += 1
+        level = self.trav_level
+        token = self.token
+        dom = self.dom
+        dst, vsize = g.e_dst, g.v_size
+        e_token, e_excl, e_needs = self.e_token, self.e_excl, self.e_needs
+        levels = self._levels
+        single = len(g.out) == 1
+        edges = writer.emits_edges
+        # jgf_shorthand: nothing below an exclusive vertex is written
+        hide = excl and not writer.emit_exclusive_subtrees
+        # leaves that held nothing take dicts shared by the whole allocation (see _upd_leaf)
+        record = full and meta.alloc_type != AT_SATISFIABILITY
+        table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
+        tags, xspans, vspans = self.tags, self.xspans, self.vspans
+        leaf_shared = self._leaf_shared
+        jv_add = self._jv_add
+        total = self.prune.total
+        prefix = None if hide else levels[level + 1]
+        emit = writer.emit_vtx
+        for ss in self.subsystems:
+            col = g.out.get(ss)
+            if col is None:
+                continue
+            out = col[u]
+            if not mod and len(out) > 64:
+                out = self._marked_out(u)
+            for e in out:
+                if e_token[e] != token and not mod:
+                    continue
+                if ss != dom:
+                    continue
+                tgt = dst[e]
+                x = e_excl[e] or mod
+                nd = vsize[tgt] if mod else e_needs[e]
+                if (not col[tgt]) if single else self._is_leaf(tgt):
+                    # a leaf: upd_dfv + upd_sched without the recursion
+                    if not (x or vt[tgt] in xtypes):
+                        continue
+                    if (
+                        tags[tgt] is None
+                        and xspans[tgt] is None
+                        and vspans[tgt] is None
+                        and table[tgt] is None
+                    ):
+                        shared = leaf_shared.get(nd)
+                        if shared is None:
+                            shared = self._new_leaf_shared(nd, meta)
+                        if record:
+                            vspans[tgt] = shared[0]
+                            table[tgt] = shared[1]
+                        tags[tgt] = shared[2]
+                        xspans[tgt] = shared[3]
+                        jv_add(tgt)
+                        t = vt[tgt]
+                        if t in total:
+                            acc[t] = acc.get(t, 0) + vsize[tgt]
+                        if prefix is not None:
+                            emit(prefix, g, tgt, nd, None, True)
+                    else:
+                        self._upd_leaf(tgt, writer, nd, meta, full, acc, prefix)
+                    if edges and not hide:
+                        writer.emit_edg(levels[level], g, e)
+                    n_plans += 1
+                    continue
+                sub = self._upd_dfv(tgt, writer, nd, x, meta, full, acc, mod, excl)
+                if sub > 0:
+                    if self.stop_on_k:
+                        self._upd_by_outedges(ss, meta, u, e)
+                    if edges and not hide:
+                        writer.emit_edg(levels[level], g, e)
+                    n_plans += sub
+            if ss == dom and len(col[u]) > 64:
+                # remember which children of a wide vertex the job reached, so
+                # that its cancel does not scan them all (None: all of them)
+                key = (u, meta.jobid)
+                if mod:
+                    self._wide_kids[key] = None
+                else:
+                    have = self._wide_kids.get(key, [])
+                    if have is not None:
+                        jobid = meta.jobid
+                        have.extend(dst[e] for e in out if tags[dst[e]] is not None and jobid in tags[dst[e]])
+                        self._wide_kids[key] = have
+        return self._upd_sched(u, writer, dom, needs, excl, n_plans, meta, full, acc, to_parent, excl_parent)
+
+    def _replay(self, marks: list[tuple[int, int, bool]]) -> None:
+        """Apply the marks a memoized child evaluation made (edges marked since then keep theirs)."""
+        token = self.token
+        e_token, e_needs, e_excl = self.e_token, self.e_needs, self.e_excl
+        by = self._marked_by
+        src = self.g.e_src
+        touched = set()
+        for e, needs, x in marks:
+            if e_token[e] == token:
+                continue
+            e_token[e] = token
+            e_needs[e] = needs
+            e_excl[e] = x
+            self._marked.append(e)
+            if by is not None:
+                by.setdefault(src[e], []).append(e)
+                touched.add(src[e])
+        if by is not None:
+            seq = self.g.e_seq
+            for v in touched:
+                by[v].sort(key=seq.__getitem__)
+
+    def _marked_out(self, u: int) -> list[int]:
+        """Out-edges of ``u`` marked by the last select, in sibling order.  O(marked)."""
+        by = self._marked_by
+        if by is None:
+            by = self._marked_by = {}
+            src = self.g.e_src
+            for e in self._marked:
+                by.setdefault(src[e], []).append(e)
+            seq = self.g.e_seq
+            for lst in by.values():
+                if len(lst) > 1:
+                    lst.sort(key=seq.__getitem__)
+        return by.get(u, [])
+
+    def _upd_leaf(
+        self,
+        v: int,
+        writer: Any,
+        needs: int,
+        meta: JobMeta,
+        full: bool,
+        acc: dict[str, int],
+        prefix: str | None,
+    ) -> None:
+        """Record an exclusive allocation of leaf ``v`` that already holds state (of another job or window).
+
+        Leaves that held nothing are recorded inline in :meth:`_upd_dfv` with
+        dicts shared by the whole allocation; here the leaf's own dicts are
+        copied on change.
+        """
+        jobid = meta.jobid
+        table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
+        at, end = meta.at, meta.at + meta.duration
+        if full and meta.alloc_type != AT_SATISFIABILITY:
+            self._span_seq += 1
+            sid = self._span_seq
+            _own(self.vspans, v)[sid] = (at, end, needs)
+            _own(table, v)[jobid] = sid
+        _own(self.tags, v)[jobid] = jobid
+        self._jv_add(v)
+        _own(self.xspans, v)[jobid] = (at, end)
+        g = self.g
+        t = g.v_type[v]
+        if t in self.prune.total:
+            acc[t] = acc.get(t, 0) + g.v_size[v]
+        if prefix is not None:
+            writer.emit_vtx(prefix, g, v, needs, None, True)
+
+    def _new_leaf_shared(self, needs: int, meta: JobMeta) -> tuple[Any, Any, Any, Any]:
+        at, end = meta.at, meta.at + meta.duration
+        jobid = meta.jobid
+        shared = self._leaf_shared[needs] = (
+            _Shared({self._leaf_sid: (at, end, needs)}),
+            _Shared({jobid: self._leaf_sid}),
+            _Shared({jobid: jobid}),
+            _Shared({jobid: (at, end)}),
+        )
+        return shared
+
+    def _new_span_id(self) -> int:
+        self._span_seq += 1
+        return self._span_seq
+
+    def _upd_sched(
+        self,
+        u: int,
+        writer: Any,
+        ss: str,
+        needs: int,
+        excl: bool,
+        n: int,
+        meta: JobMeta,
+        full: bool,
+        acc: dict[str, int],
+        to_parent: dict[str, int],
+        excl_parent: bool = False,
+    ) -> int:
+        g = self.g
+        if excl:
+            n += 1
+            if full and meta.alloc_type != AT_SATISFIABILITY:
+                sid = self._new_span_id()
+                _own(self.vspans, u)[sid] = (meta.at, meta.at + meta.duration, needs)
+                table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
+                _own(table, u)[meta.jobid] = sid
+        if n > 0:
+            jobid = meta.jobid
+            _own(self.tags, u)[jobid] = jobid
+            self._jv_add(u)
+            xs = _own(self.xspans, u)
+            old = xs.get(jobid)
+            if old is None:
+                xs[jobid] = (meta.at, meta.at + meta.duration)
+            else:  # a grow: the job already uses this vertex
+                xs[jobid] = (min(old[0], meta.at), max(old[1], meta.at + meta.duration))
+            col = self.subplan.get(ss)
+            p = col[u] if col is not None else None
+            if p is not None and acc:
+                self._add_job_span(ss, u, p, jobid, meta.at, meta.duration, acc)
+            if excl:
+                self._accum_if(g.v_type[u], g.v_size[u], to_parent)
+            else:
+                self._accum_if(g.v_type[u], g.v_size[u] - needs, to_parent)
+            for t, c in acc.items():
+                self._accum_if(t, c, to_parent)
+            if not (excl_parent and not writer.emit_exclusive_subtrees):
+                writer.emit_vtx(self._levels[self.trav_level], g, u, needs, None, excl)
+        self.trav_level -= 1
+        return n
+
+    def _add_job_span(
+        self, ss: str, u: int, p: PlannerMulti, jobid: int, at: int, duration: int, acc: dict[str, int]
+    ) -> None:
+        """Record ``acc`` in ``u``'s aggregate for ``jobid``, merging with a span the job already has."""
+        types = p.resource_types
+        counts = [acc.get(t, 0) for t in types]
+        j2s = self.job2span[ss]
+        d2 = j2s[u]
+        if d2 is None:
+            d2 = j2s[u] = {}
+        old = d2.get(jobid)
+        if old is not None:
+            if p.span_window(old) == (at, duration):
+                prev = p.span_counts(old)
+                p.rem_span(old)
+                counts = [a + b for a, b in zip(counts, prev)]
+            else:
+                self._extra_spans.setdefault((ss, u, jobid), []).append(old)
+        d2[jobid] = p.add_span(at, duration, counts)
+        self._agg_touched(ss, u)
+
+    def update_allocate(
+        self,
+        writer: Any,
+        jobid: int,
+        items: Sequence[tuple[int, int, bool]],
+        at: int,
+        duration: int,
+        reserve: bool = False,
+    ) -> int:
+        """Allocate exactly ``items`` -- (vertex, units, exclusive) -- to ``jobid`` over a window.
+
+        This is Fluxion's ``update``: the resources come from an R or JGF
+        document (typically a subgraph chosen by another instance) rather than
+        from a match.  Every exclusive vertex must be free for the window; on
+        any conflict nothing changes and ``err_msg`` says which vertex.
+        O(items x depth).
+        """
+        self.memo_clear()
+        g = self.g
+        dom = self.dom
+        self.err_msg = ""
+        if dom not in g.roots:
+            self.err_msg = "update: the graph has no root\n"
+            return -1
+        if duration <= 0 or at < self.graph_start or at + duration > self.graph_end:
+            self.err_msg = f"update: invalid time window ({at}, {duration})\n"
+            return -1
+        for v, units, excl in items:
+            if excl:
+                if self._avail(v, at, duration) < units:
+                    self.err_msg = f"update: {g.path(v, dom) or g.v_name[v]} is not free for the window\n"
+                    return -1
+                if overlaps(self.xspans[v], at, duration) and self.tags[v] and jobid not in self.tags[v]:
+                    self.err_msg = f"update: {g.path(v, dom) or g.v_name[v]} is in use by another job\n"
+                    return -1
+        self._sync_edges()
+        self.tick()
+        token = self.token
+        root = g.roots[dom]
+        pcol = g.parent_edge[dom]
+        listed = {v for v, _, _ in items}
+        for v, units, excl in items:
+            pe = pcol[v]
+            if pe < 0:
+                continue
+            self.e_needs[pe] = units
+            self.e_excl[pe] = bool(excl)
+            self.e_token[pe] = token
+            self._marked.append(pe)
+            # the path from the root down to the subgraph, shared
+            a = g.e_src[pe]
+            pe = pcol[a]
+            while pe >= 0 and self.e_token[pe] != token and a not in listed:
+                self.e_needs[pe] = g.v_size[a]
+                self.e_excl[pe] = False
+                self.e_token[pe] = token
+                self._marked.append(pe)
+                a = g.e_src[pe]
+                pe = pcol[a]
+        root_items = [(u, x) for v, u, x in items if v == root]
+        needs, excl = root_items[0] if root_items else (1, False)
+        self.v_rt_edges[dom] = (needs, excl, token)
+        meta = JobMeta(
+            jobid=jobid, at=at, now=at, duration=duration, alloc_type=AT_RESERVE if reserve else AT_ALLOC
+        )
+        return self.update(root, writer, meta)
+
+    def _subtree_counts(self, ss: str, r: int) -> dict[str, int]:
+        """Units of every pruning type in the subtree of ``r`` (``r`` included).  O(subtree)."""
+        g = self.g
+        out: dict[str, int] = {}
+        total = self.prune.total
+        vt, vs, dst = g.v_type, g.v_size, g.e_dst
+        col = g.out.get(ss)
+        stack = [r]
+        while stack:
+            v = stack.pop()
+            t = vt[v]
+            if t in total:
+                out[t] = out.get(t, 0) + vs[v]
+            if col is not None:
+                stack.extend(dst[e] for e in col[v])
+        return out
+
+    def _shift_totals(self, ss: str, a: int, delta: dict[str, int], sign: int) -> None:
+        p = self.subplan[ss][a]
+        if p is None:
+            t = self.g.v_type[a]
+            ptypes = self.prune.types_for(t)
+            if not ptypes or sign < 0:
+                return
+            avail = [delta.get(pt, 0) for pt in ptypes]
+            self.subplan[ss][a] = PlannerMulti(
+                self.graph_start, self.graph_end - self.graph_start, avail, ptypes
+            )
+            return
+        types = p.resource_types
+        totals = [max(0, p.resource_total_at(i) + sign * delta.get(t, 0)) for i, t in enumerate(types)]
+        p.update(totals, types)
+        self._agg_touched(ss, a)
+
+    def attach_update(self, new: Sequence[int]) -> None:
+        """Account for vertices just attached to the graph.
+
+        New internal vertices get their own aggregates, and every existing
+        ancestor of a new subtree has its aggregate totals raised; existing
+        job spans are kept.  O(new + ancestors of the attach points).
+        """
+        self.memo_clear()
+        g = self.g
+        self._sync_edges()
+        n = len(g.v_type)
+        for col in (self.vspans, self.allocs, self.resvs, self.tags, self.xspans):
+            if len(col) < n:
+                col.extend([None] * (n - len(col)))
+        newset = set(new)
+        for ss in self.subsystems:
+            if ss not in self.subplan:
+                continue
+            col = self.subplan[ss]
+            if len(col) < n:
+                col.extend([None] * (n - len(col)))
+            j2s = self.job2span[ss]
+            if len(j2s) < n:
+                j2s.extend([None] * (n - len(j2s)))
+            pcol = g.parent_edge.get(ss)
+            for v in new:
+                pe = pcol[v] if pcol is not None else -1
+                parent = g.e_src[pe] if pe >= 0 else None
+                if parent is not None and parent in newset:
+                    continue
+                self._colors = {}
+                contrib: dict[str, int] = {}
+                self._prime(ss, v, contrib, None)
+                for a in g.ancestors(v, ss):
+                    self._shift_totals(ss, a, contrib, +1)
+        self._reset_color()
+        for v in new:
+            if g.v_type[v] == "node" and g.v_status[v] == UP:
+                self.nodes_up += 1
+        if self._outedges_built:
+            for v in new:
+                self._outedges.pop(v, None)
+                for ss in g.out:
+                    p = g.parent(v, ss)
+                    if p is not None:
+                        self._outedges.pop(p, None)
+
+    def account_removal(self, roots: Sequence[int]) -> None:
+        """Lower ancestors' aggregate totals for subtrees about to be removed.  O(subtrees + depth)."""
+        self.memo_clear()
+        g = self.g
+        for ss in self.subsystems:
+            if ss not in self.subplan:
+                continue
+            for r in roots:
+                contrib = self._subtree_counts(ss, r)
+                for a in g.ancestors(r, ss):
+                    self._shift_totals(ss, a, contrib, -1)
+        vt, st = g.v_type, g.v_status
+        for r in roots:
+            for v in g.subtree(r, self.dom):
+                if vt[v] == "node" and st[v] == UP:
+                    self.nodes_up -= 1
+        if self._outedges_built:
+            for r in roots:
+                p = g.parent(r, self.dom)
+                if p is not None:
+                    self._outedges.pop(p, None)

@@ -86,12 +86,20 @@ def _print_sat_info(ctx: QueryContext, sat: bool, elapse: float) -> None:
 
 
 def _print_schedule_info(
-    ctx: QueryContext, jobid: int, jobspec_fn: str, matched: bool, at: int, sat: bool, elapse: float
+    ctx: QueryContext,
+    jobid: int,
+    jobspec_fn: str,
+    matched: bool,
+    at: int,
+    sat: bool,
+    elapse: float,
+    allocated: bool = True,
 ) -> None:
+    """Fluxion's print_schedule_info: the result block, and the job recorded when it was placed."""
     out = ctx.out
     so = ctx.stdout
     if matched:
-        mode = "ALLOCATED" if at == 0 else "RESERVED"
+        mode = ("ALLOCATED" if at == 0 else "RESERVED") if allocated else "MATCHED"
         out.write("INFO: =============================\n")
         out.write(f"INFO: JOBID={jobid}\n")
         out.write(f"INFO: RESOURCES={mode}\n")
@@ -101,11 +109,12 @@ def _print_schedule_info(
             so.write(f"INFO: PREORDER VISIT COUNT={ctx.engine.preorder_count}\n")
             so.write(f"INFO: POSTORDER VISIT COUNT={ctx.engine.postorder_count}\n")
         out.write("INFO: =============================\n")
-        ctx.jobs[jobid] = JobInfo(jobid, mode, at, jobspec_fn, elapse)
-        if at == 0:
-            ctx.allocations[jobid] = jobid
-        else:
-            ctx.reservations[jobid] = jobid
+        if allocated:
+            ctx.jobs[jobid] = JobInfo(jobid, mode, at, jobspec_fn, elapse)
+            if at == 0:
+                ctx.allocations[jobid] = jobid
+            else:
+                ctx.reservations[jobid] = jobid
     else:
         out.write("INFO: =============================\n")
         out.write("INFO: No matching resources found\n")
@@ -120,6 +129,14 @@ def _print_schedule_info(
 
 
 def _run_match(ctx: QueryContext, jobid: int, op: str, jobspec_fn: str) -> int:
+    """One match as Fluxion's run_match: result text and block to ``out``, errors to ``err``.
+
+    What is printed is read from the engine's result, never guessed: the job
+    is shown ALLOCATED/RESERVED only when the engine holds it.  A jobspec
+    that does not load fails the match as Fluxion's does (EINVAL): the
+    "No matching resources found" block is still written, and the job id
+    is not spent.  Returns 0 on a match, -1 otherwise (multi-match stops).
+    """
     from fluxlite.jobspec import load_jobspec
 
     t0 = time.perf_counter()
@@ -133,25 +150,29 @@ def _run_match(ctx: QueryContext, jobid: int, op: str, jobspec_fn: str) -> int:
         ctx.err.write(f"ERROR: can't open {jobspec_fn}: {exc.strerror or exc}\n")
         return 0
     except FluxliteError as exc:
-        ctx.err.write(f"ERROR: Jobspec error for {jobid}: {exc}\n")
+        ctx.err.write(f"match_allocate: ERROR: Jobspec error for {jobid}: {exc}\n")
+        _report(ctx, op, jobid, jobspec_fn, False, 0, True, 0.0)
         return -1
     res = ctx.engine.match(jobspec, op=op, jobid=jobid, fmt=ctx.match_format)
     elapse = time.perf_counter() - t0
-    # Report exactly as resource-query does: the outcome is read from errno.
-    errno = 0 if res.ok else res.errno
-    matched = errno not in ("ENODEV", "EBUSY", "EINVAL", "ENOENT")
-    sat = errno not in ("ENODEV", "ENOENT")
     if res.error:
         ctx.err.write(res.error)
     ctx.out.write(res.text)
-    if op != "satisfiability":
-        _print_schedule_info(ctx, jobid, jobspec_fn, matched, res.at, sat, elapse)
-        if not res.error:
-            _update_perf(ctx, elapse)
-            ctx.jobid_counter += 1
-    else:
+    _report(ctx, op, jobid, jobspec_fn, res.ok, res.at, res.satisfiable, elapse)
+    if res.ok and op in _PLACING:
+        _update_perf(ctx, elapse)
+    if res.jobid_used:
+        ctx.jobid_counter = jobid + 1
+    return 0 if (res.ok or (op == "satisfiability" and res.errno == 0)) else -1
+
+
+def _report(
+    ctx: QueryContext, op: str, jobid: int, fn: str, ok: bool, at: int, sat: bool, elapse: float
+) -> None:
+    if op == "satisfiability":
         _print_sat_info(ctx, sat, elapse)
-    return 0 if matched else -1
+    else:
+        _print_schedule_info(ctx, jobid, fn, ok, at, sat, elapse, allocated=op in _PLACING)
 
 
 def _update_perf(ctx: QueryContext, elapse: float) -> None:
@@ -161,14 +182,21 @@ def _update_perf(ctx: QueryContext, elapse: float) -> None:
     p.accum += elapse
 
 
-_MATCH_OPS = ("allocate", "allocate_orelse_reserve", "allocate_with_satisfiability", "satisfiability")
+_MATCH_OPS = (
+    "allocate",
+    "allocate_orelse_reserve",
+    "allocate_with_satisfiability",
+    "satisfiability",
+    "without_allocating",
+    "without_allocating_future",
+)
+#: the operations that record a job (the others only show a match)
+_PLACING = frozenset(_MATCH_OPS[:3])
 
 
 def _match_op(ctx: QueryContext, sub: str) -> str | None:
     if sub in _MATCH_OPS:
         return sub
-    if sub == "without_allocating":
-        return "satisfiability"
     ctx.err.write(f"ERROR: unknown subcmd {sub}\n")
     return None
 
@@ -177,7 +205,8 @@ def cmd_match(ctx: QueryContext, args: list[str]) -> int:
     if len(args) != 3:
         ctx.err.write(
             "ERROR: malformed command: usage: match <allocate|allocate_orelse_reserve|"
-            "allocate_with_satisfiability|satisfiability> JOBSPEC\n"
+            "allocate_with_satisfiability|satisfiability|without_allocating|without_allocating_future> "
+            "JOBSPEC\n"
         )
         return 0
     op = _match_op(ctx, args[1])
@@ -253,17 +282,22 @@ def _parse_jobid(ctx: QueryContext, s: str) -> int | None:
     return v
 
 
+def _atoll(s: str) -> int:
+    """C's atoll: the leading optional sign and digits of ``s``; 0 when there are none."""
+    import re
+
+    m = re.match(r"\s*([+-]?\d+)", s)
+    return int(m.group(1)) if m else 0
+
+
 def cmd_info(ctx: QueryContext, args: list[str]) -> int:
     if len(args) != 2:
         ctx.err.write("ERROR: malformed command: usage: info JOBID\n")
         return 0
-    try:
-        jobid = int(args[1])
-    except ValueError:
-        jobid = -1
+    jobid = _atoll(args[1])
     info = ctx.jobs.get(jobid)
     if info is None:
-        ctx.stdout.write(f"ERROR: jobid doesn't exist: {args[1]}\n")
+        ctx.err.write(f"info: ERROR: nonexistent job {jobid}\n")
         return 0
     ctx.stdout.write(
         f"INFO: {info.jobid}, {info.state}, {info.scheduled_at}, {info.jobspec_fn}, "
@@ -428,14 +462,16 @@ COMMANDS: list[Command] = [
         "m",
         cmd_match,
         "Allocate or reserve matching resources (subcmd: allocate | allocate_with_satisfiability | "
-        "allocate_orelse_reserve) | satisfiability: resource-query> match allocate jobspec",
+        "allocate_orelse_reserve) | satisfiability | without_allocating | without_allocating_future: "
+        "resource-query> match allocate jobspec",
     ),
     Command(
         "multi-match",
         "M",
         cmd_match_multi,
         "Allocate or reserve for multiple jobspecs (subcmd: allocate | allocate_with_satisfiability | "
-        "allocate_orelse_reserve): resource-query> multi-match allocate jobspec1 jobspec2 ...",
+        "allocate_orelse_reserve | without_allocating | without_allocating_future): "
+        "resource-query> multi-match allocate jobspec1 jobspec2 ...",
     ),
     Command(
         "find",
@@ -564,7 +600,10 @@ def _interactive_loop(ctx: QueryContext, prompt: str) -> None:
 # --------------------------------------------------------------------------- options
 HELP_EPILOG = """\
 commands (type 'help' in the loop):
-  match allocate|allocate_orelse_reserve|allocate_with_satisfiability|satisfiability JOBSPEC
+  match SUBCMD JOBSPEC             SUBCMD: allocate | allocate_orelse_reserve |
+                                   allocate_with_satisfiability | satisfiability |
+                                   without_allocating | without_allocating_future (show the
+                                   match, record nothing, keep the job id)
   multi-match SUBCMD JOBSPEC...   cancel JOBID [stats]   info JOBID   list   stat
   find CRITERIA                   set-status PATH up|down   get-status PATH
   set-property PATH K=V           get-property PATH         cat JOBSPEC   help   quit

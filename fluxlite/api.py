@@ -312,8 +312,11 @@ class Engine:
     ) -> MatchResult:
         """Allocate to ``jobid`` exactly the resources listed in a JGF or R document (Fluxion's ``update``).
 
-        A JGF vertex is exclusive when its metadata says ``"exclusive": true``;
-        its ``size`` is the number of units taken.  If ``jobid`` already runs,
+        ``format`` is ``jgf``, ``jgf_shorthand`` (a JGF whose exclusive
+        vertices stand for their whole containment subtree, as ``-F
+        jgf_shorthand`` writes it) or ``rv1exec``.  A JGF vertex is exclusive
+        when its metadata says ``"exclusive": true``; its ``size`` is the
+        number of units taken.  If ``jobid`` already runs,
         the resources are added to it (the receiving end of a MatchGrow).
         Raises :class:`InputError` for a bad document and :class:`StateError`
         when a listed resource is not free; then nothing changed.
@@ -322,10 +325,20 @@ class Engine:
 
         g = self.graph
         items: list[tuple[int, int, bool]] = []
-        if format == "jgf":
+        if format in ("jgf", "jgf_shorthand"):
             nodes = read_vertices(r_text)
             vids = locate_vertices(g, nodes)
             items = [(v, n.size, bool(n.exclusive)) for v, n in zip(vids, nodes)]
+            if format == "jgf_shorthand":
+                # the shorthand lists an exclusive vertex, not what it holds: all of its
+                # containment subtree comes with it, exclusively (Fluxion's jgf_shorthand reader)
+                listed = {v for v, _, _ in items}
+                for v, _, excl in list(items):
+                    if excl:
+                        for d in g.subtree(v, "containment")[1:]:
+                            if d not in listed:
+                                listed.add(d)
+                                items.append((d, g.v_size[d], True))
         elif format == "rv1exec":
             r = parse_rv1exec(r_text, require_nodelist=False)
             for rank, children in r.ranks.items():
@@ -340,7 +353,7 @@ class Engine:
                 if root is not None and all(v != root for v, _, _ in items):
                     items.append((root, g.v_size[root], False))
         else:
-            raise InputError(f"unsupported reader {format!r} (use jgf or rv1exec)")
+            raise InputError(f"unsupported reader {format!r} (use jgf, jgf_shorthand or rv1exec)")
         return self._allocate_items(jobid, items, at, duration, fmt, reserve)
 
     def _allocate_items(

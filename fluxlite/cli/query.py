@@ -636,7 +636,8 @@ def build_parser(prog: str = "fluxlite query") -> argparse.ArgumentParser:
         "--load-format",
         default="grug",
         metavar="FMT",
-        help="format of the load file: grug | jgf | rv1exec | hwloc (default: grug)",
+        help="format of the load file: grug | hwloc | jgf | jgf_shorthand | rv1exec | rv1exec_force "
+        "(default: grug)",
     )
     p.add_argument(
         "-W",
@@ -644,7 +645,8 @@ def build_parser(prog: str = "fluxlite query") -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="TYPES",
-        help="only load these resource types (comma separated)",
+        help="only load these resource types (comma separated; cluster is always kept); readers "
+        "other than hwloc warn and load everything, as Fluxion's do",
     )
     p.add_argument(
         "-S",
@@ -662,6 +664,14 @@ def build_parser(prog: str = "fluxlite query") -> argparse.ArgumentParser:
         "locality, or a custom 'policy=low node_centric=true ...' (default: first)",
     )
     p.add_argument(
+        "-T",
+        "--traverser-policy",
+        default="simple",
+        metavar="POLICY",
+        help="traverser: simple | flexible (flexible also matches jobspecs with or_slot "
+        "alternatives) (default: simple)",
+    )
+    p.add_argument(
         "-F",
         "--match-format",
         default="simple",
@@ -674,7 +684,7 @@ def build_parser(prog: str = "fluxlite query") -> argparse.ArgumentParser:
         "--graph-format",
         default="dot",
         metavar="FMT",
-        help="format of the graph written by -o: dot | graphml (default: dot)",
+        help="format of the graph written by -o: dot | graphml, any case (default: dot)",
     )
     p.add_argument(
         "-o",
@@ -700,13 +710,16 @@ def build_parser(prog: str = "fluxlite query") -> argparse.ArgumentParser:
     p.add_argument(
         "-r",
         "--reserve-vtx-vec",
-        type=int,
-        default=0,
+        default="0",
         metavar="N",
-        help="accepted for compatibility (vertex storage grows on demand)",
+        help="vertex count to reserve, 0..2000000 (accepted for compatibility: vertex storage "
+        "grows on demand; out of range warns and uses 0)",
     )
     p.add_argument(
-        "-e", "--elapse-time", action="store_true", help="print the elapsed time of every operation"
+        "-e",
+        "--elapse-time",
+        action="store_true",
+        help="print the graph load time and sizes, and the elapsed time and visit counts of every match",
     )
     p.add_argument("-d", "--disable-prompt", action="store_true", help="do not print the prompt")
     return p
@@ -741,43 +754,110 @@ def default_graph_path() -> Path:
     return Path(__file__).resolve().parent.parent / "data" / "default.graphml"
 
 
-def main(argv: list[str] | None = None) -> int:
+#: Fluxion v0.54's traverser policies (``-T``)
+TRAVERSER_POLICIES = ("simple", "flexible")
+
+
+def traverser_kwargs(policy: str) -> dict[str, str]:
+    """Engine keyword arguments for ``-T POLICY``: none for ``simple`` (the default traverser).
+
+    Raises :class:`FluxliteError` for an unknown policy, or when this
+    engine does not take a ``traverser_policy`` yet.
+    """
+    if policy not in TRAVERSER_POLICIES:
+        raise FluxliteError(
+            f"unknown traverser policy for --traverser-policy: {policy} (known: {', '.join(TRAVERSER_POLICIES)})"
+        )
+    if policy == "simple":
+        return {}
+    import inspect
+
     from fluxlite.api import Engine
 
+    if "traverser_policy" not in inspect.signature(Engine).parameters:
+        raise FluxliteError(f"--traverser-policy {policy} is not available in this engine yet")
+    return {"traverser_policy": policy}
+
+
+def reserve_vtx_vec(value: str, err: IO[str]) -> int:
+    """``-r N`` read as Fluxion does (C atoi; out of 0..2000000 warns and gives 0)."""
+    n = _atoll(value)
+    if n < 0 or n > 2_000_000:
+        err.write(f"WARN: out of range specified for --reserve-vtx-vec: {value}\n")
+        return 0
+    return n
+
+
+def load_engine(opts: argparse.Namespace, load_file: str, err: IO[str]) -> Any:
+    """Read the graph and build the engine the options describe; reader warnings go to ``err``."""
+    import warnings
+
+    from fluxlite.api import Engine
+    from fluxlite.readers import load_graph
+
+    extra = traverser_kwargs(opts.traverser_policy)
+    allow = ",".join(opts.load_allowlist) or None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        graph = load_graph(Path(load_file), format=opts.load_format, allowlist=allow)
+    for w in caught:
+        err.write(f"WARN: {w.message}\n")
+    return Engine(
+        graph,
+        policy=opts.match_policy,
+        subsystems=parse_subsystems(opts.match_subsystems),
+        prune_filters=",".join(p for p in opts.prune_filters if p.strip()) or "ALL:core,ALL:node",
+        **extra,
+    )
+
+
+def print_load_info(engine: Any, load_time: float, so: IO[str]) -> None:
+    """``-e`` at start-up: load time, sizes and the metadata maps, as Fluxion's print_elapse_time."""
+    g = engine.graph
+    live = list(g.vertices())
+    so.write(f"INFO: Graph Load Time: {_fmt_ostream_double(load_time)}\n")
+    so.write(f"INFO: Vertex Count: {len(g)}\n")
+    so.write(f"INFO: Edge Count: {g.num_edges}\n")
+    so.write(f"INFO: by_type Key-Value Pairs: {len({g.v_type[v] for v in live})}\n")
+    so.write(f"INFO: by_name Key-Value Pairs: {len({g.v_name[v] for v in live})}\n")
+    so.write(f"INFO: by_path Key-Value Pairs: {len(g.by_path)}\n")
+    for rank in sorted(g.by_rank):
+        so.write(f"INFO: number of vertices with rank {rank}: {len(g.by_rank[rank])}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     opts = parser.parse_args(argv)
     err = sys.stderr
-    prune = ",".join(p for p in opts.prune_filters if p.strip()) or "ALL:core,ALL:node"
     load_file = opts.load_file or str(default_graph_path())
     if opts.load_file is None and opts.load_format != "grug":
         err.write("ERROR: --load-format needs --load-file\n")
         return 2
+    from fluxlite.readers import known_format as known_reader
+    from fluxlite.writers import known_format
+
+    if not known_reader(opts.load_format):
+        err.write(f"ERROR: unknown format for --load-format: {opts.load_format}\n")
+        return 2
+    if not known_format(opts.match_format):
+        err.write(f"ERROR: unknown format for --match-format: {opts.match_format}\n")
+        return 2
+    opts.graph_format = opts.graph_format.lower()
+    if opts.graph_format not in ("dot", "graphml"):
+        err.write(f"ERROR: unknown format for --graph-format: {opts.graph_format}\n")
+        return 2
+    reserve_vtx_vec(opts.reserve_vtx_vec, err)
     try:
+        traverser_kwargs(opts.traverser_policy)
         if not Path(load_file).exists():
             err.write(f"ERROR: file does not exist for --load-file: {load_file}\n")
             return 2
         if Path(load_file).is_dir():
             err.write(f"ERROR: path passed to --load-file is a directory: {load_file}\n")
             return 2
-        allow = ",".join(opts.load_allowlist) or None
         t0 = time.perf_counter()
-        engine = Engine.from_file(
-            load_file,
-            format=opts.load_format,
-            policy=opts.match_policy,
-            subsystems=parse_subsystems(opts.match_subsystems),
-            prune_filters=prune,
-            allowlist=allow,
-        )
+        engine = load_engine(opts, load_file, err)
         load_time = time.perf_counter() - t0
-        from fluxlite.writers import known_format
-
-        if not known_format(opts.match_format):
-            err.write(f"ERROR: unknown format for --match-format: {opts.match_format}\n")
-            return 2
-        if opts.graph_format not in ("dot", "graphml"):
-            err.write(f"ERROR: unknown format for --graph-format: {opts.graph_format}\n")
-            return 2
     except FluxliteError as exc:
         err.write(f"ERROR: {exc}\n")
         return 1
@@ -799,10 +879,7 @@ def main(argv: list[str] | None = None) -> int:
         load_format=opts.load_format,
     )
     if opts.elapse_time:
-        g = engine.graph
-        sys.stdout.write(f"INFO: Graph Load Time: {_fmt_ostream_double(load_time)}\n")
-        sys.stdout.write(f"INFO: Vertex Count: {len(g)}\n")
-        sys.stdout.write(f"INFO: Edge Count: {g.num_edges}\n")
+        print_load_info(engine, load_time, sys.stdout)
     from fluxlite.cli import elastic_cmds  # registers attach/remove/partial-cancel/update/grow
 
     elastic_cmds.install()

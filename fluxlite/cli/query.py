@@ -539,8 +539,8 @@ def register_command(cmd: Command, before: str = "find") -> None:
 def run_line(ctx: QueryContext, line: str) -> bool:
     """Run one command line; return False when the session should end."""
     tokens = line.split()
-    if not tokens:
-        return True
+    if not tokens or tokens[0].startswith("#"):
+        return True  # blank lines and comments (command files use '# ...')
     cmd = find_command(tokens[0])
     if cmd is None:
         ctx.err.write(f"ERROR: unknown command: {tokens[0]} (type 'help' for the list)\n")

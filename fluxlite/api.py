@@ -212,8 +212,11 @@ class Engine:
         elif not errno:
             # The walk found resources but the update could not record them
             # (e.g. a slot placed below a level the jobspec skipped).  Fluxion
-            # then fails the match with the errno its walk left, EBUSY.
+            # then fails the match with the errno its walk left, EBUSY.  Whatever
+            # a failed update did record is undone, so the state is as before.
             errno = "EBUSY"
+            if not _grow and op != "satisfiability":
+                self._roll_back(jobid, only_if_held=True)
         error = ""
         if rc != 0:
             # as Fluxion's match_allocate: the traverser's message, else the errno's
@@ -246,12 +249,15 @@ class Engine:
             self.job_at[jobid] = got_at
         return res
 
-    def _roll_back(self, jobid: int) -> None:
-        """Undo a match that was only to be shown (``without_allocating``): free what it took.
+    def _roll_back(self, jobid: int, only_if_held: bool = False) -> None:
+        """Free what ``jobid`` took: a match only to be shown, or a failed update's leftovers.
 
-        The visit counts stay those of the match.  O(job's vertices).
+        The visit counts and error text stay those of the match.  O(job's
+        vertices); with ``only_if_held`` a scan of the graph first.
         """
         tr = self.traverser
+        if only_if_held and not tr.job_vertices(jobid):
+            return
         pre, post = tr.total_preorder, tr.total_postorder
         msg = tr.err_msg
         rc = tr.remove(jobid)

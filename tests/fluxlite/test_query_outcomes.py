@@ -172,3 +172,30 @@ def test_unknown_match_operation_is_bad_input() -> None:
     eng = tiny()
     with pytest.raises(InputError, match="without_allocating_future"):
         eng.match(object(), op="allocate_sideways")
+
+
+def test_a_failed_update_that_recorded_something_is_rolled_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the traverser's update records part of a job and then fails, the engine undoes it."""
+    sess = Session(tiny("low"))
+    core = write_jobspec(tmp_path / "core.yaml", CORE)
+    before = state(sess.engine)
+    snap = snapshot(sess.engine)
+    tr = sess.engine.traverser
+    real_update = tr.update
+
+    def half_update(root: int, writer: object, meta: object) -> int:
+        assert real_update(root, writer, meta) == 0  # records the job...
+        tr.err_msg += "update: simulated failure after recording.\n"
+        return -1  # ...and then reports a failure
+
+    monkeypatch.setattr(tr, "update", half_update)
+    out, _, err = sess.run(f"match allocate {core}")
+    assert outcome(out) == ("FAILED", 1, "") and "simulated failure" in err
+    assert tr.job_vertices(1) == [] and sess.engine.jobs == {}
+    assert state(sess.engine) == before and snapshot(sess.engine) == snap
+    assert recount_errors(sess.engine) == []
+    monkeypatch.undo()
+    out, _, _ = sess.run(f"match allocate {core}")
+    assert outcome(out) == ("ALLOCATED", 2, "Now")

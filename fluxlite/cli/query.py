@@ -153,6 +153,16 @@ def _run_match(ctx: QueryContext, jobid: int, op: str, jobspec_fn: str) -> int:
         ctx.err.write(f"match_allocate: ERROR: Jobspec error for {jobid}: {exc}\n")
         _report(ctx, op, jobid, jobspec_fn, False, 0, True, 0.0)
         return -1
+    unknown = _unknown_type(ctx.engine, jobspec.resources)
+    if unknown is not None:
+        # Fluxion closes its resource-type table once the graph is loaded: a jobspec
+        # naming any other type does not parse (EINVAL), it is not "unsatisfiable"
+        ctx.err.write(
+            f"match_allocate: ERROR: Jobspec error for {jobid}: "
+            f'Value of "type" must be a resource type known to fluxion\n'
+        )
+        _report(ctx, op, jobid, jobspec_fn, False, 0, True, 0.0)
+        return -1
     res = ctx.engine.match(jobspec, op=op, jobid=jobid, fmt=ctx.match_format)
     elapse = time.perf_counter() - t0
     if res.error:
@@ -164,6 +174,30 @@ def _run_match(ctx: QueryContext, jobid: int, op: str, jobspec_fn: str) -> int:
     if res.jobid_used:
         ctx.jobid_counter = jobid + 1
     return 0 if (res.ok or (op == "satisfiability" and res.errno == 0)) else -1
+
+
+#: resource types Fluxion always knows (resource/schema/data_std.cpp)
+STATIC_TYPES = frozenset(
+    {"cluster", "core", "socket", "gpu", "node", "rack", "slot", "xor_slot", "ssd", "storage_node"}
+)
+
+
+def _unknown_type(engine: Any, resources: Any) -> str | None:
+    """The first jobspec resource type Fluxion's closed type table would not know, or None.
+
+    Known: the static types, the graph's vertex types and the names in the
+    pruning filters (Fluxion interns those before it closes the table).
+    """
+    known = set(STATIC_TYPES) | set(engine.graph.types())
+    for pair in str(engine.traverser.prune).split(","):
+        known.update(x.strip() for x in pair.split(":"))
+    stack = list(resources)
+    while stack:
+        r = stack.pop()
+        if r.type not in known:
+            return str(r.type)
+        stack.extend(r.with_)
+    return None
 
 
 def _report(

@@ -199,3 +199,47 @@ def test_a_failed_update_that_recorded_something_is_rolled_back(
     monkeypatch.undo()
     out, _, _ = sess.run(f"match allocate {core}")
     assert outcome(out) == ("ALLOCATED", 2, "Now")
+
+
+ZONE = """  - type: zone
+    count: 1
+    with:
+      - type: node
+        count: 1
+        with:
+          - type: slot
+            count: 1
+            label: default
+            with:
+              - type: core
+                count: 1"""
+
+
+def test_a_type_the_graph_does_not_know_is_a_jobspec_error(tmp_path: Path) -> None:
+    """As Fluxion's closed type table: 'zone' on tiny does not parse (EINVAL), it is not 'unsatisfiable'."""
+    sess = Session(tiny())
+    js = write_jobspec(tmp_path / "zone.yaml", ZONE)
+    before = state(sess.engine)
+    msg = 'match_allocate: ERROR: Jobspec error for 1: Value of "type" must be a resource type known to fluxion\n'
+    for op in ("allocate_with_satisfiability", "allocate_orelse_reserve"):
+        out, _, err = sess.run(f"match {op} {js}")
+        assert err == msg
+        assert out == (
+            "INFO: =============================\n"
+            "INFO: No matching resources found\n"
+            "INFO: JOBID=1\n"
+            "INFO: =============================\n"
+        )
+    # Fluxion's run_match reads "satisfiable" from errno, which EINVAL is not
+    out, _, err = sess.run(f"match satisfiability {js}")
+    assert err == msg and "INFO: Satisfiable request" in out
+    assert state(sess.engine) == before
+    # types in the graph, static ones (ssd) and pruning-filter types are known
+    rack = ZONE.replace("type: zone", "type: rack").replace(
+        "              - type: core\n                count: 1",
+        "              - type: socket\n                count: 1\n                with:\n"
+        "                  - type: core\n                    count: 1",
+    )
+    known = write_jobspec(tmp_path / "ok.yaml", rack)
+    out, _, err = sess.run(f"match allocate {known}")
+    assert err == "" and outcome(out) == ("ALLOCATED", 1, "Now")

@@ -36,7 +36,29 @@ from fluxlite.grid.ops import GRID_POLICIES, LEAK_STRATEGIES
 from fluxlite.match import Traverser, parse_policy
 from fluxlite.writers import create_writer
 
-__all__ = ["Engine", "MatchResult"]
+__all__ = ["MATCH_OPS", "Engine", "MatchResult"]
+
+#: the match operations of Fluxion v0.54's ``match_op_t``
+MATCH_OPS = (
+    "allocate",
+    "allocate_orelse_reserve",
+    "allocate_with_satisfiability",
+    "satisfiability",
+    "without_allocating",
+    "without_allocating_future",
+)
+_PLACING_OPS = frozenset(MATCH_OPS[:3])
+#: match-only operations -> the operation whose match they show
+_NO_ALLOC = {"without_allocating": "allocate", "without_allocating_future": "allocate_orelse_reserve"}
+
+
+def _strerror(name: str | int) -> str:
+    """The C library's text for an errno name ("EINVAL" -> "Invalid argument")."""
+    import errno as _errno
+    import os
+
+    code = getattr(_errno, str(name), None)
+    return os.strerror(code) if isinstance(code, int) else str(name)
 
 
 class _NullWriter:
@@ -79,6 +101,8 @@ class MatchResult:
     errno: str | int = 0
     error: str = ""
     reserved: bool = False
+    #: the job id is spent (the next match gets the next one)
+    jobid_used: bool = False
 
     @property
     def busy(self) -> bool:
@@ -230,46 +254,91 @@ class Engine:
     ) -> MatchResult:
         """Run one match; never raises for a request that cannot be placed (see ``ok``/``errno``).
 
-        ``op`` is ``allocate``, ``allocate_orelse_reserve``,
-        ``allocate_with_satisfiability`` or ``satisfiability``.
+        ``op`` is one of :data:`MATCH_OPS`: ``allocate``,
+        ``allocate_orelse_reserve``, ``allocate_with_satisfiability``,
+        ``satisfiability``, or ``without_allocating`` /
+        ``without_allocating_future`` (Fluxion's match-only forms of
+        ``allocate`` / ``allocate_orelse_reserve``: the resources are chosen
+        and written, nothing is recorded and the job id is not used).
+
+        ``ok`` is True exactly when the engine now holds the job (or, for the
+        match-only forms, when resources were found); after a failure the
+        state is what it was before.  ``jobid_used`` says whether the id is
+        spent, as in Fluxion: by a placement, and by a failure that says
+        busy (EBUSY) or never (ENODEV), but not by bad input or by the
+        match-only and satisfiability operations.
         """
+        if op not in MATCH_OPS:
+            raise InputError(f"unknown match operation {op!r} (known: {', '.join(MATCH_OPS)})")
         if jobid is None:
             jobid = self._next_jobid
         if jobid in self.jobs and not _grow:
             raise StateError(f"job id {jobid} is already allocated or reserved", jobid=jobid)
         if self.grid_policy is not None and not _grow:
             return self.grid.match(jobspec, op, jobid, fmt, at)
+        no_alloc = op in _NO_ALLOC
         tr = self.traverser
         w = self._writer(fmt)
         w.reset()
-        rc, got_at = tr.run(jobspec, w, op, jobid, at)
+        rc, got_at = tr.run(jobspec, w, _NO_ALLOC.get(op, op), jobid, at)
         errno = tr.errno
-        error = ""
-        if tr.err_msg:
-            error = f"match_allocate: ERROR: {tr.err_msg}\n"
-        ok = rc == 0 and op != "satisfiability" and not error
-        if rc == 0 and op == "satisfiability":
+        if rc == 0:
             errno = 0
-        text = w.emit() if (rc == 0 and not error) else ""
-        if not ok:
-            w.reset()
-        sat = errno not in ("ENODEV", "ENOENT")
-        if op != "satisfiability" and not error:
+        elif not errno:
+            # The walk found resources but the update could not record them
+            # (e.g. a slot placed below a level the jobspec skipped).  Fluxion
+            # then fails the match with the errno its walk left, EBUSY.  Whatever
+            # a failed update did record is undone, so the state is as before.
+            errno = "EBUSY"
+            if not _grow and op != "satisfiability":
+                self._roll_back(jobid, only_if_held=True)
+        error = ""
+        if rc != 0:
+            # as Fluxion's match_allocate: the traverser's message, else the errno's
+            # text unless it is plain busy/unsatisfiable; ignored when the match succeeded
+            if tr.err_msg:
+                error = f"match_allocate: ERROR: {tr.err_msg}\n"
+            elif errno not in ("EBUSY", "ENODEV"):
+                error = f"match_allocate: ERROR: traverser: {_strerror(errno)}\n"
+        ok = rc == 0 and op != "satisfiability"
+        text = w.emit() if ok else ""
+        w.reset()
+        if ok and no_alloc:
+            self._roll_back(jobid)
+        used = op in _PLACING_OPS and (ok or errno in ("EBUSY", "ENODEV"))
+        if used:
             self._next_jobid = max(self._next_jobid, jobid + 1)
         res = MatchResult(
             ok=ok,
             jobid=jobid,
             at=got_at if ok else 0,
             text=text,
-            satisfiable=sat,
-            errno=0 if ok else errno,
+            satisfiable=errno not in ("ENODEV", "ENOENT"),
+            errno=errno,
             error=error,
-            reserved=ok and got_at != at,
+            reserved=ok and got_at != at and not no_alloc,
+            jobid_used=used,
         )
-        if ok and not _grow:
+        if ok and not _grow and not no_alloc:
             self.jobs[jobid] = "reserved" if got_at != at else "allocated"
             self.job_at[jobid] = got_at
         return res
+
+    def _roll_back(self, jobid: int, only_if_held: bool = False) -> None:
+        """Free what ``jobid`` took: a match only to be shown, or a failed update's leftovers.
+
+        The visit counts and error text stay those of the match.  O(job's
+        vertices); with ``only_if_held`` a scan of the graph first.
+        """
+        tr = self.traverser
+        if only_if_held and not tr.job_vertices(jobid):
+            return
+        pre, post = tr.total_preorder, tr.total_postorder
+        msg = tr.err_msg
+        rc = tr.remove(jobid)
+        tr.total_preorder, tr.total_postorder, tr.err_msg = pre, post, msg
+        if rc != 0:
+            raise StateError("could not undo a match made without allocating", jobid=jobid)
 
     def _place(self, jobspec: Any, op: str, jobid: int | None, fmt: str) -> MatchResult:
         r = self.match(jobspec, op=op, jobid=jobid, fmt=fmt)
@@ -361,8 +430,11 @@ class Engine:
     ) -> MatchResult:
         """Allocate to ``jobid`` exactly the resources listed in a JGF or R document (Fluxion's ``update``).
 
-        A JGF vertex is exclusive when its metadata says ``"exclusive": true``;
-        its ``size`` is the number of units taken.  If ``jobid`` already runs,
+        ``format`` is ``jgf``, ``jgf_shorthand`` (a JGF whose exclusive
+        vertices stand for their whole containment subtree, as ``-F
+        jgf_shorthand`` writes it) or ``rv1exec``.  A JGF vertex is exclusive
+        when its metadata says ``"exclusive": true``; its ``size`` is the
+        number of units taken.  If ``jobid`` already runs,
         the resources are added to it (the receiving end of a MatchGrow).
         Raises :class:`InputError` for a bad document and :class:`StateError`
         when a listed resource is not free; then nothing changed.
@@ -371,10 +443,20 @@ class Engine:
 
         g = self.graph
         items: list[tuple[int, int, bool]] = []
-        if format == "jgf":
+        if format in ("jgf", "jgf_shorthand"):
             nodes = read_vertices(r_text)
             vids = locate_vertices(g, nodes)
             items = [(v, n.size, bool(n.exclusive)) for v, n in zip(vids, nodes)]
+            if format == "jgf_shorthand":
+                # the shorthand lists an exclusive vertex, not what it holds: all of its
+                # containment subtree comes with it, exclusively (Fluxion's jgf_shorthand reader)
+                listed = {v for v, _, _ in items}
+                for v, _, excl in list(items):
+                    if excl:
+                        for d in g.subtree(v, "containment")[1:]:
+                            if d not in listed:
+                                listed.add(d)
+                                items.append((d, g.v_size[d], True))
         elif format == "rv1exec":
             r = parse_rv1exec(r_text, require_nodelist=False)
             for rank, children in r.ranks.items():
@@ -389,7 +471,7 @@ class Engine:
                 if root is not None and all(v != root for v, _, _ in items):
                     items.append((root, g.v_size[root], False))
         else:
-            raise InputError(f"unsupported reader {format!r} (use jgf or rv1exec)")
+            raise InputError(f"unsupported reader {format!r} (use jgf, jgf_shorthand or rv1exec)")
         return self._allocate_items(jobid, items, at, duration, fmt, reserve)
 
     def _allocate_items(

@@ -100,19 +100,20 @@ def cmd_remove(ctx: q.QueryContext, args: list[str]) -> int:
 
 
 def cmd_update(ctx: q.QueryContext, args: list[str]) -> int:
-    """update allocate|reserve jgf|rv1exec FILE JOBID AT DURATION (Fluxion's update)."""
+    """update allocate|reserve jgf|jgf_shorthand|rv1exec FILE JOBID AT DURATION (Fluxion's update)."""
     import time
 
     if len(args) != 7:
         ctx.err.write(
-            "ERROR: malformed command: usage: update allocate|reserve jgf|rv1exec FILE JOBID AT DURATION\n"
+            "ERROR: malformed command: usage: update allocate|reserve jgf|jgf_shorthand|rv1exec FILE JOBID AT "
+            "DURATION\n"
         )
         return 0
     sub, reader, fn = args[1], args[2], args[3]
     if sub not in ("allocate", "reserve"):
         ctx.err.write(f"ERROR: unknown subcmd {sub}\n")
         return 0
-    if reader not in ("jgf", "rv1exec"):
+    if reader not in ("jgf", "jgf_shorthand", "rv1exec"):
         ctx.err.write(f"ERROR: unsupported reader {reader}\n")
         return 0
     text = _read(ctx, fn)
@@ -243,7 +244,8 @@ def install() -> None:
             "u",
             cmd_update,
             "Allocate or reserve exactly the resources of a JGF or R file to a new job: "
-            "resource-query> update (allocate | reserve) (jgf | rv1exec) file jobid starttime duration",
+            "resource-query> update (allocate | reserve) (jgf | jgf_shorthand | rv1exec) file jobid starttime "
+            "duration",
         ),
         before="find",
     )

@@ -86,12 +86,20 @@ def _print_sat_info(ctx: QueryContext, sat: bool, elapse: float) -> None:
 
 
 def _print_schedule_info(
-    ctx: QueryContext, jobid: int, jobspec_fn: str, matched: bool, at: int, sat: bool, elapse: float
+    ctx: QueryContext,
+    jobid: int,
+    jobspec_fn: str,
+    matched: bool,
+    at: int,
+    sat: bool,
+    elapse: float,
+    allocated: bool = True,
 ) -> None:
+    """Fluxion's print_schedule_info: the result block, and the job recorded when it was placed."""
     out = ctx.out
     so = ctx.stdout
     if matched:
-        mode = "ALLOCATED" if at == 0 else "RESERVED"
+        mode = ("ALLOCATED" if at == 0 else "RESERVED") if allocated else "MATCHED"
         out.write("INFO: =============================\n")
         out.write(f"INFO: JOBID={jobid}\n")
         out.write(f"INFO: RESOURCES={mode}\n")
@@ -101,11 +109,12 @@ def _print_schedule_info(
             so.write(f"INFO: PREORDER VISIT COUNT={ctx.engine.preorder_count}\n")
             so.write(f"INFO: POSTORDER VISIT COUNT={ctx.engine.postorder_count}\n")
         out.write("INFO: =============================\n")
-        ctx.jobs[jobid] = JobInfo(jobid, mode, at, jobspec_fn, elapse)
-        if at == 0:
-            ctx.allocations[jobid] = jobid
-        else:
-            ctx.reservations[jobid] = jobid
+        if allocated:
+            ctx.jobs[jobid] = JobInfo(jobid, mode, at, jobspec_fn, elapse)
+            if at == 0:
+                ctx.allocations[jobid] = jobid
+            else:
+                ctx.reservations[jobid] = jobid
     else:
         out.write("INFO: =============================\n")
         out.write("INFO: No matching resources found\n")
@@ -120,6 +129,14 @@ def _print_schedule_info(
 
 
 def _run_match(ctx: QueryContext, jobid: int, op: str, jobspec_fn: str) -> int:
+    """One match as Fluxion's run_match: result text and block to ``out``, errors to ``err``.
+
+    What is printed is read from the engine's result, never guessed: the job
+    is shown ALLOCATED/RESERVED only when the engine holds it.  A jobspec
+    that does not load fails the match as Fluxion's does (EINVAL): the
+    "No matching resources found" block is still written, and the job id
+    is not spent.  Returns 0 on a match, -1 otherwise (multi-match stops).
+    """
     from fluxlite.jobspec import load_jobspec
 
     t0 = time.perf_counter()
@@ -133,25 +150,63 @@ def _run_match(ctx: QueryContext, jobid: int, op: str, jobspec_fn: str) -> int:
         ctx.err.write(f"ERROR: can't open {jobspec_fn}: {exc.strerror or exc}\n")
         return 0
     except FluxliteError as exc:
-        ctx.err.write(f"ERROR: Jobspec error for {jobid}: {exc}\n")
+        ctx.err.write(f"match_allocate: ERROR: Jobspec error for {jobid}: {exc}\n")
+        _report(ctx, op, jobid, jobspec_fn, False, 0, True, 0.0)
+        return -1
+    unknown = _unknown_type(ctx.engine, jobspec.resources)
+    if unknown is not None:
+        # Fluxion closes its resource-type table once the graph is loaded: a jobspec
+        # naming any other type does not parse (EINVAL), it is not "unsatisfiable"
+        ctx.err.write(
+            f"match_allocate: ERROR: Jobspec error for {jobid}: "
+            f'Value of "type" must be a resource type known to fluxion\n'
+        )
+        _report(ctx, op, jobid, jobspec_fn, False, 0, True, 0.0)
         return -1
     res = ctx.engine.match(jobspec, op=op, jobid=jobid, fmt=ctx.match_format)
     elapse = time.perf_counter() - t0
-    # Report exactly as resource-query does: the outcome is read from errno.
-    errno = 0 if res.ok else res.errno
-    matched = errno not in ("ENODEV", "EBUSY", "EINVAL", "ENOENT")
-    sat = errno not in ("ENODEV", "ENOENT")
     if res.error:
         ctx.err.write(res.error)
     ctx.out.write(res.text)
-    if op != "satisfiability":
-        _print_schedule_info(ctx, jobid, jobspec_fn, matched, res.at, sat, elapse)
-        if not res.error:
-            _update_perf(ctx, elapse)
-            ctx.jobid_counter += 1
-    else:
+    _report(ctx, op, jobid, jobspec_fn, res.ok, res.at, res.satisfiable, elapse)
+    if res.ok and op in _PLACING:
+        _update_perf(ctx, elapse)
+    if res.jobid_used:
+        ctx.jobid_counter = jobid + 1
+    return 0 if (res.ok or (op == "satisfiability" and res.errno == 0)) else -1
+
+
+#: resource types Fluxion always knows (resource/schema/data_std.cpp)
+STATIC_TYPES = frozenset(
+    {"cluster", "core", "socket", "gpu", "node", "rack", "slot", "xor_slot", "ssd", "storage_node"}
+)
+
+
+def _unknown_type(engine: Any, resources: Any) -> str | None:
+    """The first jobspec resource type Fluxion's closed type table would not know, or None.
+
+    Known: the static types, the graph's vertex types and the names in the
+    pruning filters (Fluxion interns those before it closes the table).
+    """
+    known = set(STATIC_TYPES) | set(engine.graph.types())
+    for pair in str(engine.traverser.prune).split(","):
+        known.update(x.strip() for x in pair.split(":"))
+    stack = list(resources)
+    while stack:
+        r = stack.pop()
+        if r.type not in known:
+            return str(r.type)
+        stack.extend(r.with_)
+    return None
+
+
+def _report(
+    ctx: QueryContext, op: str, jobid: int, fn: str, ok: bool, at: int, sat: bool, elapse: float
+) -> None:
+    if op == "satisfiability":
         _print_sat_info(ctx, sat, elapse)
-    return 0 if matched else -1
+    else:
+        _print_schedule_info(ctx, jobid, fn, ok, at, sat, elapse, allocated=op in _PLACING)
 
 
 def _update_perf(ctx: QueryContext, elapse: float) -> None:
@@ -161,14 +216,21 @@ def _update_perf(ctx: QueryContext, elapse: float) -> None:
     p.accum += elapse
 
 
-_MATCH_OPS = ("allocate", "allocate_orelse_reserve", "allocate_with_satisfiability", "satisfiability")
+_MATCH_OPS = (
+    "allocate",
+    "allocate_orelse_reserve",
+    "allocate_with_satisfiability",
+    "satisfiability",
+    "without_allocating",
+    "without_allocating_future",
+)
+#: the operations that record a job (the others only show a match)
+_PLACING = frozenset(_MATCH_OPS[:3])
 
 
 def _match_op(ctx: QueryContext, sub: str) -> str | None:
     if sub in _MATCH_OPS:
         return sub
-    if sub == "without_allocating":
-        return "satisfiability"
     ctx.err.write(f"ERROR: unknown subcmd {sub}\n")
     return None
 
@@ -177,7 +239,8 @@ def cmd_match(ctx: QueryContext, args: list[str]) -> int:
     if len(args) != 3:
         ctx.err.write(
             "ERROR: malformed command: usage: match <allocate|allocate_orelse_reserve|"
-            "allocate_with_satisfiability|satisfiability> JOBSPEC\n"
+            "allocate_with_satisfiability|satisfiability|without_allocating|without_allocating_future> "
+            "JOBSPEC\n"
         )
         return 0
     op = _match_op(ctx, args[1])
@@ -253,17 +316,22 @@ def _parse_jobid(ctx: QueryContext, s: str) -> int | None:
     return v
 
 
+def _atoll(s: str) -> int:
+    """C's atoll: the leading optional sign and digits of ``s``; 0 when there are none."""
+    import re
+
+    m = re.match(r"\s*([+-]?\d+)", s)
+    return int(m.group(1)) if m else 0
+
+
 def cmd_info(ctx: QueryContext, args: list[str]) -> int:
     if len(args) != 2:
         ctx.err.write("ERROR: malformed command: usage: info JOBID\n")
         return 0
-    try:
-        jobid = int(args[1])
-    except ValueError:
-        jobid = -1
+    jobid = _atoll(args[1])
     info = ctx.jobs.get(jobid)
     if info is None:
-        ctx.stdout.write(f"ERROR: jobid doesn't exist: {args[1]}\n")
+        ctx.err.write(f"info: ERROR: nonexistent job {jobid}\n")
         return 0
     ctx.stdout.write(
         f"INFO: {info.jobid}, {info.state}, {info.scheduled_at}, {info.jobspec_fn}, "
@@ -428,14 +496,16 @@ COMMANDS: list[Command] = [
         "m",
         cmd_match,
         "Allocate or reserve matching resources (subcmd: allocate | allocate_with_satisfiability | "
-        "allocate_orelse_reserve) | satisfiability: resource-query> match allocate jobspec",
+        "allocate_orelse_reserve) | satisfiability | without_allocating | without_allocating_future: "
+        "resource-query> match allocate jobspec",
     ),
     Command(
         "multi-match",
         "M",
         cmd_match_multi,
         "Allocate or reserve for multiple jobspecs (subcmd: allocate | allocate_with_satisfiability | "
-        "allocate_orelse_reserve): resource-query> multi-match allocate jobspec1 jobspec2 ...",
+        "allocate_orelse_reserve | without_allocating | without_allocating_future): "
+        "resource-query> multi-match allocate jobspec1 jobspec2 ...",
     ),
     Command(
         "find",
@@ -503,8 +573,8 @@ def register_command(cmd: Command, before: str = "find") -> None:
 def run_line(ctx: QueryContext, line: str) -> bool:
     """Run one command line; return False when the session should end."""
     tokens = line.split()
-    if not tokens:
-        return True
+    if not tokens or tokens[0].startswith("#"):
+        return True  # blank lines and comments (command files use '# ...')
     cmd = find_command(tokens[0])
     if cmd is None:
         ctx.err.write(f"ERROR: unknown command: {tokens[0]} (type 'help' for the list)\n")
@@ -564,7 +634,10 @@ def _interactive_loop(ctx: QueryContext, prompt: str) -> None:
 # --------------------------------------------------------------------------- options
 HELP_EPILOG = """\
 commands (type 'help' in the loop):
-  match allocate|allocate_orelse_reserve|allocate_with_satisfiability|satisfiability JOBSPEC
+  match SUBCMD JOBSPEC             SUBCMD: allocate | allocate_orelse_reserve |
+                                   allocate_with_satisfiability | satisfiability |
+                                   without_allocating | without_allocating_future (show the
+                                   match, record nothing, keep the job id)
   multi-match SUBCMD JOBSPEC...   cancel JOBID [stats]   info JOBID   list   stat
   find CRITERIA                   set-status PATH up|down   get-status PATH
   set-property PATH K=V           get-property PATH         cat JOBSPEC   help   quit
@@ -597,7 +670,8 @@ def build_parser(prog: str = "fluxlite query") -> argparse.ArgumentParser:
         "--load-format",
         default="grug",
         metavar="FMT",
-        help="format of the load file: grug | jgf | rv1exec | hwloc (default: grug)",
+        help="format of the load file: grug | hwloc | jgf | jgf_shorthand | rv1exec | rv1exec_force "
+        "(default: grug)",
     )
     p.add_argument(
         "-W",
@@ -605,7 +679,8 @@ def build_parser(prog: str = "fluxlite query") -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="TYPES",
-        help="only load these resource types (comma separated)",
+        help="only load these resource types (comma separated; cluster is always kept); readers "
+        "other than hwloc warn and load everything, as Fluxion's do",
     )
     p.add_argument(
         "-S",
@@ -624,6 +699,14 @@ def build_parser(prog: str = "fluxlite query") -> argparse.ArgumentParser:
         "(fluxlite graph generate --grid WxH) also the whole-node grid allocators hilbert, manhattan, count",
     )
     p.add_argument(
+        "-T",
+        "--traverser-policy",
+        default="simple",
+        metavar="POLICY",
+        help="traverser: simple | flexible (flexible also matches jobspecs with or_slot "
+        "alternatives) (default: simple)",
+    )
+    p.add_argument(
         "-F",
         "--match-format",
         default="simple",
@@ -636,7 +719,7 @@ def build_parser(prog: str = "fluxlite query") -> argparse.ArgumentParser:
         "--graph-format",
         default="dot",
         metavar="FMT",
-        help="format of the graph written by -o: dot | graphml (default: dot)",
+        help="format of the graph written by -o: dot | graphml, any case (default: dot)",
     )
     p.add_argument(
         "-o",
@@ -662,13 +745,16 @@ def build_parser(prog: str = "fluxlite query") -> argparse.ArgumentParser:
     p.add_argument(
         "-r",
         "--reserve-vtx-vec",
-        type=int,
-        default=0,
+        default="0",
         metavar="N",
-        help="accepted for compatibility (vertex storage grows on demand)",
+        help="vertex count to reserve, 0..2000000 (accepted for compatibility: vertex storage "
+        "grows on demand; out of range warns and uses 0)",
     )
     p.add_argument(
-        "-e", "--elapse-time", action="store_true", help="print the elapsed time of every operation"
+        "-e",
+        "--elapse-time",
+        action="store_true",
+        help="print the graph load time and sizes, and the elapsed time and visit counts of every match",
     )
     p.add_argument("-d", "--disable-prompt", action="store_true", help="do not print the prompt")
     return p
@@ -703,43 +789,110 @@ def default_graph_path() -> Path:
     return Path(__file__).resolve().parent.parent / "data" / "default.graphml"
 
 
-def main(argv: list[str] | None = None) -> int:
+#: Fluxion v0.54's traverser policies (``-T``)
+TRAVERSER_POLICIES = ("simple", "flexible")
+
+
+def traverser_kwargs(policy: str) -> dict[str, str]:
+    """Engine keyword arguments for ``-T POLICY``: none for ``simple`` (the default traverser).
+
+    Raises :class:`FluxliteError` for an unknown policy, or when this
+    engine does not take a ``traverser_policy`` yet.
+    """
+    if policy not in TRAVERSER_POLICIES:
+        raise FluxliteError(
+            f"unknown traverser policy for --traverser-policy: {policy} (known: {', '.join(TRAVERSER_POLICIES)})"
+        )
+    if policy == "simple":
+        return {}
+    import inspect
+
     from fluxlite.api import Engine
 
+    if "traverser_policy" not in inspect.signature(Engine).parameters:
+        raise FluxliteError(f"--traverser-policy {policy} is not available in this engine yet")
+    return {"traverser_policy": policy}
+
+
+def reserve_vtx_vec(value: str, err: IO[str]) -> int:
+    """``-r N`` read as Fluxion does (C atoi; out of 0..2000000 warns and gives 0)."""
+    n = _atoll(value)
+    if n < 0 or n > 2_000_000:
+        err.write(f"WARN: out of range specified for --reserve-vtx-vec: {value}\n")
+        return 0
+    return n
+
+
+def load_engine(opts: argparse.Namespace, load_file: str, err: IO[str]) -> Any:
+    """Read the graph and build the engine the options describe; reader warnings go to ``err``."""
+    import warnings
+
+    from fluxlite.api import Engine
+    from fluxlite.readers import load_graph
+
+    extra = traverser_kwargs(opts.traverser_policy)
+    allow = ",".join(opts.load_allowlist) or None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        graph = load_graph(Path(load_file), format=opts.load_format, allowlist=allow)
+    for w in caught:
+        err.write(f"WARN: {w.message}\n")
+    return Engine(
+        graph,
+        policy=opts.match_policy,
+        subsystems=parse_subsystems(opts.match_subsystems),
+        prune_filters=",".join(p for p in opts.prune_filters if p.strip()) or "ALL:core,ALL:node",
+        **extra,
+    )
+
+
+def print_load_info(engine: Any, load_time: float, so: IO[str]) -> None:
+    """``-e`` at start-up: load time, sizes and the metadata maps, as Fluxion's print_elapse_time."""
+    g = engine.graph
+    live = list(g.vertices())
+    so.write(f"INFO: Graph Load Time: {_fmt_ostream_double(load_time)}\n")
+    so.write(f"INFO: Vertex Count: {len(g)}\n")
+    so.write(f"INFO: Edge Count: {g.num_edges}\n")
+    so.write(f"INFO: by_type Key-Value Pairs: {len({g.v_type[v] for v in live})}\n")
+    so.write(f"INFO: by_name Key-Value Pairs: {len({g.v_name[v] for v in live})}\n")
+    so.write(f"INFO: by_path Key-Value Pairs: {len(g.by_path)}\n")
+    for rank in sorted(g.by_rank):
+        so.write(f"INFO: number of vertices with rank {rank}: {len(g.by_rank[rank])}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     opts = parser.parse_args(argv)
     err = sys.stderr
-    prune = ",".join(p for p in opts.prune_filters if p.strip()) or "ALL:core,ALL:node"
     load_file = opts.load_file or str(default_graph_path())
     if opts.load_file is None and opts.load_format != "grug":
         err.write("ERROR: --load-format needs --load-file\n")
         return 2
+    from fluxlite.readers import known_format as known_reader
+    from fluxlite.writers import known_format
+
+    if not known_reader(opts.load_format):
+        err.write(f"ERROR: unknown format for --load-format: {opts.load_format}\n")
+        return 2
+    if not known_format(opts.match_format):
+        err.write(f"ERROR: unknown format for --match-format: {opts.match_format}\n")
+        return 2
+    opts.graph_format = opts.graph_format.lower()
+    if opts.graph_format not in ("dot", "graphml"):
+        err.write(f"ERROR: unknown format for --graph-format: {opts.graph_format}\n")
+        return 2
+    reserve_vtx_vec(opts.reserve_vtx_vec, err)
     try:
+        traverser_kwargs(opts.traverser_policy)
         if not Path(load_file).exists():
             err.write(f"ERROR: file does not exist for --load-file: {load_file}\n")
             return 2
         if Path(load_file).is_dir():
             err.write(f"ERROR: path passed to --load-file is a directory: {load_file}\n")
             return 2
-        allow = ",".join(opts.load_allowlist) or None
         t0 = time.perf_counter()
-        engine = Engine.from_file(
-            load_file,
-            format=opts.load_format,
-            policy=opts.match_policy,
-            subsystems=parse_subsystems(opts.match_subsystems),
-            prune_filters=prune,
-            allowlist=allow,
-        )
+        engine = load_engine(opts, load_file, err)
         load_time = time.perf_counter() - t0
-        from fluxlite.writers import known_format
-
-        if not known_format(opts.match_format):
-            err.write(f"ERROR: unknown format for --match-format: {opts.match_format}\n")
-            return 2
-        if opts.graph_format not in ("dot", "graphml"):
-            err.write(f"ERROR: unknown format for --graph-format: {opts.graph_format}\n")
-            return 2
     except FluxliteError as exc:
         err.write(f"ERROR: {exc}\n")
         return 1
@@ -761,10 +914,7 @@ def main(argv: list[str] | None = None) -> int:
         load_format=opts.load_format,
     )
     if opts.elapse_time:
-        g = engine.graph
-        sys.stdout.write(f"INFO: Graph Load Time: {_fmt_ostream_double(load_time)}\n")
-        sys.stdout.write(f"INFO: Vertex Count: {len(g)}\n")
-        sys.stdout.write(f"INFO: Edge Count: {g.num_edges}\n")
+        print_load_info(engine, load_time, sys.stdout)
     from fluxlite.cli import elastic_cmds  # registers attach/remove/partial-cancel/update/grow
 
     elastic_cmds.install()

@@ -147,3 +147,8 @@ register("grug", GrugReader)
 register("hwloc", HwlocReader)
 register("jgf", JgfReader)
 register("rv1exec", Rv1execReader)
+# Fluxion's other names for the same readers when a whole graph is loaded:
+# rv1exec_force only changes how the resource module picks R's sections, and
+# a JGF in shorthand form lists every vertex it loads.
+register("rv1exec_force", Rv1execReader)
+register("jgf_shorthand", JgfReader)

@@ -272,10 +272,12 @@ class GridOps:
             r = self.allocate_deadline(jobspec, at, deadline, now=at, jobid=jobid, fmt=fmt)
         except UnsatisfiableError:
             eng._next_jobid = max(eng._next_jobid, jobid + 1)
-            return MatchResult(ok=False, jobid=jobid, satisfiable=False, errno="ENODEV")
+            return MatchResult(ok=False, jobid=jobid, satisfiable=False, errno="ENODEV", jobid_used=True)
         except DeadlineError:
             eng._next_jobid = max(eng._next_jobid, jobid + 1)
-            return MatchResult(ok=False, jobid=jobid, satisfiable=True, errno="EBUSY")
+            return MatchResult(ok=False, jobid=jobid, satisfiable=True, errno="EBUSY", jobid_used=True)
+        r.jobid_used = True  # a placement spends the id, as in Engine.match
+        eng._next_jobid = max(eng._next_jobid, r.jobid + 1)
         return r
 
     # ------------------------------------------------------------ leak

@@ -321,7 +321,9 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
                 return -1
         g = self.g
         vt, st = g.v_type, g.v_status
-        target_time = meta.at if op == "allocate" else self.graph_end - 1
+        # Only a plain allocate asks "free now?"; satisfiability asks "could it ever?" (any status,
+        # any time) and a reserve "is there such an up node at all?" - the walk decides the rest.
+        now_only = op == "allocate"
         feasible = 0
         for v in g.vertices():
             if vt[v] != "node":
@@ -330,12 +332,13 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
                 continue
             if not checking_sat and st[v] != UP:
                 continue
-            if target_time + meta.duration > self.graph_end:
+            if now_only and (
+                meta.at + meta.duration > self.graph_end or self._avail(v, meta.at, meta.duration) != 1
+            ):
                 continue
-            if self._avail(v, target_time, meta.duration) == 1:
-                feasible += 1
-                if feasible >= target:
-                    break
+            feasible += 1
+            if feasible >= target:
+                break
         if feasible < target:
             if op in ("allocate_orelse_reserve", "allocate"):
                 self.errno = "EBUSY"

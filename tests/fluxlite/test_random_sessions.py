@@ -244,28 +244,15 @@ def policy_disagreements(tmp_path: Path, graph: Path, policy: str, seed: int, n:
     return found
 
 
-_GRANULES = pytest.mark.xfail(
-    strict=True,
-    reason="first (stop-on-k exploration) stops looking for a pooled type once the units found cover "
-    "the request, without counting whole vertices per slot as Fluxion v0.54's share tally does: "
-    "node -> socket -> slot[2] -> {core, memory[1]} is refused (issue 6 1b; matcher's engineer)",
-)
-
-
 @pytest.mark.parametrize("policy", ["first", "high", "lonode", "hinode", "locality"])
 @pytest.mark.parametrize("graph", ["tiny.graphml", "medium.graphml"])
-def test_satisfiability_does_not_depend_on_the_policy(
-    tmp_path: Path, graph: str, policy: str, request: pytest.FixtureRequest
-) -> None:
+def test_satisfiability_does_not_depend_on_the_policy(tmp_path: Path, graph: str, policy: str) -> None:
     """On the empty graph, every policy (but the node-exclusive ones) agrees with low on satisfiability."""
     need_shared()
-    if policy == "first":
-        request.applymarker(_GRANULES)
     found = policy_disagreements(tmp_path, GRUGS / graph, policy, 77, 100)
     assert found == []
 
 
-@_GRANULES
 @pytest.mark.parametrize("graph", ["tiny.graphml", "medium.graphml"])
 def test_first_finds_slots_over_pooled_memory(graph: str) -> None:
     """node -> socket -> slot[2] -> {core[4], memory[1]} is satisfiable with first, as with low."""

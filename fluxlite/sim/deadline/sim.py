@@ -43,8 +43,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from fluxlite.errors import InputError
-from fluxlite.sim.deadline.placement import DYNAMIC, STRATEGIES, Machine, make_strategy, snake_order
+from fluxlite.errors import BusyError, InputError, MatchError
+from fluxlite.sim.deadline.placement import DYNAMIC, STATIC, STRATEGIES, Machine, make_strategy, snake_order
 from fluxlite.sim.deadline.program import COMM_STYLES, CommModel, Program
 from fluxlite.sim.deadline.workload import DeadlineJob
 from fluxlite.sim.kernel import Kernel
@@ -99,6 +99,7 @@ class _Run:
         "pending",
         "phase",
         "phase_ev",
+        "procs",
         "prog",
         "released",
         "reserved",
@@ -109,6 +110,7 @@ class _Run:
         self.job = job
         self.prog = prog
         self.core_of = [-1] * job.procs  # global core index of each process
+        self.procs: list[object | None] = []  # grid backend: the engine's Proc of each process
         self.pending: list[int] = []  # leak: cores taken, not yet allocated on the engine
         self.released: list[int] = []  # leak: cores given back, not yet shrunk on the engine
         self.held: list[int] = []  # engine-held cores (leak) / reserved cores (static)
@@ -145,7 +147,10 @@ class DeadlineSim:
         self.m = machine or Machine()
         self.model = model or CommModel()
         self.k = Kernel()
-        self.static = make_strategy(strategy, self.m)
+        self.grid = self.m.backend == "grid"
+        if self.grid and strategy in STATIC and self.m.strategy != strategy:
+            raise InputError(f"the machine's engine runs policy {self.m.strategy!r}, not {strategy!r}")
+        self.static = None if self.grid else make_strategy(strategy, self.m)
         self.leak = strategy in DYNAMIC
         self.noncontig = strategy == "leak-noncontig"
         self.res = RunResult(strategy=strategy, comm=comm, jobs=len(jobs))
@@ -217,19 +222,33 @@ class DeadlineSim:
         count = max(1, math.ceil(job.procs / m.cpn))
         dur = job.requested
         t = max(now, job.earliest_start)
+        if self.grid:
+            try:
+                got = m.engine.allocate_deadline(
+                    count, job.earliest_start, job.deadline, now=now, duration=dur, jobid=job.jobid
+                )
+            except MatchError:  # DeadlineError (cannot meet the deadline) or unsatisfiable
+                self._reject(job)
+                return
+            self._accept_static(job, prog, int(got.at), list(m.engine.job_nodes(job.jobid)))
+            return
         assert self.static is not None
         for start in m.start_times(t, dur, count * m.cpn, job.deadline - dur):
             nodes = self.static.choose(m, count, start, dur)
             if nodes is None:
                 continue
             m.allocate_nodes(job.jobid, nodes, start, dur)
-            self.res.accepted += 1
-            r = _Run(job, prog)
-            r.reserved = [c for n in nodes for c in range(n * m.cpn, (n + 1) * m.cpn)]
-            r.kill_at = float(start + dur)
-            self.k.at(start, self._static_start, r)
+            self._accept_static(job, prog, start, nodes)
             return
         self._reject(job)
+
+    def _accept_static(self, job: DeadlineJob, prog: Program, start: int, nodes: list[int]) -> None:
+        m = self.m
+        self.res.accepted += 1
+        r = _Run(job, prog)
+        r.reserved = [c for n in nodes for c in range(n * m.cpn, (n + 1) * m.cpn)]
+        r.kill_at = float(start + job.requested)
+        self.k.at(start, self._static_start, r)
 
     def _static_start(self, r: _Run) -> None:
         r.start = self.k.now
@@ -307,6 +326,9 @@ class DeadlineSim:
         if self.k.tick() >= job.deadline:
             self._reject(job)
             return
+        if self.grid:
+            self._grid_leak_start(job, prog)
+            return
         until = job.deadline
         first = self._next_free_node(self.entry, until)
         self.entry = (self.entry + 37) % len(self.snake)  # rotate the entry node (37: coprime stride)
@@ -353,8 +375,77 @@ class DeadlineSim:
         self._leak_flush(r)
         self._phase(r)
 
+    # -- on the engine's own leak policies (fluxlite.grid)
+    def _grid_take(self, r: _Run, k: int, proc: object, share: int) -> None:
+        """Record process ``k`` placed by the engine (``proc.core`` None: it shares core ``share``)."""
+        core_v = getattr(proc, "core", None)
+        if core_v is None:
+            c = share
+            self.res.oversubscribed += 1
+        else:
+            c = self.m.core_index[core_v]
+            r.held.append(c)
+            self._busy(1)
+        r.procs[k] = proc
+        r.core_of[k] = c
+        self.core_count[c] += 1
+
+    def _grid_fork(self, r: _Run, parent_core: int) -> object | None:
+        eng = self.m.engine
+        try:
+            return eng.grow(
+                r.job.jobid, None, strategy=self.strategy, parent=parent_core // self.m.cpn, now=self.k.tick()
+            )
+        except BusyError:  # non-contiguous leak on a full machine
+            return None
+
+    def _grid_leak_start(self, job: DeadlineJob, prog: Program) -> None:
+        eng = self.m.engine
+        now = self.k.tick()
+        want = prog.active[0]
+        r = _Run(job, prog)
+        r.procs = [None] * job.procs
+        try:
+            lj = eng.leak_start(
+                want, strategy=self.strategy, now=now, duration=job.deadline - now, jobid=job.jobid
+            )
+            procs = list(lj.procs)
+        except BusyError:
+            try:  # not enough reachable cores: start with one process, the rest are forks of it
+                lj = eng.leak_start(
+                    1, strategy=self.strategy, now=now, duration=job.deadline - now, jobid=job.jobid
+                )
+            except BusyError:
+                self._reject(job)
+                return
+            procs = list(lj.procs)
+        self.res.accepted += 1
+        r.start = self.k.now
+        self.running[job.jobid] = r
+        for k, proc in enumerate(procs):
+            self._grid_take(r, k, proc, -1)
+        first = r.core_of[0]
+        for k in range(len(procs), want):
+            self._grid_take(r, k, self._grid_fork(r, first), first)
+        self._phase(r)
+
     def _leak_fork(self, r: _Run, k: int, parent: int) -> None:
         m = self.m
+        if self.grid:
+            pcore = r.core_of[parent]
+            proc = None
+            if self.k.tick() < r.job.deadline:
+                if r.job.type == 2:  # local: only where the job already has a free core, else share
+                    pnode = pcore // m.cpn
+                    nodes = [pnode, *(x // m.cpn for x in r.held if x // m.cpn != pnode)]
+                    for node in nodes:
+                        if self._free_core_on(node, r.job.deadline) >= 0:
+                            proc = self._grid_fork(r, node * m.cpn)
+                            break
+                else:
+                    proc = self._grid_fork(r, pcore)
+            self._grid_take(r, k, proc, pcore)
+            return
         pcore = r.core_of[parent]
         pnode = pcore // m.cpn
         until = r.job.deadline
@@ -395,6 +486,15 @@ class DeadlineSim:
         c = r.core_of[k]
         r.core_of[k] = -1
         self.core_count[c] -= 1
+        if self.grid:
+            proc = r.procs[k]
+            r.procs[k] = None
+            if proc is not None:
+                self.m.engine.leak_join(r.job.jobid, proc)
+                if getattr(proc, "core", None) is not None:
+                    r.held.remove(c)
+                    self._busy(-1)
+            return
         if self.core_count[c] == 0 and c in r.held:
             r.held.remove(c)
             r.released.append(c)
@@ -495,9 +595,10 @@ def simulate(
     model: CommModel | None = None,
     snapshots: list[float] | None = None,
     machine: Machine | None = None,
+    backend: str = "auto",
 ) -> RunResult:
     """Simulate one trace; returns the run's metrics (the machine's engine is left empty)."""
-    m = machine or Machine(width, height, cores_per_node, torus)
+    m = machine or Machine(width, height, cores_per_node, torus, strategy=strategy, backend=backend)
     sim = DeadlineSim(jobs, strategy, comm, m, model, snapshots)
     res = sim.run()
     res.snapshots = sim.snapshots

@@ -71,6 +71,13 @@ def _machine_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--grid", type=_grid, default=(16, 8), metavar="WxH", help="nodes on a W x H grid (16x8)")
     g.add_argument("--torus", action="store_true", help="wrap-around links (torus) instead of a mesh")
     g.add_argument("--cores", type=int, default=4, help="cores per node (4)")
+    g.add_argument(
+        "--backend",
+        choices=("auto", "grid", "interim"),
+        default="auto",
+        help="who chooses nodes: the engine's grid allocators (grid), the simulator's own choosers over "
+        "the engine's planner (interim), or grid when available (auto)",
+    )
 
 
 def _workload_args(p: argparse.ArgumentParser, multi: bool) -> None:
@@ -115,6 +122,7 @@ def _spec(a: argparse.Namespace, strategy: str, comm: str) -> Any:
         cores=a.cores,
         torus=a.torus,
         swf=a.swf,
+        backend=a.backend,
     )
 
 
@@ -127,10 +135,10 @@ def cmd_run(a: argparse.Namespace) -> int:
 
     spec = _spec(a, a.strategy, a.comm)
     jobs = make_jobs(spec)
-    m = Machine(spec.width, spec.height, spec.cores, spec.torus)
+    m = Machine(spec.width, spec.height, spec.cores, spec.torus, strategy=a.strategy, backend=a.backend)
     res = simulate(jobs, a.strategy, a.comm, machine=m, snapshots=a.at)
     d = res.summary()
-    d.update(load=a.load, type=a.jtype, trace=a.trace, machine=spec.machine)
+    d.update(load=a.load, type=a.jtype, trace=a.trace, machine=spec.machine, backend=m.backend)
     if a.check:
         errs = recount_errors(m.engine, [0])
         d["recount_errors"] = len(errs)
@@ -160,6 +168,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         "makespan",
         "events",
         "wall_seconds",
+        "backend",
     ):
         v = d[k]
         print(f"{k:<{w}}  {v:.4g}" if isinstance(v, float) else f"{k:<{w}}  {v}")
@@ -201,6 +210,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
         cores=a.cores,
         torus=a.torus,
         swf=a.swf,
+        backend=a.backend,
     )
     out = Path(a.out)
     bar: Any = None
@@ -350,6 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--comm", choices=COMM_NAMES, default="async")
     b.add_argument("--jobs", type=int, default=1000)
     b.add_argument("--repeat", type=int, default=3, help="runs per strategy (median; 3)")
+    b.add_argument("--backend", choices=("auto", "grid", "interim"), default="auto")
     b.add_argument("--json", metavar="FILE", help="write the measurements as JSON")
     b.set_defaults(fn=cmd_bench)
 

@@ -88,6 +88,8 @@ class _Run:
     """The state of one job while it runs (placement of its processes, current phase)."""
 
     __slots__ = (
+        "comp_held",
+        "comp_last",
         "comp_n",
         "comp_sum",
         "core_of",
@@ -123,6 +125,8 @@ class _Run:
         self.start = 0.0
         self.comp_sum = 0.0
         self.comp_n = 0
+        self.comp_held: list[int] | None = None
+        self.comp_last = 0
 
 
 class DeadlineSim:
@@ -512,13 +516,16 @@ class DeadlineSim:
         dur, own = prog.phase_time(i, node_of, osub, self.m.geom, self.traffic)
         self.traffic += own
         r.own = own
-        nodes = np.unique(np.asarray(r.held, dtype=np.int64) // self.m.cpn) if self.leak else None
-        if nodes is None:
+        if not self.leak:
             if r.comp_n == 0:
                 r.comp_sum = float(self.m.geom.pairwise(sorted({c // self.m.cpn for c in r.reserved})))
                 r.comp_n = 1
         else:
-            r.comp_sum += self.m.geom.pairwise(nodes.tolist())
+            if r.comp_held != r.held:  # the partition changed since the last phase
+                nodes = np.unique(np.asarray(r.held, dtype=np.int64) // self.m.cpn)
+                r.comp_last = self.m.geom.pairwise(nodes.tolist())
+                r.comp_held = list(r.held)
+            r.comp_sum += r.comp_last
             r.comp_n += 1
         end = self.k.now + dur
         if end > r.kill_at:

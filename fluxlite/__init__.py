@@ -3,6 +3,7 @@
 from fluxlite.errors import (
     BusyError,
     CommandError,
+    DeadlineError,
     FluxliteError,
     GraphFormatError,
     InputError,
@@ -20,6 +21,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BusyError",
     "CommandError",
+    "DeadlineError",
     "FluxliteError",
     "GraphFormatError",
     "InputError",

@@ -32,6 +32,7 @@ from fluxlite.errors import (
     UnsatisfiableError,
 )
 from fluxlite.graph import DOWN, UP, ResourceGraph
+from fluxlite.grid.ops import GRID_POLICIES, LEAK_STRATEGIES
 from fluxlite.match import Traverser, parse_policy
 from fluxlite.writers import create_writer
 
@@ -96,7 +97,15 @@ class Engine:
         prune_filters: str = "ALL:core,ALL:node",
     ) -> None:
         self.graph = graph
-        self.policy = parse_policy(policy)
+        #: a static grid allocator chooses the nodes (fluxlite.grid); the traverser keeps a plain policy
+        self.grid_policy: str | None = policy if policy in GRID_POLICIES else None
+        if self.grid_policy is not None:
+            import dataclasses
+
+            self.policy = dataclasses.replace(parse_policy("first"), name=policy)
+        else:
+            self.policy = parse_policy(policy)
+        self._grid: Any = None
         self.traverser = Traverser(graph, self.policy, subsystems, prune_filters)
         try:
             self.traverser.initialize()
@@ -139,6 +148,68 @@ class Engine:
     def postorder_count(self) -> int:
         return self.traverser.total_postorder
 
+    # -------------------------------------------------------------- grid machines
+    @property
+    def grid(self) -> Any:
+        """The grid allocators and leak strategies of this engine (:class:`fluxlite.grid.ops.GridOps`).
+
+        Built on first use; raises :class:`InputError` if the graph is not a grid machine.
+        """
+        if self._grid is None:
+            from fluxlite.grid.ops import GridOps
+
+            self._grid = GridOps(self, self.grid_policy)
+        return self._grid
+
+    @property
+    def grid_info(self) -> Any:
+        """The machine's geometry (:class:`fluxlite.grid.GridInfo`)."""
+        return self.grid.gi
+
+    @property
+    def leak_jobs(self) -> dict[int, Any]:
+        """jobid -> :class:`fluxlite.grid.LeakJob` of the jobs started by a leak strategy."""
+        return self.grid.leak_jobs
+
+    def allocate_deadline(
+        self,
+        request: Any,
+        earliest: int,
+        deadline: int | None,
+        now: int = 0,
+        duration: int | None = None,
+        jobid: int | None = None,
+        policy: str | None = None,
+        fmt: str | None = None,
+    ) -> MatchResult:
+        """Reserve whole grid nodes at the earliest start ending by ``deadline`` (see :mod:`fluxlite.grid`).
+
+        Raises :class:`DeadlineError`, :class:`UnsatisfiableError` or
+        :class:`InputError`; then nothing changed.
+        """
+        return self.grid.allocate_deadline(
+            request, earliest, deadline, now=now, duration=duration, jobid=jobid, policy=policy, fmt=fmt
+        )
+
+    def job_nodes(self, jobid: int) -> list[int]:
+        """Grid indices of the nodes job ``jobid`` uses (read from the engine's state)."""
+        return self.grid.job_nodes(jobid)
+
+    def leak_start(
+        self,
+        nprocs: Any,
+        strategy: str = "leak",
+        now: int = 0,
+        duration: int | None = None,
+        jobid: int | None = None,
+    ) -> Any:
+        """Start a job with a leak strategy; returns its :class:`fluxlite.grid.LeakJob` (see :mod:`fluxlite.grid`)."""
+        return self.grid.leak_start(nprocs, strategy, now=now, duration=duration, jobid=jobid)
+
+    def leak_join(self, jobid: int, proc: Any) -> bool:
+        """End one process of a leak job (its core is freed at once); True when the job is gone."""
+        return self.grid.join(jobid, proc)
+
     def _writer(self, fmt: str) -> Any:
         w = self._writers.get(fmt)
         if w is None:
@@ -164,6 +235,8 @@ class Engine:
             jobid = self._next_jobid
         if jobid in self.jobs and not _grow:
             raise StateError(f"job id {jobid} is already allocated or reserved", jobid=jobid)
+        if self.grid_policy is not None and not _grow:
+            return self.grid.match(jobspec, op, jobid, fmt, at)
         tr = self.traverser
         w = self._writer(fmt)
         w.reset()
@@ -216,14 +289,48 @@ class Engine:
         """Allocate now or reserve at the earliest time; raise :class:`UnsatisfiableError` if impossible."""
         return self._place(jobspec, "allocate_orelse_reserve", jobid, fmt)
 
-    def grow(self, jobid: int, jobspec: Any, fmt: str = "jgf") -> MatchResult:
+    def grow(
+        self,
+        jobid: int,
+        jobspec: Any = None,
+        fmt: str = "jgf",
+        *,
+        strategy: str | None = None,
+        parent: int | None = None,
+        now: int = 0,
+    ) -> Any:
         """MatchGrow locally: find more resources for running job ``jobid``.
 
         The new resources carry the job's id; nothing the job already holds
         changes.  Returns the new resources (only them) in ``fmt``; raises
         :class:`UnknownJobError`, :class:`BusyError` or
         :class:`UnsatisfiableError` (then nothing changed).
+
+        With ``strategy="leak"`` or ``"leak-noncontig"`` the job is a leak job
+        and the grow is one fork next to grid node ``parent`` at time ``now``
+        (``jobspec``: None or one core); returns a :class:`fluxlite.grid.Proc`.
         """
+        if strategy is not None:
+            if strategy not in LEAK_STRATEGIES:
+                raise InputError(f"unknown grow strategy {strategy!r} (known: {', '.join(LEAK_STRATEGIES)})")
+            if jobspec is not None:
+                from fluxlite.grid.ops import _jobspec_counts
+
+                nodes, cores, _ = _jobspec_counts(jobspec)
+                if nodes or cores != 1:
+                    raise InputError("a leak grow places one process: the jobspec must ask for one core")
+            job = self.grid.leak_jobs.get(jobid)
+            if job is None:
+                if jobid not in self.jobs:
+                    raise UnknownJobError(f"nonexistent job {jobid}", jobid=jobid)
+                raise StateError(f"job {jobid} was not started by a leak strategy", jobid=jobid)
+            if job.strategy != strategy:
+                raise StateError(
+                    f"job {jobid} runs with strategy {job.strategy}, not {strategy}", jobid=jobid
+                )
+            return self.grid.fork(jobid, parent, now)
+        if jobspec is None:
+            raise InputError("grow needs a jobspec")
         if jobid not in self.jobs:
             raise UnknownJobError(f"nonexistent job {jobid}", jobid=jobid)
         if self.jobs[jobid] != "allocated":
@@ -335,6 +442,8 @@ class Engine:
             raise StateError(msg, jobid=jobid)
         self.jobs.pop(jobid, None)
         self.job_at.pop(jobid, None)
+        if self._grid is not None:
+            self._grid.forget(jobid)
 
     # -------------------------------------------------------------- graph elasticity
     def attach(

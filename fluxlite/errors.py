@@ -12,7 +12,8 @@ specific branches::
     │   └── CommandError           a REPL/CLI command is malformed
     ├── MatchError                 a request could not be placed
     │   ├── BusyError              resources exist but are taken (EBUSY)
-    │   └── UnsatisfiableError     this graph can never satisfy it (ENODEV)
+    │   ├── UnsatisfiableError     this graph can never satisfy it (ENODEV)
+    │   └── DeadlineError          no start time lets the job end by its deadline
     ├── PlannerError               a planner (timeline) operation is invalid
     ├── StateError                 the operation conflicts with current state
     │   └── UnknownJobError        no allocation or reservation with that id
@@ -27,6 +28,7 @@ from __future__ import annotations
 __all__ = [
     "BusyError",
     "CommandError",
+    "DeadlineError",
     "FluxliteError",
     "GraphFormatError",
     "InputError",
@@ -81,6 +83,10 @@ class BusyError(MatchError):
 
 class UnsatisfiableError(MatchError):
     """No state of this graph can ever satisfy the request (Fluxion's ENODEV)."""
+
+
+class DeadlineError(MatchError):
+    """No start time at or after the job's earliest start lets it finish by its deadline."""
 
 
 class PlannerError(FluxliteError):

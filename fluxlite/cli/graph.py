@@ -8,6 +8,10 @@
     resource-query).
 ``fluxlite graph convert IN [--from grug|jgf|rv1exec|hwloc] --to jgf|graphml|graphml-clean|dot [-o OUT]``
     Read a graph in one format, write it in another.
+``fluxlite graph generate --grid 16x8 [--torus] --cores 4 [-o grid.json]``
+    A grid (or torus) machine: cluster -> node -> core, nodes with properties
+    ``x``/``y`` and a ``network`` subsystem of neighbour edges (for the grid
+    allocators ``-P hilbert|manhattan|count`` and the leak strategies).
 ``fluxlite graph info IN [--from ...] [--json]``
     Size, subsystems, roots, ranks and the number of vertices of each type.
 
@@ -177,6 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         epilog="examples:\n"
         "  fluxlite graph generate --racks 2 --nodes 4 --gpus 1 --memory 4 -o cluster.json\n"
         "  fluxlite graph generate --nodes 128 --format grug -o L0.graphml\n"
+        "  fluxlite graph generate --grid 16x8 --cores 4 -o grid.json   (fluxlite query -L grid.json -f jgf -P hilbert)\n"
         "  fluxlite graph convert cluster.json --to dot | dot -Tpng > cluster.png\n"
         "  fluxlite graph info cluster.json",
     )
@@ -194,6 +199,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     pg.add_argument("--memory", type=int, default=0, help="memory vertices per socket (default 0)")
     pg.add_argument("--memory-unit", default="GB", help="unit of one memory vertex (default GB)")
     pg.add_argument("--cluster", default="cluster", help="cluster basename (default cluster)")
+    pg.add_argument(
+        "--grid",
+        metavar="WxH",
+        help="a W x H grid machine instead: cluster -> node -> core (--cores per node), "
+        "nodes with properties x, y and a 'network' subsystem of neighbour edges",
+    )
+    pg.add_argument("--torus", action="store_true", help="with --grid: wrap-around neighbour edges")
     pg.add_argument(
         "--format", choices=(*_OUT_FORMATS, "grug"), default="jgf", help="output format (default jgf)"
     )
@@ -216,7 +228,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.print_help()
         return 2
     try:
-        if a.cmd == "generate":
+        if a.cmd == "generate" and (a.grid or a.torus):
+            from fluxlite.errors import InputError
+            from fluxlite.grid import generate_grid, parse_grid_size
+
+            if not a.grid:
+                raise InputError("--torus needs --grid WxH")
+            if a.format == "grug":
+                raise InputError(
+                    "a GRUG recipe cannot carry node coordinates or neighbour edges: "
+                    "use --format jgf (default) or graphml for --grid"
+                )
+            w, h = parse_grid_size(a.grid)
+            _write(_render(generate_grid(w, h, a.cores, a.torus, a.cluster), a.format), a.output)
+        elif a.cmd == "generate":
             from fluxlite.readers.generate import generate_graph, generate_recipe
 
             args = (a.racks, a.nodes, a.sockets, a.cores, a.gpus, a.memory, a.memory_unit, a.cluster)

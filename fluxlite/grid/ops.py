@@ -1,0 +1,472 @@
+"""Grid allocators and leak policies on the engine: read free-ness from it, hand it the chosen resources.
+
+:class:`GridOps` is attached to an :class:`~fluxlite.api.Engine` (``eng.grid``).
+It keeps no allocation state: which node or core is free over a window is
+read from the traverser's ``xspans`` column (every job that uses a vertex or
+anything below it, with its window) and the vertex status; the chosen
+resources are allocated with the engine's exact-item path
+(``Engine._allocate_items`` -> ``Traverser.update_allocate``), which updates
+the planner spans and the subtree aggregates like any match, and released
+with ``Traverser.release_groups`` (shrink) or ``Engine.cancel``.  What it does
+keep is policy state: the leak entry node that rotates from job to job and
+each leak job's processes (which core, or oversubscribed on which node).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from fluxlite.errors import BusyError, DeadlineError, InputError, StateError, UnsatisfiableError
+from fluxlite.graph import UP
+from fluxlite.grid.alloc import ALLOCATORS
+from fluxlite.grid.machine import GridInfo
+
+if TYPE_CHECKING:
+    from fluxlite.api import Engine, MatchResult
+
+__all__ = ["GRID_POLICIES", "LEAK_STRATEGIES", "GridOps", "LeakJob", "Proc", "request_size"]
+
+#: static grid allocators usable as match policies
+GRID_POLICIES = tuple(ALLOCATORS)
+#: grow/shrink strategies
+LEAK_STRATEGIES = ("leak", "leak-noncontig")
+
+
+@dataclass(slots=True)
+class Proc:
+    """One process of a leak job: on core ``core`` of grid node ``node``, or oversubscribed there."""
+
+    node: int
+    core: int | None
+    oversubscribed: bool = False
+
+
+@dataclass
+class LeakJob:
+    """A job placed by a leak policy: its processes and how many are oversubscribed."""
+
+    jobid: int
+    strategy: str
+    start: int
+    end: int
+    entry: int
+    procs: list[Proc] = field(default_factory=list)
+    #: processes currently running on top of another process's core
+    oversubscribed: int = 0
+    #: processes ever placed by oversubscription
+    oversubscribed_total: int = 0
+
+    def nodes(self) -> list[int]:
+        """Grid indices the job's processes run on (first-use order, no repeats)."""
+        return list(dict.fromkeys(p.node for p in self.procs))
+
+
+def _jobspec_counts(jobspec: Any) -> tuple[int, int, float]:
+    """(nodes, cores, duration) a jobspec asks for; counts multiply down the resource tree."""
+    from fluxlite.jobspec import Jobspec, parse_jobspec
+
+    if not isinstance(jobspec, Jobspec):
+        jobspec = parse_jobspec(jobspec)
+    nodes = cores = 0
+
+    def walk(rs: Sequence[Any], mult: int) -> None:
+        nonlocal nodes, cores
+        for r in rs:
+            m = mult * r.count.min
+            if r.type == "node":
+                nodes += m
+            elif r.type == "core":
+                cores += m
+            walk(r.with_, m)
+
+    walk(jobspec.resources, 1)
+    return nodes, cores, jobspec.duration
+
+
+def request_size(request: Any, cores_per_node: int, duration: int | None) -> tuple[int, int]:
+    """(whole nodes, duration) of a request: a node count, or a jobspec (its nodes, else its cores)."""
+    if isinstance(request, bool):
+        raise InputError("a grid request is a node count or a jobspec")
+    if isinstance(request, int):
+        k = request
+        if duration is None:
+            raise InputError("a request given as a node count needs a duration")
+    else:
+        nodes, cores, js_dur = _jobspec_counts(request)
+        if nodes:
+            k = nodes
+        elif cores:
+            k = math.ceil(cores / max(cores_per_node, 1))
+        else:
+            raise InputError("the jobspec asks for neither nodes nor cores")
+        if duration is None:
+            duration = math.ceil(js_dur) if js_dur > 0 else 0
+            if duration <= 0:
+                from fluxlite.match import SYSTEM_DEFAULT_DURATION
+
+                duration = SYSTEM_DEFAULT_DURATION
+    if k <= 0:
+        raise InputError(f"a grid request needs at least one node, got {k}")
+    if duration is None or duration <= 0:
+        raise InputError(f"duration must be positive, got {duration}")
+    return k, int(duration)
+
+
+class GridOps:
+    """Grid allocators and leak strategies over one engine (see the module docstring)."""
+
+    def __init__(self, eng: Engine, policy: str | None = None) -> None:
+        self.eng = eng
+        self.policy = policy
+        self.gi = GridInfo.from_graph(eng.graph, eng.traverser.dom)
+        gi = self.gi
+        self.cores_per_node = max((len(c) for c in gi.cores), default=0)
+        self._node_vid = gi.node_vid
+        self._cores = gi.cores
+        #: the next leak job's entry position in snake order
+        self._entry = 0
+        #: jobid -> LeakJob
+        self.leak_jobs: dict[int, LeakJob] = {}
+
+    # ------------------------------------------------------------ state, read from the engine
+    def _spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(grid index, start, end) of every job window on every node (from ``xspans``)."""
+        xspans = self.eng.traverser.xspans
+        idx: list[int] = []
+        ss: list[int] = []
+        es: list[int] = []
+        for i, v in enumerate(self._node_vid):
+            xs = xspans[v]
+            if xs:
+                for s, e in xs.values():
+                    idx.append(i)
+                    ss.append(s)
+                    es.append(e)
+        return np.array(idx, dtype=np.int64), np.array(ss, dtype=np.int64), np.array(es, dtype=np.int64)
+
+    def _down(self) -> np.ndarray:
+        st = self.eng.graph.v_status
+        return np.array([st[v] != UP for v in self._node_vid], dtype=bool)
+
+    def free_nodes(self, at: int, duration: int) -> np.ndarray:
+        """Boolean mask by grid index: node up and used by no job over ``[at, at + duration)``."""
+        idx, s, e = self._spans()
+        return self._free_mask(idx, s, e, self._down(), at, duration)
+
+    def _free_mask(
+        self, idx: np.ndarray, s: np.ndarray, e: np.ndarray, down: np.ndarray, at: int, duration: int
+    ) -> np.ndarray:
+        free = ~down
+        if len(idx):
+            hit = (s < at + duration) & (e > at)
+            free[idx[hit]] = False
+        return free
+
+    def job_nodes(self, jobid: int) -> list[int]:
+        """Grid indices of the nodes ``jobid`` uses (all of them or some cores), read from the engine."""
+        tags = self.eng.traverser.tags
+        return [i for i, v in enumerate(self._node_vid) if (tg := tags[v]) is not None and jobid in tg]
+
+    # ------------------------------------------------------------ static allocators
+    def allocate_deadline(
+        self,
+        request: Any,
+        earliest: int,
+        deadline: int | None,
+        now: int = 0,
+        duration: int | None = None,
+        jobid: int | None = None,
+        policy: str | None = None,
+        fmt: str | None = None,
+        busy_error: bool = False,
+    ) -> MatchResult:
+        """Reserve whole nodes at the earliest start meeting the deadline (see :mod:`fluxlite.grid`)."""
+        eng = self.eng
+        policy = policy or self.policy or "hilbert"
+        choose = ALLOCATORS.get(policy)
+        if choose is None:
+            raise InputError(f"unknown grid allocator {policy!r} (known: {', '.join(ALLOCATORS)})")
+        k, d = request_size(request, self.cores_per_node, duration)
+        if jobid is None:
+            jobid = eng._next_jobid
+        if jobid in eng.jobs:
+            raise StateError(f"job id {jobid} is already allocated or reserved", jobid=jobid)
+        gi = self.gi
+        down = self._down()
+        if k > gi.n - int(down.sum()):
+            raise UnsatisfiableError(
+                f"the machine has {gi.n - int(down.sum())} nodes up, the job asks for {k}", jobid=jobid
+            )
+        t0 = max(earliest, now)
+        limit = eng.traverser.graph_end if deadline is None else deadline
+        if t0 + d > limit:
+            if busy_error:
+                raise BusyError("resources exist but are not free now", jobid=jobid)
+            raise DeadlineError(
+                f"cannot meet the deadline: earliest start {t0} + runtime {d} > {limit}", jobid=jobid
+            )
+        idx, s, e = self._spans()
+        cands = np.unique(e[e > t0]) if len(e) else np.empty(0, dtype=np.int64)
+        times = [t0, *cands[cands + d <= limit].tolist()]
+        for t in times:
+            free = self._free_mask(idx, s, e, down, t, d)
+            if int(free.sum()) < k:
+                continue
+            chosen = choose(gi, free, k)
+            if chosen is None:
+                continue
+            items: list[tuple[int, int, bool]] = []
+            for i in chosen:
+                items.append((self._node_vid[i], 1, True))
+                items.extend((c, 1, True) for c in self._cores[i])
+            return eng._allocate_items(jobid, items, t, d, fmt, t > now)
+        if busy_error:
+            raise BusyError("resources exist but are not free now", jobid=jobid)
+        raise DeadlineError(
+            f"cannot meet the deadline: no {k} nodes free for {d} s starting in [{t0}, {limit - d}]",
+            jobid=jobid,
+        )
+
+    def match(self, jobspec: Any, op: str, jobid: int | None, fmt: str, at: int) -> MatchResult:
+        """``Engine.match`` for a grid policy: allocate now, reserve later, or check satisfiability."""
+        from fluxlite.api import MatchResult
+
+        eng = self.eng
+        if jobid is None:
+            jobid = eng._next_jobid
+        try:
+            k, d = request_size(jobspec, self.cores_per_node, None)
+        except InputError as exc:
+            return MatchResult(ok=False, jobid=jobid, errno="EINVAL", error=f"match_allocate: ERROR: {exc}\n")
+        down = int(self._down().sum())
+        if op == "satisfiability":
+            sat = k <= self.gi.n - down
+            return MatchResult(ok=False, jobid=jobid, satisfiable=sat, errno=0 if sat else "ENODEV")
+        deadline = None if op == "allocate_orelse_reserve" else at + d
+        try:
+            r = self.allocate_deadline(jobspec, at, deadline, now=at, jobid=jobid, fmt=fmt)
+        except UnsatisfiableError:
+            eng._next_jobid = max(eng._next_jobid, jobid + 1)
+            return MatchResult(ok=False, jobid=jobid, satisfiable=False, errno="ENODEV")
+        except DeadlineError:
+            eng._next_jobid = max(eng._next_jobid, jobid + 1)
+            return MatchResult(ok=False, jobid=jobid, satisfiable=True, errno="EBUSY")
+        return r
+
+    # ------------------------------------------------------------ leak
+    def _free_cores(self, i: int, at: int, duration: int) -> list[int]:
+        """Core vertices of node ``i`` used by no job over the window (none if the node is down)."""
+        g = self.eng.graph
+        if g.v_status[self._node_vid[i]] != UP:
+            return []
+        xspans = self.eng.traverser.xspans
+        end = at + duration
+        out = []
+        for c in self._cores[i]:
+            xs = xspans[c]
+            if xs:
+                busy = False
+                for s, e in xs.values():
+                    if s < end and e > at:
+                        busy = True
+                        break
+                if busy:
+                    continue
+            out.append(c)
+        return out
+
+    def _snake_scan(
+        self, from_pos: int, at: int, duration: int, taken: set[int]
+    ) -> tuple[int, list[int]] | None:
+        """First node in snake order from position ``from_pos`` (wrapping) with a free core not in ``taken``."""
+        order = self.gi.snake_order
+        n = self.gi.n
+        for k in range(n):
+            i = int(order[(from_pos + k) % n])
+            cores = [c for c in self._free_cores(i, at, duration) if c not in taken]
+            if cores:
+                return i, cores
+        return None
+
+    def leak_start(
+        self,
+        nprocs: Any,
+        strategy: str = "leak",
+        now: int = 0,
+        duration: int | None = None,
+        jobid: int | None = None,
+    ) -> LeakJob:
+        """Start a leak job of ``nprocs`` processes (see :mod:`fluxlite.grid`); BusyError if no core is free."""
+        eng = self.eng
+        if strategy not in LEAK_STRATEGIES:
+            raise InputError(f"unknown leak strategy {strategy!r} (known: {', '.join(LEAK_STRATEGIES)})")
+        if isinstance(nprocs, bool):
+            raise InputError("nprocs must be a process count or a jobspec")
+        if not isinstance(nprocs, int):
+            nodes, cores, js_dur = _jobspec_counts(nprocs)
+            nprocs = cores or nodes * self.cores_per_node
+            if duration is None and js_dur > 0:
+                duration = math.ceil(js_dur)
+        if nprocs <= 0:
+            raise InputError(f"a leak job needs at least one process, got {nprocs}")
+        if duration is None or duration <= 0:
+            raise InputError(f"duration must be positive, got {duration}")
+        if jobid is None:
+            jobid = eng._next_jobid
+        if jobid in eng.jobs:
+            raise StateError(f"job id {jobid} is already allocated or reserved", jobid=jobid)
+        n = self.gi.n
+        entry = self._entry
+        found = self._snake_scan(entry, now, duration, set())
+        if found is None:
+            raise BusyError("no node has a free core", jobid=jobid)
+        start, _ = found
+        job = LeakJob(jobid, strategy, now, now + duration, entry)
+        taken: set[int] = set()
+        procs: list[Proc] = []
+        # breadth-first over nodes with free cores, from the start node
+        seen = {start}
+        queue = deque([start])
+        nb = self.gi.neighbours
+        while queue and len(procs) < nprocs:
+            u = queue.popleft()
+            for c in self._free_cores(u, now, duration):
+                if len(procs) >= nprocs:
+                    break
+                procs.append(Proc(u, c))
+                taken.add(c)
+            for w in nb(u):
+                if w not in seen and self._free_cores(w, now, duration):
+                    seen.add(w)
+                    queue.append(w)
+        while len(procs) < nprocs:
+            # the region is full: what a fork would do
+            if strategy == "leak":
+                real = [p for p in procs if p.core is not None]
+                node = real[len(procs) % len(real)].node
+                procs.append(Proc(node, None, True))
+                job.oversubscribed += 1
+                job.oversubscribed_total += 1
+                continue
+            got = self._snake_scan(self.gi.snake_pos[start], now, duration, taken)
+            if got is None:
+                break
+            i, cores = got
+            for c in cores:
+                if len(procs) >= nprocs:
+                    break
+                procs.append(Proc(i, c))
+                taken.add(c)
+        if len(procs) < nprocs:
+            raise BusyError(f"only {len(procs)} free cores for {nprocs} processes", jobid=jobid)
+        items = [(p.core, 1, True) for p in procs if p.core is not None]
+        eng._allocate_items(jobid, items, now, duration, None, False)
+        job.procs = procs
+        self.leak_jobs[jobid] = job
+        # the next job enters the snake elsewhere: spread jobs over the machine
+        self._entry = (entry + max(1, n // 7 + 1)) % n
+        return job
+
+    def fork(self, jobid: int, parent: int | None = None, now: int = 0) -> Proc:
+        """Place one new process of leak job ``jobid`` next to ``parent`` (a grid index); see :mod:`fluxlite.grid`."""
+        eng = self.eng
+        job = self.leak_jobs.get(jobid)
+        if job is None:
+            from fluxlite.errors import UnknownJobError
+
+            raise UnknownJobError(f"job {jobid} is not a running leak job", jobid=jobid)
+        if now >= job.end:
+            raise StateError(f"job {jobid} ends at {job.end}: cannot fork at {now}", jobid=jobid)
+        if parent is None:
+            parent = job.procs[0].node if job.procs else job.entry
+        if not 0 <= parent < self.gi.n:
+            raise InputError(f"parent node {parent} is not a grid index", jobid=jobid)
+        d = job.end - now
+        nb = self.gi.neighbours
+        place: tuple[int, int] | None = None
+        cores = self._free_cores(parent, now, d)
+        if cores:
+            place = (parent, cores[0])
+        if place is None:
+            for w in nb(parent):
+                cores = self._free_cores(w, now, d)
+                if cores:
+                    place = (w, cores[0])
+                    break
+        if place is None:
+            for u in job.nodes():
+                cores = self._free_cores(u, now, d)
+                if cores:
+                    place = (u, cores[0])
+                    break
+                for w in nb(u):
+                    cores = self._free_cores(w, now, d)
+                    if cores:
+                        place = (w, cores[0])
+                        break
+                if place is not None:
+                    break
+        if place is None:
+            if job.strategy == "leak":
+                p = Proc(parent, None, True)
+                job.procs.append(p)
+                job.oversubscribed += 1
+                job.oversubscribed_total += 1
+                return p
+            got = self._snake_scan(
+                int(self.gi.snake_pos[job.procs[0].node if job.procs else job.entry]), now, d, set()
+            )
+            if got is None:
+                raise BusyError("no free core anywhere for the new process", jobid=jobid)
+            place = (got[0], got[1][0])
+        node, core = place
+        eng._allocate_items(jobid, [(core, 1, True)], now, d, None, False)
+        p = Proc(node, core)
+        job.procs.append(p)
+        return p
+
+    def join(self, jobid: int, proc: Proc) -> bool:
+        """End process ``proc``: its core is released at once; True when the job holds nothing any more."""
+        eng = self.eng
+        job = self.leak_jobs.get(jobid)
+        if job is None:
+            from fluxlite.errors import UnknownJobError
+
+            raise UnknownJobError(f"job {jobid} is not a running leak job", jobid=jobid)
+        try:
+            pos = next(k for k, p in enumerate(job.procs) if p is proc)
+        except StopIteration:
+            raise StateError(f"process {proc} is not one of job {jobid}'s", jobid=jobid) from None
+        if proc.core is None:
+            job.procs.pop(pos)
+            job.oversubscribed -= 1
+            return False
+        # an oversubscribed process on the same node takes over the core
+        heir = next((p for p in job.procs if p.core is None and p.node == proc.node), None)
+        if heir is not None:
+            heir.core = proc.core
+            heir.oversubscribed = False
+            job.oversubscribed -= 1
+            job.procs.pop(pos)
+            return False
+        tr = eng.traverser
+        tr.total_preorder = 0
+        tr.total_postorder = 0
+        full = tr.release_groups(jobid, [(proc.core, [proc.core])])
+        job.procs.pop(pos)
+        if full:
+            eng.jobs.pop(jobid, None)
+            eng.job_at.pop(jobid, None)
+            if not job.procs:
+                self.leak_jobs.pop(jobid, None)
+        return full
+
+    def forget(self, jobid: int) -> None:
+        """The engine removed ``jobid``: drop its leak bookkeeping."""
+        self.leak_jobs.pop(jobid, None)

@@ -198,9 +198,8 @@ class Machine:
         """Cancel: free everything the job holds (no error if it holds nothing)."""
         if jobid in self.engine.jobs:
             self.engine.cancel(jobid)
-        leak_jobs = getattr(self.engine, "leak_jobs", None)
-        if leak_jobs is not None:
-            leak_jobs.pop(jobid, None)
+        if self.backend == "grid":
+            self.engine.leak_jobs.pop(jobid, None)
 
 
 def _plain_graph(width: int, height: int, cpn: int):  # type: ignore[no-untyped-def]

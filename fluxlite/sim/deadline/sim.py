@@ -40,10 +40,11 @@ import math
 import time
 from collections import deque
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
-from fluxlite.errors import BusyError, InputError, MatchError
+from fluxlite.errors import BusyError, InputError, MatchError, StateError, UnknownJobError
 from fluxlite.sim.deadline.placement import DYNAMIC, STATIC, STRATEGIES, Machine, make_strategy, snake_order
 from fluxlite.sim.deadline.program import COMM_STYLES, CommModel, Program
 from fluxlite.sim.deadline.workload import DeadlineJob
@@ -82,6 +83,16 @@ class RunResult:
         d.pop("outcomes")
         d.pop("snapshots")
         return d
+
+
+class _Shared:
+    """A process the engine gave no core (its fork was refused): it shares a core of its node."""
+
+    __slots__ = ("node",)
+    core = None
+
+    def __init__(self, node: int) -> None:
+        self.node = node
 
 
 class _Run:
@@ -380,28 +391,48 @@ class DeadlineSim:
         self._phase(r)
 
     # -- on the engine's own leak policies (fluxlite.grid)
-    def _grid_take(self, r: _Run, k: int, proc: object, share: int) -> None:
-        """Record process ``k`` placed by the engine (``proc.core`` None: it shares core ``share``)."""
-        core_v = getattr(proc, "core", None)
-        if core_v is None:
-            c = share
-            self.res.oversubscribed += 1
-        else:
-            c = self.m.core_index[core_v]
-            r.held.append(c)
-            self._busy(1)
-        r.procs[k] = proc
-        r.core_of[k] = c
-        self.core_count[c] += 1
-
-    def _grid_fork(self, r: _Run, parent_core: int) -> object | None:
-        eng = self.m.engine
+    def _grid_fork(self, r: _Run, parent_node: int) -> Any:
+        """One fork through ``Engine.grow(strategy=...)``; a process sharing its parent's node if refused."""
         try:
-            return eng.grow(
-                r.job.jobid, None, strategy=self.strategy, parent=parent_core // self.m.cpn, now=self.k.tick()
+            return self.m.engine.grow(
+                r.job.jobid, None, strategy=self.strategy, parent=parent_node, now=self.k.tick()
             )
-        except BusyError:  # non-contiguous leak on a full machine
-            return None
+        except (BusyError, StateError, UnknownJobError):  # full machine (non-contiguous), job past its end
+            return _Shared(parent_node)
+
+    def _grid_sync(self, r: _Run) -> None:
+        """Processes' cores, the job's held cores and the busy count, as the engine's ``Proc``s say.
+
+        A process without a core of its own (oversubscribed) shares a core the job holds on its
+        node (round robin), else any core of the job.  O(processes).
+        """
+        m = self.m
+        cc = self.core_count
+        for k, c in enumerate(r.core_of):
+            if c >= 0:
+                cc[c] -= 1
+                r.core_of[k] = -1
+        alive = r.prog.active[r.phase]
+        held: list[int] = []
+        on_node: dict[int, list[int]] = {}
+        for k in range(alive):
+            p = r.procs[k]
+            if p is not None and p.core is not None:
+                c = m.core_index[p.core]
+                held.append(c)
+                on_node.setdefault(p.node, []).append(c)
+                r.core_of[k] = c
+        for k in range(alive):
+            p = r.procs[k]
+            if r.core_of[k] >= 0 or p is None:
+                continue
+            mine = on_node.get(p.node) or held
+            r.core_of[k] = mine[k % len(mine)] if mine else p.node * m.cpn
+        for k in range(alive):
+            if r.core_of[k] >= 0:
+                cc[r.core_of[k]] += 1
+        self._busy(len(held) - len(r.held))
+        r.held = held
 
     def _grid_leak_start(self, job: DeadlineJob, prog: Program) -> None:
         eng = self.m.engine
@@ -413,9 +444,9 @@ class DeadlineSim:
             lj = eng.leak_start(
                 want, strategy=self.strategy, now=now, duration=job.deadline - now, jobid=job.jobid
             )
-            procs = list(lj.procs)
+            procs: list[Any] = list(lj.procs)
         except BusyError:
-            try:  # not enough reachable cores: start with one process, the rest are forks of it
+            try:  # not enough free cores left for all (non-contiguous): start one, fork the rest
                 lj = eng.leak_start(
                     1, strategy=self.strategy, now=now, duration=job.deadline - now, jobid=job.jobid
                 )
@@ -423,32 +454,31 @@ class DeadlineSim:
                 self._reject(job)
                 return
             procs = list(lj.procs)
+            procs += [self._grid_fork(r, procs[0].node) for _ in range(want - 1)]
         self.res.accepted += 1
         r.start = self.k.now
         self.running[job.jobid] = r
         for k, proc in enumerate(procs):
-            self._grid_take(r, k, proc, -1)
-        first = r.core_of[0]
-        for k in range(len(procs), want):
-            self._grid_take(r, k, self._grid_fork(r, first), first)
+            r.procs[k] = proc
+            self.res.oversubscribed += proc.core is None
+        self._grid_sync(r)
         self._phase(r)
 
     def _leak_fork(self, r: _Run, k: int, parent: int) -> None:
         m = self.m
-        if self.grid:
-            pcore = r.core_of[parent]
-            proc = None
+        if self.grid:  # placed through the engine; _phase_end syncs the bookkeeping
+            pnode = r.procs[parent].node  # the parent may be a fork of this same boundary
+            proc: Any = _Shared(pnode)
             if self.k.tick() < r.job.deadline:
                 if r.job.type == 2:  # local: only where the job already has a free core, else share
-                    pnode = pcore // m.cpn
-                    nodes = [pnode, *(x // m.cpn for x in r.held if x // m.cpn != pnode)]
-                    for node in nodes:
+                    for node in [pnode, *(x // m.cpn for x in r.held)]:
                         if self._free_core_on(node, r.job.deadline) >= 0:
-                            proc = self._grid_fork(r, node * m.cpn)
+                            proc = self._grid_fork(r, node)
                             break
                 else:
-                    proc = self._grid_fork(r, pcore)
-            self._grid_take(r, k, proc, pcore)
+                    proc = self._grid_fork(r, pnode)
+            r.procs[k] = proc
+            self.res.oversubscribed += proc.core is None
             return
         pcore = r.core_of[parent]
         pnode = pcore // m.cpn
@@ -493,11 +523,8 @@ class DeadlineSim:
         if self.grid:
             proc = r.procs[k]
             r.procs[k] = None
-            if proc is not None:
+            if proc is not None and not isinstance(proc, _Shared) and r.job.jobid in self.m.engine.leak_jobs:
                 self.m.engine.leak_join(r.job.jobid, proc)
-                if getattr(proc, "core", None) is not None:
-                    r.held.remove(c)
-                    self._busy(-1)
             return
         if self.core_count[c] == 0 and c in r.held:
             r.held.remove(c)
@@ -557,7 +584,9 @@ class DeadlineSim:
                 self._leak_fork(r, child, parent)
             else:
                 self._place_static(r, child, r.core_of[parent])
-        if self.leak:
+        if self.leak and self.grid:
+            self._grid_sync(r)
+        elif self.leak:
             self._leak_flush(r)
         self._phase(r)
 

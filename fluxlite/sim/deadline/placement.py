@@ -17,9 +17,15 @@ Strategies (``STRATEGIES``) choose *which* nodes or cores:
 * dynamic (at run time, one process = one core): ``leak``,
   ``leak-noncontig``.
 
-Where the grid branch (``fluxlite.grid``) provides a chooser it is used;
-this module only adapts it to the simulator's calls (see
-:func:`make_strategy`).
+Two backends do the choosing.  ``grid`` (the default when present) is the
+engine's own: ``fluxlite.grid`` machines, ``Engine(policy=strategy)`` with
+``allocate_deadline`` for the static allocators and ``leak_start`` /
+``grow(strategy=...)`` / ``leak_join`` for the leak policies; the simulator
+only turns their results into its process placement.  ``interim`` is this
+module's own choosers (written to the same spec before the grid branch
+existed; kept as an independent cross-check): they read free-ness from the
+engine's planner and allocate through ``update_allocate`` / ``shrink``.
+Both keep all allocation state in the engine.
 """
 
 from __future__ import annotations

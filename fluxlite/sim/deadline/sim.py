@@ -471,7 +471,7 @@ class DeadlineSim:
             proc: Any = _Shared(pnode)
             if self.k.tick() < r.job.deadline:
                 if r.job.type == 2:  # local: only where the job already has a free core, else share
-                    for node in [pnode, *(x // m.cpn for x in r.held)]:
+                    for node in dict.fromkeys([pnode, *(x // m.cpn for x in r.held)]):
                         if self._free_core_on(node, r.job.deadline) >= 0:
                             proc = self._grid_fork(r, node)
                             break

@@ -236,21 +236,36 @@ def cmd_sweep(a: argparse.Namespace) -> int:
 def cmd_plot(a: argparse.Namespace) -> int:
     from fluxlite.sim.deadline.plot import markdown_table, plot_sweep, summarize
 
-    if not a.csv:
+    if not a.csv and not a.at:
         raise InputError(
-            "plot needs a sweep CSV (or use 'run --occupancy PNG --at T1,T2' for occupancy pictures)"
+            "plot needs a sweep CSV, or --at T1,T2 (with the run's options) for occupancy pictures"
         )
     outdir = Path(a.out)
-    files = plot_sweep(Path(a.csv), outdir)
-    summary = summarize(Path(a.csv))
-    table = markdown_table(summary)
-    (outdir / "table.md").write_text(table)
-    for f in files:
+    out: dict[str, Any] = {}
+    if a.csv:
+        files = plot_sweep(Path(a.csv), outdir)
+        summary = summarize(Path(a.csv))
+        (outdir / "table.md").write_text(markdown_table(summary))
+        for f in files:
+            print(f"wrote {f}")
+        print(f"wrote {outdir / 'table.md'}")
+        out.update(figures=[str(f) for f in files], table=str(outdir / "table.md"), summary=summary)
+    if a.at:
+        from fluxlite.sim.deadline.placement import Machine
+        from fluxlite.sim.deadline.plot import plot_occupancy
+        from fluxlite.sim.deadline.sim import simulate
+        from fluxlite.sim.deadline.sweep import make_jobs
+
+        spec = _spec(a, a.strategy, a.comm)
+        m = Machine(spec.width, spec.height, spec.cores, spec.torus, strategy=a.strategy, backend=a.backend)
+        res = simulate(make_jobs(spec), a.strategy, a.comm, machine=m, snapshots=a.at)
+        coords = [(int(m.geom.x[i]), int(m.geom.y[i])) for i in range(m.nodes)]
+        name = f"occupancy-{a.strategy}-{a.load}-type{a.jtype}-{a.comm}-trace{a.trace}.png"
+        title = f"{a.strategy}, load {a.load}, type {a.jtype}, comm {a.comm}, trace {a.trace} ({m.backend})"
+        f = plot_occupancy(res.snapshots, coords, m.cpn, outdir / name, title)
         print(f"wrote {f}")
-    print(f"wrote {outdir / 'table.md'}")
-    _json_out(
-        a.json, {"figures": [str(f) for f in files], "table": str(outdir / "table.md"), "summary": summary}
-    )
+        out["occupancy"] = str(f)
+    _json_out(a.json, out)
     return 0
 
 
@@ -339,9 +354,19 @@ def build_parser() -> argparse.ArgumentParser:
         "plot",
         help="figures and a table from a sweep CSV",
         description="Bar charts (accepted / cancelled / completed, 95 %% CI) per comm style and a markdown "
-        "table of means. For grid occupancy pictures use 'run --occupancy PNG --at T1,T2'.",
+        "table of means from a sweep CSV; and/or, with --at, grid occupancy pictures (one colour per job) "
+        "of the run named by --strategy/--load/--type/--comm/--trace at those times.",
     )
     pl.add_argument("csv", nargs="?", help="the sweep CSV")
+    pl.add_argument(
+        "--at", type=_times, default=[], metavar="T1,T2", help="occupancy pictures at these times (s)"
+    )
+    pl.add_argument(
+        "--strategy", "-s", choices=STRATEGY_NAMES, default="hilbert", help="(occupancy) strategy"
+    )
+    pl.add_argument("--comm", choices=COMM_NAMES, default="async", help="(occupancy) communication style")
+    _workload_args(pl, multi=False)
+    _machine_args(pl)
     pl.add_argument("--out", "-o", default="deadline-plots", help="output directory (deadline-plots)")
     pl.add_argument("--json", metavar="FILE", help="write the summary (means, CIs) as JSON")
     pl.set_defaults(fn=cmd_plot)

@@ -24,7 +24,7 @@ from typing import Any
 __all__ = ["main", "run_bench"]
 
 
-def _one(strategy: str, load: str, jtype: str, comm: str, jobs: int) -> dict[str, Any]:
+def _one(strategy: str, load: str, jtype: str, comm: str, jobs: int, backend: str) -> dict[str, Any]:
     from fluxlite.sim.deadline.placement import Machine
     from fluxlite.sim.deadline.sim import simulate
     from fluxlite.sim.deadline.workload import lublin_trace
@@ -32,7 +32,7 @@ def _one(strategy: str, load: str, jtype: str, comm: str, jobs: int) -> dict[str
     t0 = time.perf_counter()
     trace = lublin_trace(jobs, load, jtype, seed=1)
     t1 = time.perf_counter()
-    m = Machine(16, 8, 4)
+    m = Machine(16, 8, 4, strategy=strategy, backend=backend)
     t2 = time.perf_counter()
     res = simulate(trace, strategy, comm, machine=m)
     t3 = time.perf_counter()
@@ -43,6 +43,7 @@ def _one(strategy: str, load: str, jtype: str, comm: str, jobs: int) -> dict[str
         "events": res.events,
         "accepted": res.accepted,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "backend": m.backend,
     }
 
 
@@ -61,7 +62,7 @@ def run_bench(a: argparse.Namespace) -> int:
         runs = []
         for _ in range(a.repeat):
             with ctx.Pool(1) as pool:
-                runs.append(pool.apply(_one, (s, a.load, a.jtype, a.comm, a.jobs)))
+                runs.append(pool.apply(_one, (s, a.load, a.jtype, a.comm, a.jobs, a.backend)))
         sim = statistics.median(r["sim_s"] for r in runs)
         ev = runs[0]["events"]
         row = {
@@ -76,6 +77,7 @@ def run_bench(a: argparse.Namespace) -> int:
             "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
             "accepted": runs[0]["accepted"],
             "meets_2s": sim <= 2.0,
+            "backend": runs[0]["backend"],
         }
         rows.append(row)
         print(

@@ -71,6 +71,13 @@ def _machine_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--grid", type=_grid, default=(16, 8), metavar="WxH", help="nodes on a W x H grid (16x8)")
     g.add_argument("--torus", action="store_true", help="wrap-around links (torus) instead of a mesh")
     g.add_argument("--cores", type=int, default=4, help="cores per node (4)")
+    g.add_argument(
+        "--backend",
+        choices=("auto", "grid", "interim"),
+        default="auto",
+        help="who chooses nodes: the engine's grid allocators (grid), the simulator's own choosers over "
+        "the engine's planner (interim), or grid when available (auto)",
+    )
 
 
 def _workload_args(p: argparse.ArgumentParser, multi: bool) -> None:
@@ -115,6 +122,7 @@ def _spec(a: argparse.Namespace, strategy: str, comm: str) -> Any:
         cores=a.cores,
         torus=a.torus,
         swf=a.swf,
+        backend=a.backend,
     )
 
 
@@ -127,10 +135,10 @@ def cmd_run(a: argparse.Namespace) -> int:
 
     spec = _spec(a, a.strategy, a.comm)
     jobs = make_jobs(spec)
-    m = Machine(spec.width, spec.height, spec.cores, spec.torus)
+    m = Machine(spec.width, spec.height, spec.cores, spec.torus, strategy=a.strategy, backend=a.backend)
     res = simulate(jobs, a.strategy, a.comm, machine=m, snapshots=a.at)
     d = res.summary()
-    d.update(load=a.load, type=a.jtype, trace=a.trace, machine=spec.machine)
+    d.update(load=a.load, type=a.jtype, trace=a.trace, machine=spec.machine, backend=m.backend)
     if a.check:
         errs = recount_errors(m.engine, [0])
         d["recount_errors"] = len(errs)
@@ -160,6 +168,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         "makespan",
         "events",
         "wall_seconds",
+        "backend",
     ):
         v = d[k]
         print(f"{k:<{w}}  {v:.4g}" if isinstance(v, float) else f"{k:<{w}}  {v}")
@@ -201,6 +210,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
         cores=a.cores,
         torus=a.torus,
         swf=a.swf,
+        backend=a.backend,
     )
     out = Path(a.out)
     bar: Any = None
@@ -226,21 +236,36 @@ def cmd_sweep(a: argparse.Namespace) -> int:
 def cmd_plot(a: argparse.Namespace) -> int:
     from fluxlite.sim.deadline.plot import markdown_table, plot_sweep, summarize
 
-    if not a.csv:
+    if not a.csv and not a.at:
         raise InputError(
-            "plot needs a sweep CSV (or use 'run --occupancy PNG --at T1,T2' for occupancy pictures)"
+            "plot needs a sweep CSV, or --at T1,T2 (with the run's options) for occupancy pictures"
         )
     outdir = Path(a.out)
-    files = plot_sweep(Path(a.csv), outdir)
-    summary = summarize(Path(a.csv))
-    table = markdown_table(summary)
-    (outdir / "table.md").write_text(table)
-    for f in files:
+    out: dict[str, Any] = {}
+    if a.csv:
+        files = plot_sweep(Path(a.csv), outdir)
+        summary = summarize(Path(a.csv))
+        (outdir / "table.md").write_text(markdown_table(summary))
+        for f in files:
+            print(f"wrote {f}")
+        print(f"wrote {outdir / 'table.md'}")
+        out.update(figures=[str(f) for f in files], table=str(outdir / "table.md"), summary=summary)
+    if a.at:
+        from fluxlite.sim.deadline.placement import Machine
+        from fluxlite.sim.deadline.plot import plot_occupancy
+        from fluxlite.sim.deadline.sim import simulate
+        from fluxlite.sim.deadline.sweep import make_jobs
+
+        spec = _spec(a, a.strategy, a.comm)
+        m = Machine(spec.width, spec.height, spec.cores, spec.torus, strategy=a.strategy, backend=a.backend)
+        res = simulate(make_jobs(spec), a.strategy, a.comm, machine=m, snapshots=a.at)
+        coords = [(int(m.geom.x[i]), int(m.geom.y[i])) for i in range(m.nodes)]
+        name = f"occupancy-{a.strategy}-{a.load}-type{a.jtype}-{a.comm}-trace{a.trace}.png"
+        title = f"{a.strategy}, load {a.load}, type {a.jtype}, comm {a.comm}, trace {a.trace} ({m.backend})"
+        f = plot_occupancy(res.snapshots, coords, m.cpn, outdir / name, title)
         print(f"wrote {f}")
-    print(f"wrote {outdir / 'table.md'}")
-    _json_out(
-        a.json, {"figures": [str(f) for f in files], "table": str(outdir / "table.md"), "summary": summary}
-    )
+        out["occupancy"] = str(f)
+    _json_out(a.json, out)
     return 0
 
 
@@ -329,9 +354,19 @@ def build_parser() -> argparse.ArgumentParser:
         "plot",
         help="figures and a table from a sweep CSV",
         description="Bar charts (accepted / cancelled / completed, 95 %% CI) per comm style and a markdown "
-        "table of means. For grid occupancy pictures use 'run --occupancy PNG --at T1,T2'.",
+        "table of means from a sweep CSV; and/or, with --at, grid occupancy pictures (one colour per job) "
+        "of the run named by --strategy/--load/--type/--comm/--trace at those times.",
     )
     pl.add_argument("csv", nargs="?", help="the sweep CSV")
+    pl.add_argument(
+        "--at", type=_times, default=[], metavar="T1,T2", help="occupancy pictures at these times (s)"
+    )
+    pl.add_argument(
+        "--strategy", "-s", choices=STRATEGY_NAMES, default="hilbert", help="(occupancy) strategy"
+    )
+    pl.add_argument("--comm", choices=COMM_NAMES, default="async", help="(occupancy) communication style")
+    _workload_args(pl, multi=False)
+    _machine_args(pl)
     pl.add_argument("--out", "-o", default="deadline-plots", help="output directory (deadline-plots)")
     pl.add_argument("--json", metavar="FILE", help="write the summary (means, CIs) as JSON")
     pl.set_defaults(fn=cmd_plot)
@@ -350,6 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--comm", choices=COMM_NAMES, default="async")
     b.add_argument("--jobs", type=int, default=1000)
     b.add_argument("--repeat", type=int, default=3, help="runs per strategy (median; 3)")
+    b.add_argument("--backend", choices=("auto", "grid", "interim"), default="auto")
     b.add_argument("--json", metavar="FILE", help="write the measurements as JSON")
     b.set_defaults(fn=cmd_bench)
 

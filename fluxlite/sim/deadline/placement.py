@@ -17,9 +17,15 @@ Strategies (``STRATEGIES``) choose *which* nodes or cores:
 * dynamic (at run time, one process = one core): ``leak``,
   ``leak-noncontig``.
 
-Where the grid branch (``fluxlite.grid``) provides a chooser it is used;
-this module only adapts it to the simulator's calls (see
-:func:`make_strategy`).
+Two backends do the choosing.  ``grid`` (the default when present) is the
+engine's own: ``fluxlite.grid`` machines, ``Engine(policy=strategy)`` with
+``allocate_deadline`` for the static allocators and ``leak_start`` /
+``grow(strategy=...)`` / ``leak_join`` for the leak policies; the simulator
+only turns their results into its process placement.  ``interim`` is this
+module's own choosers (written to the same spec before the grid branch
+existed; kept as an independent cross-check): they read free-ness from the
+engine's planner and allocate through ``update_allocate`` / ``shrink``.
+Both keep all allocation state in the engine.
 """
 
 from __future__ import annotations
@@ -34,37 +40,100 @@ from fluxlite.api import Engine
 from fluxlite.errors import InputError
 from fluxlite.sim.deadline.program import Geometry
 
-__all__ = ["STATIC", "STRATEGIES", "Machine", "StaticStrategy", "make_strategy", "snake_order"]
+__all__ = [
+    "BACKENDS",
+    "STATIC",
+    "STRATEGIES",
+    "Machine",
+    "StaticStrategy",
+    "grid_backend_available",
+    "make_strategy",
+    "snake_order",
+]
 
 STATIC: tuple[str, ...] = ("count", "hilbert", "manhattan")
 DYNAMIC: tuple[str, ...] = ("leak", "leak-noncontig")
 STRATEGIES: tuple[str, ...] = STATIC + DYNAMIC
 
 
+def grid_backend_available() -> bool:
+    """True when the grid branch's allocators are importable (``fluxlite.grid`` + ``allocate_deadline``)."""
+    try:
+        import fluxlite.grid as grid
+    except ImportError:
+        return False
+    return (
+        hasattr(grid, "generate_grid")
+        and hasattr(Engine, "allocate_deadline")
+        and hasattr(Engine, "leak_start")
+    )
+
+
+BACKENDS: tuple[str, ...] = ("auto", "grid", "interim")
+
+
 class Machine:
-    """An engine on a grid of ``width x height`` nodes, ``cores_per_node`` cores each."""
+    """An engine on a grid of ``width x height`` nodes, ``cores_per_node`` cores each.
+
+    ``backend`` says who chooses nodes: ``grid`` (the engine's own grid
+    allocators and leak policies, ``fluxlite.grid``: ``Engine(policy=strategy)``,
+    ``allocate_deadline``, ``leak_start``/``grow``/``leak_join``), ``interim``
+    (this module's choosers over the engine's planner, then ``update_allocate``
+    / ``shrink``), or ``auto`` (grid when available).  ``strategy`` is the
+    run's strategy (a static one becomes the engine's match policy).
+    """
 
     def __init__(
-        self, width: int = 16, height: int = 8, cores_per_node: int = 4, torus: bool = False
+        self,
+        width: int = 16,
+        height: int = 8,
+        cores_per_node: int = 4,
+        torus: bool = False,
+        strategy: str = "count",
+        backend: str = "auto",
     ) -> None:
         if width < 1 or height < 1 or cores_per_node < 1:
             raise InputError(f"bad machine {width}x{height}x{cores_per_node}")
+        if backend not in BACKENDS:
+            raise InputError(f"unknown backend {backend!r} (use {', '.join(BACKENDS)})")
+        if strategy not in STRATEGIES:
+            raise InputError(f"unknown strategy {strategy!r} (use {', '.join(STRATEGIES)})")
+        if backend == "auto":
+            backend = "grid" if grid_backend_available() else "interim"
+        elif backend == "grid" and not grid_backend_available():
+            raise InputError("the grid backend (fluxlite.grid allocators) is not available in this build")
+        self.backend = backend
+        self.strategy = strategy
         self.width, self.height, self.cpn, self.torus = width, height, cores_per_node, torus
         self.nodes = width * height
         self.cores = self.nodes * cores_per_node
-        graph, xs, ys = _grid_graph(width, height, cores_per_node, torus)
-        self.engine = Engine(graph, policy="first", prune_filters="ALL:core,ALL:node")
-        g = graph
         self.geom = Geometry(width, height, torus, cores_per_node)
+        if backend == "grid":
+            from fluxlite.grid import GridInfo, generate_grid  # type: ignore[attr-defined]
+
+            g = generate_grid(width, height, cores=cores_per_node, torus=torus)
+            policy = strategy if strategy in STATIC else "first"
+            self.engine = Engine(g, policy=policy, prune_filters="ALL:core,ALL:node")
+            info = GridInfo.from_graph(g)
+            self.grid_info = info
+            nodes = [int(info.node_vid[i]) for i in range(info.n)]
+            xs = [info.xy(i)[0] for i in range(info.n)]
+            ys = [info.xy(i)[1] for i in range(info.n)]
+            self.core_v: list[int] = [int(c) for i in range(info.n) for c in info.cores[i]]
+        else:
+            g, xs, ys = _plain_graph(width, height, cores_per_node)
+            self.engine = Engine(g, policy="first", prune_filters="ALL:core,ALL:node")
+            self.grid_info = None
+            nodes = sorted(g.by_type("node"), key=lambda v: g.v_id[v])
+            self.core_v = []
+            for nv in nodes:
+                cores = sorted((v for v in g.subtree(nv) if g.v_type[v] == "core"), key=lambda v: g.v_id[v])
+                self.core_v.extend(cores)
+        if len(self.core_v) != self.cores:
+            raise InputError(f"the grid graph has {len(self.core_v)} cores, expected {self.cores}")
         self.geom.set_coordinates(xs, ys)
-        nodes = sorted(g.by_type("node"), key=lambda v: g.v_id[v])
         self.node_v: list[int] = nodes
-        self.core_v: list[int] = []
-        for nv in nodes:
-            cores = sorted((v for v in g.subtree(nv) if g.v_type[v] == "core"), key=lambda v: g.v_id[v])
-            if len(cores) != cores_per_node:
-                raise InputError(f"node {g.path(nv)} has {len(cores)} cores, expected {cores_per_node}")
-            self.core_v.extend(cores)
+        self.core_index = {v: i for i, v in enumerate(self.core_v)}
         self.core_path = [g.path(v) for v in self.core_v]
         tr = self.engine.traverser
         plans = tr.subplan[tr.dom]
@@ -135,31 +204,17 @@ class Machine:
         """Cancel: free everything the job holds (no error if it holds nothing)."""
         if jobid in self.engine.jobs:
             self.engine.cancel(jobid)
+        if self.backend == "grid":
+            self.engine.leak_jobs.pop(jobid, None)
 
 
-def _grid_graph(width: int, height: int, cpn: int, torus: bool):  # type: ignore[no-untyped-def]
-    """The grid graph: from fluxlite.grid when available, else a plain cluster with coordinates."""
-    try:
-        from fluxlite.grid import grid_graph  # type: ignore[attr-defined]
-    except ImportError:
-        grid_graph = None
-    if grid_graph is not None:  # pragma: no cover - depends on the grid branch
-        g = grid_graph(width, height, cores=cpn, torus=torus)
-    else:
-        from fluxlite.readers.generate import generate_graph
+def _plain_graph(width: int, height: int, cpn: int):  # type: ignore[no-untyped-def]
+    """A cluster of ``width * height`` nodes (one socket of ``cpn`` cores); node ``i`` at ``(i % W, i // W)``."""
+    from fluxlite.readers.generate import generate_graph
 
-        g = generate_graph(nodes=width * height, sockets=1, cores=cpn)
-    nodes = sorted(g.by_type("node"), key=lambda v: g.v_id[v])
-    xs, ys = [], []
-    for i, v in enumerate(nodes):
-        props = g.properties(v)
-        if "x" in props and "y" in props:
-            xs.append(int(props["x"]))
-            ys.append(int(props["y"]))
-        else:
-            xs.append(i % width)
-            ys.append(i // width)
-    return g, xs, ys
+    g = generate_graph(nodes=width * height, sockets=1, cores=cpn)
+    n = width * height
+    return g, [i % width for i in range(n)], [i // width for i in range(n)]
 
 
 def snake_order(m: Machine) -> list[int]:

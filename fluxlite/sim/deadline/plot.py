@@ -148,6 +148,7 @@ def plot_sweep(path: Path, outdir: Path) -> list[Path]:
                 if j == 0:
                     ax.set_ylabel(f"jobs {metric}")
                 ax.grid(axis="y", alpha=0.3)
+                ax.set_ylim(bottom=0)
         n = max(d["traces"] for d in rows)
         fig.suptitle(f"Deadline jobs per 1,000-job trace, comm {comm} (mean, 95 % CI over up to {n} traces)")
         axes[0][-1].legend(fontsize=7, loc="upper right")

@@ -144,6 +144,9 @@ class Geometry:
         return out
 
 
+_UNIT_CACHE: dict[tuple[object, ...], float] = {}
+
+
 class Program:
     """The phases, forks, joins and messages of one job, calibrated to its runtime."""
 
@@ -198,7 +201,13 @@ class Program:
         ones = np.ones(n)
         zero_traffic = np.zeros(geom.nodes)
         self.c = 1.0
-        unit = sum(self.phase_time(i, node_of, ones, geom, zero_traffic)[0] for i in range(self.phases))
+        # types 0 and 1 have no randomness: their unit time depends only on (type, n, comm, machine)
+        key = (job.type, n, comm, model, geom.width, geom.height, geom.torus, cpn) if job.type < 2 else None
+        unit = _UNIT_CACHE.get(key) if key is not None else None
+        if unit is None:
+            unit = sum(self.phase_time(i, node_of, ones, geom, zero_traffic)[0] for i in range(self.phases))
+            if key is not None:
+                _UNIT_CACHE[key] = unit
         self.c = job.runtime / unit if unit > 0 else float(job.runtime)
 
     def phase_time(

@@ -40,11 +40,12 @@ import math
 import time
 from collections import deque
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
-from fluxlite.errors import InputError
-from fluxlite.sim.deadline.placement import DYNAMIC, STRATEGIES, Machine, make_strategy, snake_order
+from fluxlite.errors import BusyError, InputError, MatchError, StateError, UnknownJobError
+from fluxlite.sim.deadline.placement import DYNAMIC, STATIC, STRATEGIES, Machine, make_strategy, snake_order
 from fluxlite.sim.deadline.program import COMM_STYLES, CommModel, Program
 from fluxlite.sim.deadline.workload import DeadlineJob
 from fluxlite.sim.kernel import Kernel
@@ -84,10 +85,22 @@ class RunResult:
         return d
 
 
+class _Shared:
+    """A process the engine gave no core (its fork was refused): it shares a core of its node."""
+
+    __slots__ = ("node",)
+    core = None
+
+    def __init__(self, node: int) -> None:
+        self.node = node
+
+
 class _Run:
     """The state of one job while it runs (placement of its processes, current phase)."""
 
     __slots__ = (
+        "comp_held",
+        "comp_last",
         "comp_n",
         "comp_sum",
         "core_of",
@@ -99,6 +112,7 @@ class _Run:
         "pending",
         "phase",
         "phase_ev",
+        "procs",
         "prog",
         "released",
         "reserved",
@@ -109,6 +123,7 @@ class _Run:
         self.job = job
         self.prog = prog
         self.core_of = [-1] * job.procs  # global core index of each process
+        self.procs: list[object | None] = []  # grid backend: the engine's Proc of each process
         self.pending: list[int] = []  # leak: cores taken, not yet allocated on the engine
         self.released: list[int] = []  # leak: cores given back, not yet shrunk on the engine
         self.held: list[int] = []  # engine-held cores (leak) / reserved cores (static)
@@ -121,6 +136,8 @@ class _Run:
         self.start = 0.0
         self.comp_sum = 0.0
         self.comp_n = 0
+        self.comp_held: list[int] | None = None
+        self.comp_last = 0
 
 
 class DeadlineSim:
@@ -145,7 +162,10 @@ class DeadlineSim:
         self.m = machine or Machine()
         self.model = model or CommModel()
         self.k = Kernel()
-        self.static = make_strategy(strategy, self.m)
+        self.grid = self.m.backend == "grid"
+        if self.grid and strategy in STATIC and self.m.strategy != strategy:
+            raise InputError(f"the machine's engine runs policy {self.m.strategy!r}, not {strategy!r}")
+        self.static = None if self.grid else make_strategy(strategy, self.m)
         self.leak = strategy in DYNAMIC
         self.noncontig = strategy == "leak-noncontig"
         self.res = RunResult(strategy=strategy, comm=comm, jobs=len(jobs))
@@ -217,19 +237,33 @@ class DeadlineSim:
         count = max(1, math.ceil(job.procs / m.cpn))
         dur = job.requested
         t = max(now, job.earliest_start)
+        if self.grid:
+            try:
+                got = m.engine.allocate_deadline(
+                    count, job.earliest_start, job.deadline, now=now, duration=dur, jobid=job.jobid
+                )
+            except MatchError:  # DeadlineError (cannot meet the deadline) or unsatisfiable
+                self._reject(job)
+                return
+            self._accept_static(job, prog, int(got.at), list(m.engine.job_nodes(job.jobid)))
+            return
         assert self.static is not None
         for start in m.start_times(t, dur, count * m.cpn, job.deadline - dur):
             nodes = self.static.choose(m, count, start, dur)
             if nodes is None:
                 continue
             m.allocate_nodes(job.jobid, nodes, start, dur)
-            self.res.accepted += 1
-            r = _Run(job, prog)
-            r.reserved = [c for n in nodes for c in range(n * m.cpn, (n + 1) * m.cpn)]
-            r.kill_at = float(start + dur)
-            self.k.at(start, self._static_start, r)
+            self._accept_static(job, prog, start, nodes)
             return
         self._reject(job)
+
+    def _accept_static(self, job: DeadlineJob, prog: Program, start: int, nodes: list[int]) -> None:
+        m = self.m
+        self.res.accepted += 1
+        r = _Run(job, prog)
+        r.reserved = [c for n in nodes for c in range(n * m.cpn, (n + 1) * m.cpn)]
+        r.kill_at = float(start + job.requested)
+        self.k.at(start, self._static_start, r)
 
     def _static_start(self, r: _Run) -> None:
         r.start = self.k.now
@@ -307,6 +341,9 @@ class DeadlineSim:
         if self.k.tick() >= job.deadline:
             self._reject(job)
             return
+        if self.grid:
+            self._grid_leak_start(job, prog)
+            return
         until = job.deadline
         first = self._next_free_node(self.entry, until)
         self.entry = (self.entry + 37) % len(self.snake)  # rotate the entry node (37: coprime stride)
@@ -353,8 +390,96 @@ class DeadlineSim:
         self._leak_flush(r)
         self._phase(r)
 
+    # -- on the engine's own leak policies (fluxlite.grid)
+    def _grid_fork(self, r: _Run, parent_node: int) -> Any:
+        """One fork through ``Engine.grow(strategy=...)``; a process sharing its parent's node if refused."""
+        try:
+            return self.m.engine.grow(
+                r.job.jobid, None, strategy=self.strategy, parent=parent_node, now=self.k.tick()
+            )
+        except (BusyError, StateError, UnknownJobError):  # full machine (non-contiguous), job past its end
+            return _Shared(parent_node)
+
+    def _grid_sync(self, r: _Run) -> None:
+        """Processes' cores, the job's held cores and the busy count, as the engine's ``Proc``s say.
+
+        A process without a core of its own (oversubscribed) shares a core the job holds on its
+        node (round robin), else any core of the job.  O(processes).
+        """
+        m = self.m
+        cc = self.core_count
+        for k, c in enumerate(r.core_of):
+            if c >= 0:
+                cc[c] -= 1
+                r.core_of[k] = -1
+        alive = r.prog.active[r.phase]
+        held: list[int] = []
+        on_node: dict[int, list[int]] = {}
+        for k in range(alive):
+            p = r.procs[k]
+            if p is not None and p.core is not None:
+                c = m.core_index[p.core]
+                held.append(c)
+                on_node.setdefault(p.node, []).append(c)
+                r.core_of[k] = c
+        for k in range(alive):
+            p = r.procs[k]
+            if r.core_of[k] >= 0 or p is None:
+                continue
+            mine = on_node.get(p.node) or held
+            r.core_of[k] = mine[k % len(mine)] if mine else p.node * m.cpn
+        for k in range(alive):
+            if r.core_of[k] >= 0:
+                cc[r.core_of[k]] += 1
+        self._busy(len(held) - len(r.held))
+        r.held = held
+
+    def _grid_leak_start(self, job: DeadlineJob, prog: Program) -> None:
+        eng = self.m.engine
+        now = self.k.tick()
+        want = prog.active[0]
+        r = _Run(job, prog)
+        r.procs = [None] * job.procs
+        try:
+            lj = eng.leak_start(
+                want, strategy=self.strategy, now=now, duration=job.deadline - now, jobid=job.jobid
+            )
+            procs: list[Any] = list(lj.procs)
+        except BusyError:
+            try:  # not enough free cores left for all (non-contiguous): start one, fork the rest
+                lj = eng.leak_start(
+                    1, strategy=self.strategy, now=now, duration=job.deadline - now, jobid=job.jobid
+                )
+            except BusyError:
+                self._reject(job)
+                return
+            procs = list(lj.procs)
+            procs += [self._grid_fork(r, procs[0].node) for _ in range(want - 1)]
+        self.res.accepted += 1
+        r.start = self.k.now
+        self.running[job.jobid] = r
+        for k, proc in enumerate(procs):
+            r.procs[k] = proc
+            self.res.oversubscribed += proc.core is None
+        self._grid_sync(r)
+        self._phase(r)
+
     def _leak_fork(self, r: _Run, k: int, parent: int) -> None:
         m = self.m
+        if self.grid:  # placed through the engine; _phase_end syncs the bookkeeping
+            pnode = r.procs[parent].node  # the parent may be a fork of this same boundary
+            proc: Any = _Shared(pnode)
+            if self.k.tick() < r.job.deadline:
+                if r.job.type == 2:  # local: only where the job already has a free core, else share
+                    for node in dict.fromkeys([pnode, *(x // m.cpn for x in r.held)]):
+                        if self._free_core_on(node, r.job.deadline) >= 0:
+                            proc = self._grid_fork(r, node)
+                            break
+                else:
+                    proc = self._grid_fork(r, pnode)
+            r.procs[k] = proc
+            self.res.oversubscribed += proc.core is None
+            return
         pcore = r.core_of[parent]
         pnode = pcore // m.cpn
         until = r.job.deadline
@@ -395,6 +520,12 @@ class DeadlineSim:
         c = r.core_of[k]
         r.core_of[k] = -1
         self.core_count[c] -= 1
+        if self.grid:
+            proc = r.procs[k]
+            r.procs[k] = None
+            if proc is not None and not isinstance(proc, _Shared) and r.job.jobid in self.m.engine.leak_jobs:
+                self.m.engine.leak_join(r.job.jobid, proc)
+            return
         if self.core_count[c] == 0 and c in r.held:
             r.held.remove(c)
             r.released.append(c)
@@ -412,13 +543,16 @@ class DeadlineSim:
         dur, own = prog.phase_time(i, node_of, osub, self.m.geom, self.traffic)
         self.traffic += own
         r.own = own
-        nodes = np.unique(np.asarray(r.held, dtype=np.int64) // self.m.cpn) if self.leak else None
-        if nodes is None:
+        if not self.leak:
             if r.comp_n == 0:
                 r.comp_sum = float(self.m.geom.pairwise(sorted({c // self.m.cpn for c in r.reserved})))
                 r.comp_n = 1
         else:
-            r.comp_sum += self.m.geom.pairwise(nodes.tolist())
+            if r.comp_held != r.held:  # the partition changed since the last phase
+                nodes = np.unique(np.asarray(r.held, dtype=np.int64) // self.m.cpn)
+                r.comp_last = self.m.geom.pairwise(nodes.tolist())
+                r.comp_held = list(r.held)
+            r.comp_sum += r.comp_last
             r.comp_n += 1
         end = self.k.now + dur
         if end > r.kill_at:
@@ -450,7 +584,9 @@ class DeadlineSim:
                 self._leak_fork(r, child, parent)
             else:
                 self._place_static(r, child, r.core_of[parent])
-        if self.leak:
+        if self.leak and self.grid:
+            self._grid_sync(r)
+        elif self.leak:
             self._leak_flush(r)
         self._phase(r)
 
@@ -495,9 +631,10 @@ def simulate(
     model: CommModel | None = None,
     snapshots: list[float] | None = None,
     machine: Machine | None = None,
+    backend: str = "auto",
 ) -> RunResult:
     """Simulate one trace; returns the run's metrics (the machine's engine is left empty)."""
-    m = machine or Machine(width, height, cores_per_node, torus)
+    m = machine or Machine(width, height, cores_per_node, torus, strategy=strategy, backend=backend)
     sim = DeadlineSim(jobs, strategy, comm, m, model, snapshots)
     res = sim.run()
     res.snapshots = sim.snapshots

@@ -47,6 +47,7 @@ COLUMNS: tuple[str, ...] = (
     "wall_seconds",
     "machine",
     "seed",
+    "backend",
 )
 #: columns that depend on the machine the run happened on, not on the simulation
 WALL_COLUMNS = frozenset({"wall_seconds"})
@@ -68,6 +69,8 @@ class RunSpec:
     cores: int = 4
     torus: bool = False
     swf: str | None = None
+    #: who chooses nodes: grid (the engine's grid allocators), interim, or auto
+    backend: str = "auto"
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -124,15 +127,10 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
     from fluxlite.sim.deadline.sim import simulate
 
     jobs = make_jobs(spec)
-    res = simulate(
-        jobs,
-        spec.strategy,
-        spec.comm,
-        width=spec.width,
-        height=spec.height,
-        cores_per_node=spec.cores,
-        torus=spec.torus,
-    )
+    from fluxlite.sim.deadline.placement import Machine
+
+    m = Machine(spec.width, spec.height, spec.cores, spec.torus, strategy=spec.strategy, backend=spec.backend)
+    res = simulate(jobs, spec.strategy, spec.comm, machine=m)
     d = res.summary()
     row = {k: d[k] for k in COLUMNS if k in d}
     row.update(
@@ -143,6 +141,7 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
         trace=spec.trace,
         machine=spec.machine,
         seed=trace_seed(spec.seed, spec.load, spec.type, spec.trace),
+        backend=m.backend,
     )
     row["utilization"] = round(float(row["utilization"]), 6)
     row["compactness"] = round(float(row["compactness"]), 3)
@@ -232,8 +231,12 @@ def sweep(
     if not todo:
         return {"planned": len(specs), "skipped": skipped, "ran": 0}
     gen = _dask(todo, scheduler) if scheduler else _local(todo, workers or os.cpu_count() or 1)
+    fields = list(COLUMNS)
+    if not new_file:  # append in the file's own column order (an older file may lack new columns)
+        with out.open(newline="") as fh:
+            fields = next(csv.reader(fh))
     with out.open("a", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(COLUMNS))
+        w = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
         if new_file:
             w.writeheader()
             fh.flush()

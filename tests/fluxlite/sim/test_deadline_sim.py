@@ -31,7 +31,7 @@ def _run(jobs: list[DeadlineJob], strategy: str, comm: str, m: Machine, checks: 
     return sim, res, errors, held_ok
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 10_000),
     strategy=st.sampled_from(STRATEGIES),
@@ -39,13 +39,14 @@ def _run(jobs: list[DeadlineJob], strategy: str, comm: str, m: Machine, checks: 
     load=st.sampled_from(["normal", "heavy", "very-heavy"]),
     torus=st.booleans(),
     checks=st.lists(st.floats(0, 20_000), max_size=6),
+    backend=st.sampled_from(["grid", "interim"]),
 )
 def test_random_traces_keep_accounting_deadlines_and_aggregates(
-    seed, strategy, comm, load, torus, checks
+    seed, strategy, comm, load, torus, checks, backend
 ) -> None:  # type: ignore[no-untyped-def]
     """On small random traces: counts add up, no completed job ends after its deadline, and the
     engine's aggregates equal a recount during the run and after it (when nothing is left)."""
-    m = Machine(4, 3, 2, torus=torus)
+    m = Machine(4, 3, 2, torus=torus, strategy=strategy, backend=backend)
     jobs = lublin_trace(25, load, "uniform", seed=seed, cores=24, cores_per_node=2, max_runtime=4 * 3600)
     _sim, res, errors, held_ok = _run(jobs, strategy, comm, m, checks)
     assert errors == []
@@ -71,7 +72,7 @@ def test_random_traces_keep_accounting_deadlines_and_aggregates(
 
 def test_deadline_cancels_a_job_that_cannot_finish() -> None:
     """A job slowed down past its deadline is cancelled at the deadline and its cores are freed."""
-    m = Machine(4, 2, 2)
+    m = Machine(4, 2, 2, strategy="leak")
     base = lublin_trace(1, seed=1, cores=16, cores_per_node=2)[0]
     # a BSP job that must oversubscribe (an earlier job holds a node), with no slack
     blocker = dataclasses.replace(
@@ -118,7 +119,7 @@ def test_static_rejects_what_cannot_meet_its_deadline() -> None:
         base, jobid=3, procs=2, runtime=100, requested=100, type=0, submit=2, earliest_start=2, deadline=800
     )
     for strategy in ("count", "hilbert", "manhattan"):
-        res = DeadlineSim([big, tight, loose], strategy, "async", Machine(2, 2, 2)).run()
+        res = DeadlineSim([big, tight, loose], strategy, "async", Machine(2, 2, 2, strategy=strategy)).run()
         outcome = {jid: (o, s) for jid, o, s, _ in res.outcomes}
         assert outcome[2][0] == "rejected"
         assert outcome[3] == ("completed", 500)  # reserved for when the big job's window ends

@@ -137,6 +137,34 @@ def test_cli_run_sweep_plot_and_errors(tmp_path, capsys) -> None:
     assert len(summary) == 4 and all(s["traces"] == 2 for s in summary)
     assert (tmp_path / "plots" / "deadline-async.png").stat().st_size > 1000
     assert "| async | heavy | 0 | hilbert | 2 |" in (tmp_path / "plots" / "table.md").read_text()
+    occ = tmp_path / "occ"
+    assert (
+        main(
+            [
+                "plot",
+                "--at",
+                "500,3000",
+                "-s",
+                "manhattan",
+                "--load",
+                "heavy",
+                "--type",
+                "1",
+                "--jobs",
+                "30",
+                "--grid",
+                "4x3",
+                "--cores",
+                "2",
+                "-o",
+                str(occ),
+                "--json",
+                str(pj),
+            ]
+        )
+        == 0
+    )
+    assert Path(json.loads(pj.read_text())["occupancy"]).stat().st_size > 1000
     swf = tmp_path / "t.swf"
     assert main(["trace", "--jobs", "20", "-o", str(swf)]) == 0
     assert main(["run", "--swf", str(swf), "--jobs", "20", "-s", "manhattan", "--json", str(rj)]) == 0

@@ -23,7 +23,7 @@ __all__ = ["main"]
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "query": ("fluxlite.cli.query", "resource-query compatible command loop on a resource graph"),
     "graph": ("fluxlite.cli.graph", "generate, convert and inspect resource graphs"),
-    "bench": ("fluxlite.cli.bench", "benchmarks: match (engine), hierarchy (nested instances)"),
+    "bench": ("fluxlite.cli.bench", "benchmarks: match, hierarchy, burst, kube, grid, deadline, batch"),
     "instance": ("hierarchy.cli", "run one scheduler instance as a gRPC service"),
     "hierarchy": ("hierarchy.cli", "launch or stop a tree of scheduler instances"),
     "grow": ("hierarchy.cli", "MatchGrow a running job at an instance"),

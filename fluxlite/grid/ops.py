@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fluxlite.errors import BusyError, DeadlineError, InputError, StateError, UnsatisfiableError
+from fluxlite.errors import BusyError, DeadlineError, InputError, PlannerError, StateError, UnsatisfiableError
 from fluxlite.graph import UP
 from fluxlite.grid.alloc import ALLOCATORS
 from fluxlite.grid.machine import GridInfo
@@ -133,6 +133,7 @@ class GridOps:
         self._node_items = [
             [(v, 1, True), *((c, 1, True) for c in cs)] for v, cs in zip(gi.node_vid, gi.cores)
         ]
+        self._snake_list = [int(i) for i in gi.snake_order]
         #: the next leak job's entry position in snake order
         self._entry = 0
         #: jobid -> LeakJob
@@ -302,14 +303,36 @@ class GridOps:
             out.append(c)
         return out
 
+    def _no_free_core(self, v: int, at: int, duration: int) -> bool:
+        """True when vertex ``v``'s core aggregate (its subtree planner) has no core free over the window.
+
+        A sound negative test only: a free count above zero may be spread over
+        several cores, each busy for part of the window, so callers then look
+        at the cores themselves.
+        """
+        tr = self.eng.traverser
+        sp = tr.subplan[tr.dom][v]
+        k = None if sp is None else sp.index_of("core")
+        if k is None:
+            return False
+        try:
+            return sp.planner_at(k).avail_resources_during(at, duration) <= 0
+        except PlannerError:
+            return False
+
     def _snake_scan(
-        self, from_pos: int, at: int, duration: int, taken: set[int]
+        self, from_pos: int, at: int, duration: int, taken: set[int], known_busy: set[int] = frozenset()
     ) -> tuple[int, list[int]] | None:
-        """First node in snake order from position ``from_pos`` (wrapping) with a free core not in ``taken``."""
-        order = self.gi.snake_order
+        """First node in snake order from position ``from_pos`` (wrapping) with a free core not in ``taken``.
+
+        ``known_busy``: nodes the caller has just found without a free core over the same window.
+        """
+        order = self._snake_list
         n = self.gi.n
         for k in range(n):
-            i = int(order[(from_pos + k) % n])
+            i = order[(from_pos + k) % n]
+            if i in known_busy:
+                continue
             cores = [c for c in self._free_cores(i, at, duration) if c not in taken]
             if cores:
                 return i, cores
@@ -410,26 +433,39 @@ class GridOps:
             raise InputError(f"parent node {parent} is not a grid index", jobid=jobid)
         d = job.end - now
         nb = self.gi.neighbours
+        # the engine's state does not change during one fork: look at each node once
+        seen: set[int] = set()
+        free_cores = self._free_cores
+
+        def first_free(u: int) -> int | None:
+            if u in seen:
+                return None
+            seen.add(u)
+            cores = free_cores(u, now, d)
+            return cores[0] if cores else None
+
         place: tuple[int, int] | None = None
-        cores = self._free_cores(parent, now, d)
-        if cores:
-            place = (parent, cores[0])
-        if place is None:
+        # the root's core aggregate says at once when no core is free anywhere over the window
+        full = self._no_free_core(eng.traverser.g.roots[eng.traverser.dom], now, d)
+        c = None if full else first_free(parent)
+        if c is not None:
+            place = (parent, c)
+        if place is None and not full:
             for w in nb(parent):
-                cores = self._free_cores(w, now, d)
-                if cores:
-                    place = (w, cores[0])
+                c = first_free(w)
+                if c is not None:
+                    place = (w, c)
                     break
-        if place is None:
+        if place is None and not full:
             for u in job.nodes():
-                cores = self._free_cores(u, now, d)
-                if cores:
-                    place = (u, cores[0])
+                c = first_free(u)
+                if c is not None:
+                    place = (u, c)
                     break
                 for w in nb(u):
-                    cores = self._free_cores(w, now, d)
-                    if cores:
-                        place = (w, cores[0])
+                    c = first_free(w)
+                    if c is not None:
+                        place = (w, c)
                         break
                 if place is not None:
                     break
@@ -440,9 +476,11 @@ class GridOps:
                 job.oversubscribed += 1
                 job.oversubscribed_total += 1
                 return p
-            got = self._snake_scan(
-                int(self.gi.snake_pos[job.procs[0].node if job.procs else job.entry]), now, d, set()
-            )
+            got = None
+            if not full:
+                got = self._snake_scan(
+                    int(self.gi.snake_pos[job.procs[0].node if job.procs else job.entry]), now, d, set(), seen
+                )
             if got is None:
                 raise BusyError("no free core anywhere for the new process", jobid=jobid)
             place = (got[0], got[1][0])

@@ -371,6 +371,9 @@ class ReleaseStage:
         """
         g = self.g
         dom = self.dom
+        out = g.out[dom]
+        if not any(out[v] for v in released):
+            return set()  # only leaves are released: nothing of the job can be below them
         above: set[int] = set()
         for c in self.job_vertices(jobid):
             if c in released:

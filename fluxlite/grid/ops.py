@@ -367,6 +367,17 @@ class GridOps:
             raise StateError(f"job id {jobid} is already allocated or reserved", jobid=jobid)
         n = self.gi.n
         entry = self._entry
+        # the engine's state does not change until the allocation at the end: look at each node once
+        memo: dict[int, list[int]] = {}
+
+        def free_cores(u: int) -> list[int]:
+            got = memo.get(u)
+            if got is None:
+                got = memo[u] = self._free_cores(u, now, duration)
+            return got
+
+        if self._no_free_core(eng.traverser.g.roots[eng.traverser.dom], now, duration):
+            raise BusyError("no node has a free core", jobid=jobid)
         found = self._snake_scan(entry, now, duration, set())
         if found is None:
             raise BusyError("no node has a free core", jobid=jobid)
@@ -380,13 +391,13 @@ class GridOps:
         nb = self.gi.neighbours
         while queue and len(procs) < nprocs:
             u = queue.popleft()
-            for c in self._free_cores(u, now, duration):
+            for c in free_cores(u):
                 if len(procs) >= nprocs:
                     break
                 procs.append(Proc(u, c))
                 taken.add(c)
             for w in nb(u):
-                if w not in seen and self._free_cores(w, now, duration):
+                if w not in seen and free_cores(w):
                     seen.add(w)
                     queue.append(w)
         while len(procs) < nprocs:

@@ -233,7 +233,7 @@ class Engine:
         return self.grid.leak_start(nprocs, strategy, now=now, duration=duration, jobid=jobid)
 
     def leak_join(self, jobid: int, proc: Any) -> bool:
-        """End one process of a leak job (its core is freed at once); True when the job is gone."""
+        """End one process of a leak job, or a list of them (cores freed at once); True when the job is gone."""
         return self.grid.join(jobid, proc)
 
     def _writer(self, fmt: str) -> Any:

@@ -501,35 +501,48 @@ class GridOps:
         job.procs.append(p)
         return p
 
-    def join(self, jobid: int, proc: Proc) -> bool:
-        """End process ``proc``: its core is released at once; True when the job holds nothing any more."""
+    def join(self, jobid: int, proc: Proc | Sequence[Proc]) -> bool:
+        """End process ``proc`` (or several, in order): cores are released at once; True when the job holds nothing.
+
+        Several processes ending together (a phase boundary) are released in
+        one engine call: the same result as one call each, with one update of
+        the ancestors' aggregates.  A process that is not the job's refuses
+        the whole call, nothing changed.
+        """
         eng = self.eng
         job = self.leak_jobs.get(jobid)
         if job is None:
             from fluxlite.errors import UnknownJobError
 
             raise UnknownJobError(f"job {jobid} is not a running leak job", jobid=jobid)
-        try:
-            pos = next(k for k, p in enumerate(job.procs) if p is proc)
-        except StopIteration:
-            raise StateError(f"process {proc} is not one of job {jobid}'s", jobid=jobid) from None
-        if proc.core is None:
+        ending = [proc] if isinstance(proc, Proc) else list(proc)
+        mine = {id(p) for p in job.procs}
+        for p in ending:
+            if id(p) not in mine:
+                raise StateError(f"process {p} is not one of job {jobid}'s", jobid=jobid)
+            mine.discard(id(p))  # the same process twice is refused too
+        release: list[int] = []
+        for p in ending:
+            pos = next(k for k, q in enumerate(job.procs) if q is p)
+            if p.core is None:
+                job.procs.pop(pos)
+                job.oversubscribed -= 1
+                continue
+            # an oversubscribed process on the same node takes over the core
+            heir = next((q for q in job.procs if q.core is None and q.node == p.node), None)
             job.procs.pop(pos)
-            job.oversubscribed -= 1
-            return False
-        # an oversubscribed process on the same node takes over the core
-        heir = next((p for p in job.procs if p.core is None and p.node == proc.node), None)
-        if heir is not None:
-            heir.core = proc.core
-            heir.oversubscribed = False
-            job.oversubscribed -= 1
-            job.procs.pop(pos)
+            if heir is not None:
+                heir.core = p.core
+                heir.oversubscribed = False
+                job.oversubscribed -= 1
+                continue
+            release.append(p.core)
+        if not release:
             return False
         tr = eng.traverser
         tr.total_preorder = 0
         tr.total_postorder = 0
-        full = tr.release_groups(jobid, [(proc.core, [proc.core])])
-        job.procs.pop(pos)
+        full = tr.release_groups(jobid, [(c, [c]) for c in release])
         if full:
             eng.jobs.pop(jobid, None)
             eng.job_at.pop(jobid, None)

@@ -104,6 +104,7 @@ class _Run:
         "comp_n",
         "comp_sum",
         "core_of",
+        "ending",
         "free",
         "held",
         "job",
@@ -126,6 +127,7 @@ class _Run:
         self.procs: list[object | None] = []  # grid backend: the engine's Proc of each process
         self.pending: list[int] = []  # leak: cores taken, not yet allocated on the engine
         self.released: list[int] = []  # leak: cores given back, not yet shrunk on the engine
+        self.ending: list[object] = []  # grid leak: the engine's Procs ending at this phase boundary
         self.held: list[int] = []  # engine-held cores (leak) / reserved cores (static)
         self.free: dict[int, list[int]] = {}  # static: free reserved cores per node, partition order
         self.reserved: list[int] = []  # static: cores of the reservation, in partition order
@@ -523,8 +525,8 @@ class DeadlineSim:
         if self.grid:
             proc = r.procs[k]
             r.procs[k] = None
-            if proc is not None and not isinstance(proc, _Shared) and r.job.jobid in self.m.engine.leak_jobs:
-                self.m.engine.leak_join(r.job.jobid, proc)
+            if proc is not None and not isinstance(proc, _Shared):
+                r.ending.append(proc)  # joined together by _phase_end: one engine release
             return
         if self.core_count[c] == 0 and c in r.held:
             r.held.remove(c)
@@ -576,6 +578,10 @@ class DeadlineSim:
                 self._leak_join(r, k)
             else:
                 self._unplace_static(r, k)
+        if r.ending:  # one engine release for all the joins of this phase boundary
+            if r.job.jobid in self.m.engine.leak_jobs:
+                self.m.engine.leak_join(r.job.jobid, r.ending)
+            r.ending = []
         if self.leak and r.released:  # one shrink for all the joins of this phase boundary
             self.m.release_cores(r.job.jobid, r.released)
             r.released = []

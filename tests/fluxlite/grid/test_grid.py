@@ -340,6 +340,54 @@ def test_leak_fork_order_parent_then_neighbour_then_oversubscribe() -> None:
     assert gone and other.jobid not in eng.jobs
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_joining_several_processes_at_once_equals_joining_them_one_by_one(seed: int) -> None:
+    """A phase boundary's joins in one call: same engine state as one call each (heirs included)."""
+    rnd = random.Random(seed)
+
+    def build() -> tuple[Engine, list]:
+        eng = Engine(generate_grid(4, 3, cores=2))
+        jobs = [eng.leak_start(rnd2.randint(2, 7), "leak", now=0, duration=500) for _ in range(3)]
+        for _ in range(8):  # forks, some oversubscribed once the machine is full
+            j = jobs[rnd2.randrange(3)]
+            eng.grow(j.jobid, None, strategy="leak", parent=rnd2.choice(j.procs).node, now=1)
+        return eng, jobs
+
+    rnd2 = random.Random(seed)
+    one, jobs1 = build()
+    rnd2 = random.Random(seed)
+    many, jobs2 = build()
+    assert snapshot(one) == snapshot(many)
+    k = rnd.randrange(len(jobs1))
+    idx = rnd.sample(range(len(jobs1[k].procs)), rnd.randint(1, len(jobs1[k].procs)))
+    ending1 = [jobs1[k].procs[i] for i in idx]
+    ending2 = [jobs2[k].procs[i] for i in idx]
+    gone1 = False
+    for p in ending1:
+        gone1 = one.leak_join(jobs1[k].jobid, p)
+    gone2 = many.leak_join(jobs2[k].jobid, ending2)
+    assert gone1 == gone2
+    assert snapshot(one) == snapshot(many)
+    assert [(p.node, p.core, p.oversubscribed) for p in jobs1[k].procs] == [
+        (p.node, p.core, p.oversubscribed) for p in jobs2[k].procs
+    ]
+    assert not recount_errors(many, [1, 400])
+
+
+def test_a_join_of_a_foreign_or_repeated_process_refuses_the_whole_call_unchanged() -> None:
+    eng = Engine(generate_grid(3, 1, cores=2))
+    a = eng.leak_start(2, "leak", now=0, duration=100)
+    b = eng.leak_start(2, "leak", now=0, duration=100)
+    before = snapshot(eng)
+    procs_before = list(a.procs)
+    from fluxlite.errors import StateError
+
+    for bad in ([a.procs[0], b.procs[0]], [a.procs[0], a.procs[0]]):
+        with pytest.raises(StateError):
+            eng.leak_join(a.jobid, bad)
+        assert snapshot(eng) == before and a.procs == procs_before
+
+
 def test_leak_noncontig_opens_a_new_region_in_snake_order() -> None:
     eng = Engine(generate_grid(4, 1, cores=1))
     a = eng.leak_start(1, "leak-noncontig", now=0, duration=50)

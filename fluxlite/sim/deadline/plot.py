@@ -151,8 +151,9 @@ def plot_sweep(path: Path, outdir: Path) -> list[Path]:
                 ax.set_ylim(bottom=0)
         n = max(d["traces"] for d in rows)
         fig.suptitle(f"Deadline jobs per 1,000-job trace, comm {comm} (mean, 95 % CI over up to {n} traces)")
-        axes[0][-1].legend(fontsize=7, loc="upper right")
-        fig.tight_layout()
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=len(strategies), fontsize=8, frameon=False)
+        fig.tight_layout(rect=(0, 0.04, 1, 1))
         f = outdir / f"deadline-{comm}.png"
         fig.savefig(f, dpi=110)
         plt.close(fig)

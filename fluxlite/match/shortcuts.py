@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from fluxlite.match import rootcache as _rootcache
 from fluxlite.match._common import (
     _MODE_ROOT,
     _MODE_SLOT,
@@ -275,6 +276,11 @@ class ShortcutsStage:
         if ctx != self._memo_ctx:
             self._memo = {}
             self._memo_ctx = ctx
+            self._rootc = self._ep_log = None
+        if len(eids) >= _rootcache.ROOT_CACHE_MIN:
+            rc = _rootcache.explore_root_cached(self, meta, u, ss, resources, pristine, excl, dfu, eids)
+            if rc is not None:
+                return rc
         memo, epoch, deferred = self._memo, self._epoch, self._deferred
         col = g.out[ss]
         marked = self._marked

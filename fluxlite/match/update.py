@@ -79,6 +79,8 @@ class UpdateStage:
         g = self.g
         ep = self._epoch
         ep[u] = ep.get(u, 0) + 1
+        if self._ep_log is not None:
+            self._ep_log.append(u)
         if self._deferred:
             marks = self._deferred.pop(u, None)
             if marks:

@@ -250,10 +250,13 @@ def explore_root_cached(
             slot = c.types[t]
             ev = dfu.evals.get(t)
             if ev is None:
+                # the root's own Dfu is never chosen from or added to (its type is not
+                # requested): it may hold the cache's list, which its parent copies
                 ev = dfu.evals[t] = Evals()
-            if not ev.egroups:
+                ev.egroups = slot[0]
                 ev.keys = slot[1]
-            ev.egroups.extend(slot[0])
+            else:
+                ev.egroups.extend(slot[0])
             ev.qual_count += slot[3]
             ev.total_count += slot[4]
         rc = 0

@@ -247,21 +247,6 @@ class ShortcutsStage:
         pt: tuple,
     ) -> int:
         r, need, kid_type, eids, order, bounds = pt
-        desc = self.descending
-        mask = self._alive_mask(meta, u, ss, r, kid_type, eids)
-        if mask is not None:
-            keep = mask[order]
-            order = order[keep]
-            bounds = bounds[keep]
-        order_l = order.tolist()
-        bounds_l = bounds.tolist()
-        g = self.g
-        dst, vt = g.e_dst, g.v_type
-        key = r.type
-        found: list[tuple[int, int]] = []
-        best = None
-        visited: list[tuple[int, Dfu]] = []
-        n = len(order_l)
         # A child's evaluation depends only on its subtree's state and on the
         # request: reuse it while no update/cancel walk went through the child.
         ctx = (
@@ -281,6 +266,21 @@ class ShortcutsStage:
             rc = _rootcache.explore_root_cached(self, meta, u, ss, resources, pristine, excl, dfu, eids)
             if rc is not None:
                 return rc
+        desc = self.descending
+        mask = self._alive_mask(meta, u, ss, r, kid_type, eids)
+        if mask is not None:
+            keep = mask[order]
+            order = order[keep]
+            bounds = bounds[keep]
+        order_l = order.tolist()
+        bounds_l = bounds.tolist()
+        g = self.g
+        dst, vt = g.e_dst, g.v_type
+        key = r.type
+        found: list[tuple[int, int]] = []
+        best = None
+        visited: list[tuple[int, Dfu]] = []
+        n = len(order_l)
         memo, epoch, deferred = self._memo, self._epoch, self._deferred
         col = g.out[ss]
         marked = self._marked

@@ -11,7 +11,9 @@ from fluxlite.cli.bench import find_bench_dir, main_match
 
 
 @pytest.mark.skipif(find_bench_dir(None) is None, reason="needs ../shared/bench")
-def test_bench_match_reports_vertices_and_us_per_vertex(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_bench_match_reports_vertices_and_us_per_vertex(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     out = tmp_path / "rows.json"
     rc = main_match(["--graphs", "L0", "--requests", "T7,T8", "--policies", "first", "--json", str(out)])
     assert rc == 0

@@ -121,8 +121,12 @@ def sort_egroups(egs: list[tuple], descending: bool) -> None:
     n = len(egs)
     if n < 2:
         return
+    if n <= 16:
+        # libstdc++ sorts up to 16 elements by insertion, which is stable -- so is Python's sort
+        egs.sort(key=_score, reverse=descending)
+        return
     scores = [eg[0] for eg in egs]
-    if len(set(scores)) == n or n <= 16:
+    if len(set(scores)) == n:
         # No ties: the sorted order is unique.  Ties with n <= 16: libstdc++
         # uses insertion sort, which is stable -- so is Python's sort.
         egs.sort(key=_score, reverse=descending)

@@ -234,12 +234,22 @@ class UpdateStage:
 
     def _leaf_kids_of(self, u: int) -> str | None:
         """The type of ``u``'s children if there are 1..64, all leaves of one type, in the dominant
-        subsystem only (the graph has one), else None.  Cached with the children index."""
-        kids = self._kids_by_type(u, self.dom)
-        if len(kids) != 1 or self.subsystems != [self.dom]:
+        subsystem only (the graph has one); None if not or not known yet.
+
+        Read from the children indexes the select walk built (never computed
+        here: a vertex seen for the first time would pay for it).  O(1).
+        """
+        if self._kids_version != self.g.version or self.subsystems != [self.dom]:
             return None
-        ((t, (eids, _distinct, _size1, leaves)),) = kids.items()
-        return t if leaves and len(eids) <= 64 else None
+        t = self._leaf_kids.get(u)
+        if t is None:
+            kids = self._kids_cache.get((u, self.dom))
+            if kids is None or len(kids) != 1:
+                return None
+            ((t, (_eids, _distinct, _size1, leaves)),) = kids.items()
+            if not leaves:
+                return None
+        return t if len(self.g.out[self.dom][u]) <= 64 else None
 
     def _replay(self, marks: list[tuple[int, int, bool]]) -> None:
         """Apply the marks a memoized child evaluation made (edges marked since then keep theirs)."""

@@ -1,10 +1,11 @@
 """Profile one ``fluxlite bench match`` cell with cProfile (top-25 cumulative and tottime lines).
 
-    python examples/benchmarks/match/profile_cell.py GRAPH REQUEST POLICY [MAX_MATCHES] >> out.txt
+    python examples/benchmarks/match/profile_cell.py GRAPH REQUEST POLICY [MAX_MATCHES [WARMUP]] >> out.txt
 
 Loads ``../shared/bench/graphs/GRAPH.graphml``, allocates REQUEST with POLICY
 (prune ``ALL:core``, ``simple`` output, jobspec parsed per match as the bench
-does) until the graph is full or MAX_MATCHES, profiling only the matches.
+does) until the graph is full or MAX_MATCHES, profiling only the matches
+(after the first WARMUP ones, default 0).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from fluxlite.readers import load_graph
 def main(argv: list[str]) -> int:
     gname, req, policy = argv[:3]
     limit = int(argv[3]) if len(argv) > 3 else 10**9
+    warmup = int(argv[4]) if len(argv) > 4 else 0
     bench = find_bench_dir(None)
     assert bench is not None, "no ../shared/bench"
     g = load_graph(bench / "graphs" / f"{gname}.graphml", format="grug")
@@ -36,17 +38,23 @@ def main(argv: list[str]) -> int:
     gc.freeze()
     prof = cProfile.Profile()
     times = []
-    while len(times) < limit:
+    seen = 0
+    while seen < limit:
         t = time.perf_counter()
-        prof.enable()
+        on = seen >= warmup
+        if on:
+            prof.enable()
         r = eng.match(load_jobspec(path), op="allocate", fmt="simple")
-        prof.disable()
+        if on:
+            prof.disable()
         if not r.ok:
             break
-        times.append((time.perf_counter() - t) * 1000.0)
+        seen += 1
+        if on:
+            times.append((time.perf_counter() - t) * 1000.0)
     buf = io.StringIO()
     buf.write(
-        f"== {gname} {req} {policy}: {len(times)} matches profiled, "
+        f"== {gname} {req} {policy}: {len(times)} matches profiled (after {warmup} unprofiled), "
         f"median {statistics.median(times):.3f} ms under cProfile\n"
     )
     for key in ("cumulative", "tottime"):

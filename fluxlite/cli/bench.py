@@ -10,7 +10,10 @@
     match (reading and parsing the jobspec and writing the ``simple`` output
     included, as Fluxion's ELAPSE does), ms of the failing match on the full
     graph, ms of ``allocate_orelse_reserve`` on the full graph and ms per
-    cancel -- next to Fluxion's figure where ``bench/README.md`` has one.
+    cancel -- next to Fluxion's figure where ``bench/README.md`` has one --
+    and the cost per allocated vertex: the vertices one job of the request
+    holds (its resources and the ancestors it shares) and the median match
+    time divided by them, in microseconds.
 
 ``fluxlite bench hierarchy``
     The nested MatchGrow experiment (see ``fluxlite bench hierarchy --help``).
@@ -181,6 +184,7 @@ def _worker(cfg: dict[str, Any]) -> int:
             gc.collect()
             gc.freeze()  # what a long-running scheduler does after start-up
             times: list[float] = []
+            nverts = 0
             start = time.perf_counter()
             stopped = False
             while True:
@@ -191,6 +195,9 @@ def _worker(cfg: dict[str, Any]) -> int:
                 if not r.ok:
                     break
                 times.append(dt)
+                if len(times) == 1:
+                    # vertices the job holds (allocated, plus the shared ancestors it is tagged on)
+                    nverts = len(eng.traverser.job_vertices(r.jobid))
                 if time.perf_counter() - start > budget:
                     stopped = True
                     break
@@ -225,6 +232,8 @@ def _worker(cfg: dict[str, Any]) -> int:
                     "matches": len(times),
                     "full": not stopped,
                     "median_ms": _median(times),
+                    "vertices": nverts,
+                    "us_per_vertex": (_median(times) or 0.0) * 1000.0 / nverts if nverts else None,
                     "p90_ms": statistics.quantiles(times, n=10)[-1] if len(times) >= 2 else None,
                     "max_ms": max(times) if times else None,
                     "first_ms": times[0] if times else None,
@@ -332,7 +341,8 @@ def _print_load(row: dict[str, Any], out: Any) -> None:
 
 
 _HEADER = (
-    "  policy request  matches  median_ms   max_ms  fluxion_ms  ratio   fail_ms  reserve_ms  cancel_ms\n"
+    "  policy request  matches  median_ms   max_ms  fluxion_ms  ratio   fail_ms  reserve_ms  cancel_ms"
+    "  vertices  us/vertex\n"
 )
 
 
@@ -343,7 +353,7 @@ def _print_match(row: dict[str, Any], fluxion: dict[tuple[str, str, str], float]
     out.write(
         f"  {row['policy']:<6} {row['request']:<7} {n:>8} {_fmt(row['median_ms'], 10)} {_fmt(row['max_ms'], 8, 2)}"
         f" {_fmt(ref, 11, 2)} {_fmt(ratio, 6, 2)} {_fmt(row['fail_ms'], 9)} {_fmt(row['reserve_ms'], 11)}"
-        f" {_fmt(row['cancel_ms'], 10)}\n"
+        f" {_fmt(row['cancel_ms'], 10)} {row.get('vertices') or 0:9d} {_fmt(row.get('us_per_vertex'), 10, 2)}\n"
     )
     out.flush()
 
@@ -391,7 +401,8 @@ def main_match(argv: Sequence[str]) -> int:
         prog="fluxlite bench match",
         description="Time matches of T1..T8 until each graph is full (see the module help for what is measured).",
         epilog="A '*' after the match count: the time budget ran out before the graph was full "
-        "(no failing-match or reserve figures then).  Ratios are fluxlite / Fluxion medians.",
+        "(no failing-match or reserve figures then).  Ratios are fluxlite / Fluxion medians; "
+        "us/vertex is the median match time per vertex the job holds.",
     )
     p.add_argument("--graphs", default="L0,N1024,N16384", help="comma-separated: L0, N1024, N8192, N16384")
     p.add_argument("--requests", default=",".join(BENCH_REQUESTS), help="comma-separated subset of T1..T8")

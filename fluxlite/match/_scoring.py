@@ -34,10 +34,13 @@ SCORE, COUNT, EXCL, ROOT, EDGES = 0, 1, 2, 3, 4
 class Evals:
     """All edge groups of one resource type seen below one vertex."""
 
-    __slots__ = ("best_i", "best_k", "egroups", "iter_cur", "qual_count", "total_count")
+    __slots__ = ("best_i", "best_k", "egroups", "iter_cur", "keys", "qual_count", "total_count")
 
     def __init__(self) -> None:
         self.egroups: list[tuple] = []
+        #: the scores of ``egroups`` as a numpy array, when a bulk producer has
+        #: them (valid only while its length is that of ``egroups``)
+        self.keys: Any = None
         self.qual_count = 0
         self.total_count = 0
         self.best_k = 0
@@ -53,22 +56,64 @@ class Evals:
     def merge(self, o: Evals) -> None:
         self.qual_count += o.qual_count
         self.total_count += o.total_count
+        if not self.egroups:
+            self.keys = o.keys
         self.egroups.extend(o.egroups)
 
     def choose_best_k(self, k: int, descending: bool) -> bool:
         """Order the edge groups best-first and mark the first ones covering ``k`` units."""
         if k == 0 or k > self.qual_count:
             return False
-        sort_egroups(self.egroups, descending)
-        i = 0
-        left = k
         egs = self.egroups
-        while left > 0:
-            left -= egs[i][COUNT]
-            i += 1
+        keys = self.keys
+        self.keys = None
+        if keys is not None and len(keys) == len(egs) and len(egs) > _PREFIX_MIN:
+            i = _choose_prefix(egs, keys, k, descending)
+        else:
+            sort_egroups(egs, descending)
+            i = 0
+            left = k
+            while left > 0:
+                left -= egs[i][COUNT]
+                i += 1
         self.best_k = k
         self.best_i = i
         return True
+
+
+#: above this many edge groups with their scores at hand, only the chosen front is sorted
+_PREFIX_MIN = 256
+
+
+def _choose_prefix(egs: list[tuple], keys: Any, k: int, descending: bool) -> int:
+    """Move the first groups of std::sort's order covering ``k`` units to the front; return how many.
+
+    The groups behind them are left in an unspecified order (nothing reads
+    past ``best_i``).  See :mod:`fluxlite.match._sortprefix`.
+    """
+    from fluxlite.match._sortprefix import std_sort_prefix_blocks
+
+    front: list[int] = []
+    left = k
+    i = 0
+    for block in std_sort_prefix_blocks(-keys if descending else keys):
+        for j in block.tolist():
+            front.append(j)
+            if left > 0:
+                left -= egs[j][COUNT]
+                i += 1
+        if left <= 0:
+            break
+    # a permutation of egs with ``front`` first: O(len(front))
+    m = len(front)
+    items = [egs[j] for j in front]
+    taken = set(front)
+    displaced = [egs[p] for p in range(m) if p not in taken]
+    holes = [j for j in front if j >= m]
+    for h, d in zip(holes, displaced, strict=True):
+        egs[h] = d
+    egs[:m] = items
+    return i
 
 
 def sort_egroups(egs: list[tuple], descending: bool) -> None:
@@ -76,8 +121,12 @@ def sort_egroups(egs: list[tuple], descending: bool) -> None:
     n = len(egs)
     if n < 2:
         return
+    if n <= 16:
+        # libstdc++ sorts up to 16 elements by insertion, which is stable -- so is Python's sort
+        egs.sort(key=_score, reverse=descending)
+        return
     scores = [eg[0] for eg in egs]
-    if len(set(scores)) == n or n <= 16:
+    if len(set(scores)) == n:
         # No ties: the sorted order is unique.  Ties with n <= 16: libstdc++
         # uses insertion sort, which is stable -- so is Python's sort.
         egs.sort(key=_score, reverse=descending)

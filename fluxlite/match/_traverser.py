@@ -180,6 +180,10 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
         self._epoch: dict[int, int] = {}
         #: marks of memoized children, applied when the update walk enters them
         self._deferred: dict[int, list[tuple[int, int, bool]]] = {}
+        #: the pass-through root's merged child evaluations (see fluxlite.match.rootcache)
+        #: and the log of vertices update/cancel walks went through, which it reads
+        self._rootc: Any = None
+        self._ep_log: list[int] | None = None
         graph.add_observer(self)
         self.initialized = False
 
@@ -206,6 +210,8 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
         """Forget memoized evaluations (after a change that no update/cancel walk made)."""
         self._memo = {}
         self._memo_ctx = None
+        self._rootc = None
+        self._ep_log = None
 
     # ------------------------------------------------------------ initialize
     def mark(self, u: int, up: bool) -> None:
@@ -241,6 +247,8 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
         self.errno = 0
         g = self.g
         dom = self.dom
+        if self._ep_log is not None and len(self._ep_log) > 4 * len(self._rootc.kids):
+            self._rootc = self._ep_log = None  # unread for long: rebuilding is cheaper
         if dom not in g.roots or not jobspec.resources:
             self.errno = "EINVAL"
             return -1, at

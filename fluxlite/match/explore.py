@@ -324,7 +324,7 @@ class ExploreStage:
         req = multiplier * per
         if ev.total_count >= req:
             return -1
-        eids = (e for _w, _uq, e in keys)
+        eids = [k[2] for k in keys]
         if multiplier > 1 and per > 0:
             got = self._eval_leaves(meta, eids, r, excl, ev, multiplier, per)
         else:

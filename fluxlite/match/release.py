@@ -43,6 +43,8 @@ class ReleaseStage:
             return 0
         ep = self._epoch
         ep[u] = ep.get(u, 0) + 1
+        if self._ep_log is not None:
+            self._ep_log.append(u)
         _drop(self.tags, u, jobid)
         xs = self.xspans[u]
         if xs is None or jobid not in xs:

@@ -385,26 +385,25 @@ class SelectStage:
         token = self.token
         e_needs, e_excl, e_token = self.e_needs, self.e_excl, self.e_token
         marked = self._marked
+        up = unconstrained and dom
         for key, ev in dfu.evals.items():
+            if not ev.best_k:
+                continue
             if dom:
                 if isinstance(key, tuple):
                     continue
             elif not (isinstance(key, tuple) and key[0] == ss):
                 continue
-            if not ev.best_k:
-                continue
-            egs = ev.egroups
-            for i in range(ev.best_i):
-                eg = egs[i]
+            for eg in ev.egroups[: ev.best_i]:
                 if eg[3]:  # root
                     continue
                 for _c, needs, x, eid in eg[4]:
                     e_needs[eid] = needs
-                    e_excl[eid] = bool(x)
+                    e_excl[eid] = x if x.__class__ is bool else bool(x)
                     if e_token[eid] != token:
                         e_token[eid] = token
                         marked.append(eid)
-                    if unconstrained and dom:
+                    if up:
                         self._mark_unconstrained_up(ss, g.e_src[eid], dfu)
 
     def _mark_unconstrained_up(self, ss: str, parent_v: int, dfu: Dfu) -> None:

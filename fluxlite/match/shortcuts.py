@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from fluxlite.match import rootcache as _rootcache
 from fluxlite.match._common import (
     _MODE_ROOT,
     _MODE_SLOT,
@@ -246,6 +247,25 @@ class ShortcutsStage:
         pt: tuple,
     ) -> int:
         r, need, kid_type, eids, order, bounds = pt
+        # A child's evaluation depends only on its subtree's state and on the
+        # request: reuse it while no update/cancel walk went through the child.
+        ctx = (
+            _request_sig(resources),
+            meta.at,
+            meta.duration,
+            meta.alloc_type,
+            excl,
+            pristine,
+            meta.constraint,
+        )
+        if ctx != self._memo_ctx:
+            self._memo = {}
+            self._memo_ctx = ctx
+            self._rootc = self._ep_log = None
+        if len(eids) >= _rootcache.ROOT_CACHE_MIN:
+            rc = _rootcache.explore_root_cached(self, meta, u, ss, resources, pristine, excl, dfu, eids)
+            if rc is not None:
+                return rc
         desc = self.descending
         mask = self._alive_mask(meta, u, ss, r, kid_type, eids)
         if mask is not None:
@@ -261,20 +281,6 @@ class ShortcutsStage:
         best = None
         visited: list[tuple[int, Dfu]] = []
         n = len(order_l)
-        # A child's evaluation depends only on its subtree's state and on the
-        # request: reuse it while no update/cancel walk went through the child.
-        ctx = (
-            _request_sig(resources),
-            meta.at,
-            meta.duration,
-            meta.alloc_type,
-            excl,
-            pristine,
-            meta.constraint,
-        )
-        if ctx != self._memo_ctx:
-            self._memo = {}
-            self._memo_ctx = ctx
         memo, epoch, deferred = self._memo, self._epoch, self._deferred
         col = g.out[ss]
         marked = self._marked

@@ -24,6 +24,7 @@ from fluxlite.match._common import (
 )
 from fluxlite.match._vplan import overlaps
 from fluxlite.planner import PlannerMulti
+from fluxlite.writers.simple import SimpleWriter
 
 
 class UpdateStage:
@@ -79,6 +80,8 @@ class UpdateStage:
         g = self.g
         ep = self._epoch
         ep[u] = ep.get(u, 0) + 1
+        if self._ep_log is not None:
+            self._ep_log.append(u)
         if self._deferred:
             marks = self._deferred.pop(u, None)
             if marks:
@@ -109,6 +112,48 @@ class UpdateStage:
         total = self.prune.total
         prefix = None if hide else levels[level + 1]
         emit = writer.emit_vtx
+        # the simple format's line, appended inline for fresh leaves (no call per leaf)
+        add_line = writer._add if type(writer) is SimpleWriter and prefix is not None else None
+        vname = g.v_name
+        # fresh leaves of one type: their units are summed here and added to acc once
+        leaf_t: str | None = None
+        leaf_units = 0
+        shared_nd = -1
+        s0 = s1 = s2 = s3 = None
+        lt = self._leaf_kids_of(u) if (single and not mod and add_line is not None and not edges) else None
+        if lt is not None:
+            # children all leaves of type lt, at most 64, one subsystem, simple output:
+            # the general loop below without its per-child tests
+            tx = lt in xtypes
+            units = 0
+            for e in g.out[dom][u]:
+                if e_token[e] != token or not (e_excl[e] or tx):
+                    continue
+                tgt = dst[e]
+                nd = e_needs[e]
+                if tags[tgt] is None and xspans[tgt] is None and vspans[tgt] is None and table[tgt] is None:
+                    if nd != shared_nd:
+                        shared = leaf_shared.get(nd)
+                        if shared is None:
+                            shared = self._new_leaf_shared(nd, meta)
+                        s0, s1, s2, s3 = shared
+                        shared_nd = nd
+                    if record:
+                        vspans[tgt] = s0
+                        table[tgt] = s1
+                    tags[tgt] = s2
+                    xspans[tgt] = s3
+                    jv_add(tgt)
+                    units += vsize[tgt]
+                    add_line(f"{prefix}{vname[tgt]}[{nd}:x]\n")
+                else:
+                    self._upd_leaf(tgt, writer, nd, meta, full, acc, prefix)
+                n_plans += 1
+            if units and lt in total:
+                acc[lt] = acc.get(lt, 0) + units
+            return self._upd_sched(
+                u, writer, dom, needs, excl, n_plans, meta, full, acc, to_parent, excl_parent
+            )
         for ss in self.subsystems:
             col = g.out.get(ss)
             if col is None:
@@ -134,19 +179,29 @@ class UpdateStage:
                         and vspans[tgt] is None
                         and table[tgt] is None
                     ):
-                        shared = leaf_shared.get(nd)
-                        if shared is None:
-                            shared = self._new_leaf_shared(nd, meta)
+                        if nd != shared_nd:
+                            shared = leaf_shared.get(nd)
+                            if shared is None:
+                                shared = self._new_leaf_shared(nd, meta)
+                            s0, s1, s2, s3 = shared
+                            shared_nd = nd
                         if record:
-                            vspans[tgt] = shared[0]
-                            table[tgt] = shared[1]
-                        tags[tgt] = shared[2]
-                        xspans[tgt] = shared[3]
+                            vspans[tgt] = s0
+                            table[tgt] = s1
+                        tags[tgt] = s2
+                        xspans[tgt] = s3
                         jv_add(tgt)
                         t = vt[tgt]
-                        if t in total:
-                            acc[t] = acc.get(t, 0) + vsize[tgt]
-                        if prefix is not None:
+                        if t is leaf_t:
+                            leaf_units += vsize[tgt]
+                        elif t in total:
+                            if leaf_t is not None:
+                                acc[leaf_t] = acc.get(leaf_t, 0) + leaf_units
+                            leaf_t = t
+                            leaf_units = vsize[tgt]
+                        if add_line is not None:
+                            add_line(f"{prefix}{vname[tgt]}[{nd}:x]\n")
+                        elif prefix is not None:
                             emit(prefix, g, tgt, nd, None, True)
                     else:
                         self._upd_leaf(tgt, writer, nd, meta, full, acc, prefix)
@@ -173,7 +228,28 @@ class UpdateStage:
                         jobid = meta.jobid
                         have.extend(dst[e] for e in out if tags[dst[e]] is not None and jobid in tags[dst[e]])
                         self._wide_kids[key] = have
+        if leaf_t is not None:
+            acc[leaf_t] = acc.get(leaf_t, 0) + leaf_units
         return self._upd_sched(u, writer, dom, needs, excl, n_plans, meta, full, acc, to_parent, excl_parent)
+
+    def _leaf_kids_of(self, u: int) -> str | None:
+        """The type of ``u``'s children if there are 1..64, all leaves of one type, in the dominant
+        subsystem only (the graph has one); None if not or not known yet.
+
+        Read from the children indexes the select walk built (never computed
+        here: a vertex seen for the first time would pay for it).  O(1).
+        """
+        if self._kids_version != self.g.version or self.subsystems != [self.dom]:
+            return None
+        t = self._leaf_kids.get(u)
+        if t is None:
+            kids = self._kids_cache.get((u, self.dom))
+            if kids is None or len(kids) != 1:
+                return None
+            ((t, (_eids, _distinct, _size1, leaves)),) = kids.items()
+            if not leaves:
+                return None
+        return t if len(self.g.out[self.dom][u]) <= 64 else None
 
     def _replay(self, marks: list[tuple[int, int, bool]]) -> None:
         """Apply the marks a memoized child evaluation made (edges marked since then keep theirs)."""

@@ -1,0 +1,30 @@
+"""``fluxlite bench match`` reports the cost per allocated vertex (a real, small run on L0)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fluxlite.cli.bench import find_bench_dir, main_match
+
+
+@pytest.mark.skipif(find_bench_dir(None) is None, reason="needs ../shared/bench")
+def test_bench_match_reports_vertices_and_us_per_vertex(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "rows.json"
+    rc = main_match(["--graphs", "L0", "--requests", "T7,T8", "--policies", "first", "--json", str(out)])
+    assert rc == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    match = {r["request"]: r for r in rows if r["kind"] == "match"}
+    # one node: the node, 2 sockets, 32 cores and the cluster it shares; one socket: 16 cores,
+    # the socket, and the node and cluster above it
+    assert match["T7"]["vertices"] == 1 + 2 + 32 + 1
+    assert match["T8"]["vertices"] == 16 + 1 + 1 + 1
+    for r in match.values():
+        assert r["matches"] > 0 and r["full"]
+        assert r["us_per_vertex"] == pytest.approx(r["median_ms"] * 1000.0 / r["vertices"])
+    text = capsys.readouterr().out
+    assert "us/vertex" in text

@@ -40,7 +40,28 @@ SHORT_SOCKET = jobspec(
     "        with:\n          - type: core\n            count: 4\n",
     duration=1800,
 )
+# siblings of one type, refused by Fluxion's test() wherever a vertex meets both (issue 6)
+SIBLING_CORES = jobspec(
+    "  - type: slot\n    count: 1\n    label: default\n    with:\n      - type: socket\n        count: 1\n"
+    "        with:\n          - type: core\n            count: 1\n          - type: core\n            count: 2\n"
+)
+SIBLING_SOCKETS = jobspec(
+    "  - type: node\n    count: 1\n    with:\n      - type: slot\n        count: 1\n        label: default\n"
+    "        with:\n          - type: socket\n            count: 1\n            with:\n"
+    "              - type: core\n                count: 1\n"
+    "          - type: socket\n            count: 1\n            with:\n"
+    "              - type: core\n                count: 2\n"
+)
+SIBLING_NODES = jobspec(
+    "  - type: node\n    count: 1\n    with:\n      - type: slot\n        count: 1\n        label: default\n"
+    "        with:\n          - type: core\n            count: 1\n"
+    "  - type: node\n    count: 2\n    with:\n      - type: slot\n        count: 1\n        label: default\n"
+    "        with:\n          - type: core\n            count: 1\n"
+)
 REQUESTS = [
+    SIBLING_CORES,
+    SIBLING_SOCKETS,
+    SIBLING_NODES,
     CORE,
     SOCKET,
     NODE,

@@ -358,6 +358,9 @@ class Engine:
             raise StateError("could not undo a match made without allocating", jobid=jobid)
 
     def _place(self, jobspec: Any, op: str, jobid: int | None, fmt: str) -> MatchResult:
+        from fluxlite.match.flexible import check_jobspec
+
+        check_jobspec(jobspec, self.traverser_policy)  # or_slot / xor_slot: JobspecError if never matchable
         r = self.match(jobspec, op=op, jobid=jobid, fmt=fmt)
         if r.ok:
             return r

@@ -31,14 +31,16 @@ is the simple traverser's, so a failed match leaves the state as it was.
 The exact shortcuts of :mod:`fluxlite.match.shortcuts` are turned off: the
 flexible traverser uses the plain walk.
 
-:func:`or_slot_problems` lists, for the Python API, what Fluxion would
-refuse or never match in an or_slot jobspec without walking the graph.
+:func:`check_jobspec` refuses, for the Python API, slot alternatives the
+chosen traverser cannot honour (a
+:class:`~fluxlite.errors.JobspecError` naming the field); the REPL keeps
+Fluxion's own messages.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from fluxlite.graph import UP
@@ -60,7 +62,7 @@ __all__ = [
     "MAX_XOR_EXPANSION",
     "TRAVERSER_POLICIES",
     "FlexibleTraverser",
-    "or_slot_problems",
+    "check_jobspec",
     "split_xor_slots",
 ]
 
@@ -127,45 +129,48 @@ def split_xor_slots(resources: Sequence[Any], origin: dict[int, Any] | None = No
     return out
 
 
-def or_slot_problems(resources: Sequence[Any], path: str = "resources") -> list[str]:
-    """What the flexible traverser refuses in ``resources`` without looking at a graph.
+def _alternatives(resources: Sequence[Any], where: str) -> Iterator[tuple[str, int, int]]:
+    """Levels that hold slot alternatives: (field path, slot siblings, xor_slot siblings)."""
+    nslot = sum(1 for r in resources if r.type == "slot")
+    nxor = sum(1 for r in resources if r.type == "xor_slot")
+    if nslot > 1 or nxor:
+        yield where, nslot, nxor
+    for i, r in enumerate(resources):
+        if r.with_:
+            yield from _alternatives(r.with_, f"{where}[{i}].with")
 
-    A level with ``slot`` alternatives may hold only slots (Fluxion refuses a
-    resource sibling of an or_slot as "siblings in jobspec request same
-    resource type"); two non-slot siblings of the same type are refused the
-    same way; xor_slot variants are limited to :data:`MAX_XOR_EXPANSION`.
-    Returns messages naming the field, empty when none applies.
+
+def check_jobspec(jobspec: Any, traverser_policy: str = "simple") -> None:
+    """Refuse, before any walk, slot alternatives the chosen traverser cannot honour.
+
+    With ``simple``, a level with several ``slot`` siblings (or_slot) or any
+    ``xor_slot`` is refused: Fluxion's simple traverser does not understand
+    alternatives (it stops at "siblings in jobspec request same resource
+    type" where it tests the siblings, knows no xor_slot, and below a
+    resource silently uses the last slot only), so the Python API asks for
+    ``traverser_policy="flexible"`` instead.  The REPL (:meth:`Engine.match`)
+    keeps Fluxion's behaviour.  With ``flexible``, xor_slot alternatives that
+    expand to more than :data:`MAX_XOR_EXPANSION` variants are refused
+    (Fluxion's EOVERFLOW).
+    Raises :class:`~fluxlite.errors.JobspecError` naming the field.
     """
-    problems: list[str] = []
+    from fluxlite.errors import JobspecError
 
-    def visit(level: Sequence[Any], where: str) -> None:
-        types = [r.type for r in level]
-        if "slot" in types:
-            others = [f"{where}[{i}] ({t})" for i, t in enumerate(types) if t not in ("slot", "xor_slot")]
-            if others:
-                problems.append(
-                    f"{where}: a resource beside slot alternatives: {', '.join(others)} "
-                    "(siblings in jobspec request same resource type)"
-                )
-        seen: set[str] = set()
-        for i, t in enumerate(types):
-            if t in ("slot", "xor_slot"):
-                continue
-            if t in seen:
-                problems.append(
-                    f"{where}[{i}]: a second sibling of type {t} (siblings in jobspec request same resource type)"
-                )
-            seen.add(t)
-        for i, r in enumerate(level):
-            if r.with_:
-                visit(r.with_, f"{where}[{i}].with")
-
-    visit(resources, path)
+    resources = getattr(jobspec, "resources", None)
+    if not resources:
+        return
+    if traverser_policy == "simple":
+        for where, nslot, nxor in _alternatives(resources, "resources"):
+            what = f"{nslot} slot siblings (or_slot)" if nslot > 1 else f"{nxor} xor_slot sibling(s)"
+            raise JobspecError(
+                f"{where}: {what} are alternatives, which only the flexible traverser matches "
+                "(traverser_policy='flexible', fluxlite query -T flexible)"
+            )
+        return
     try:
         split_xor_slots(resources)
     except XorExpansionError as exc:
-        problems.append(f"{path}: {exc}")
-    return problems
+        raise JobspecError(f"resources: xor_slot alternatives expand to {exc}") from None
 
 
 class FlexibleTraverser(Traverser):

@@ -310,7 +310,9 @@ class FlexibleTraverser(Traverser):
         Returns ``(counts left after the first choice, slots placed, index of the
         first choice)``; the memo maps counts to that answer, so following the
         "counts left" keys replays the whole sequence.  Ties go to the earlier
-        alternative.  One alternative: ``min(nslots, counts // per-slot)``.
+        alternative.  One alternative: ``min(nslots, counts // per-slot)``, with
+        ``nslots`` read as a C ``int`` as Fluxion does (so an unbounded slot
+        count gives -1, see :meth:`_dom_slot`).
         Exponential in the worst case, memoized on the remaining counts.
         """
         key = tuple(sorted(counts.items()))
@@ -318,7 +320,8 @@ class FlexibleTraverser(Traverser):
         if got is not None:
             return got
         if len(slots) == 1:
-            most = nslots
+            # Fluxion keeps this in a C int: an unbounded slot count (UINT_MAX) reads as -1
+            most = nslots - (1 << 32) if nslots >= 1 << 31 else nslots
             for elem in slots[0].with_:
                 have = counts.get(elem.type)
                 count = calc_count(elem, counts.get(elem.type, 0))
@@ -376,7 +379,9 @@ class FlexibleTraverser(Traverser):
         counts = {t: dfu_slot.qualified_count(t) for t in sorted(union)}
         memo: dict[tuple[tuple[str, int], ...], tuple[dict[str, int], int, int]] = {}
         config = self.select_or_config(slots, counts, nslots, memo)
-        qual = config[1]
+        # ... and the slot loop reads it back as unsigned: -1 runs until the edge
+        # groups are used up, then fails with "not enough slots" (as in Fluxion)
+        qual = config[1] if config[1] >= 0 else config[1] + (1 << 32)
         groups = []
         iters: dict[str, int] = {}
         for _ in range(qual):

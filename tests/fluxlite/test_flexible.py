@@ -197,6 +197,35 @@ def test_slot_is_formed_only_right_below_its_resource() -> None:
     assert snapshot(eng) == before
 
 
+def test_single_unbounded_slot_fails_as_in_fluxion() -> None:
+    """One slot alternative with count {min: 1}: dfu_flexible keeps the bound in a C int (-1), then fails.
+
+    Its slot loop reads -1 back as 4294967295, uses up every edge group and
+    stops at "not enough slots"; a bounded count works.  State unchanged.
+    """
+    unbounded = jobspec(
+        "  - type: socket\n    count: 1\n    with:\n"
+        "      - type: slot\n        count:\n          min: 1\n        label: a\n        with:\n"
+        "          - type: core\n            count: 2\n"
+    )
+    bounded = jobspec(
+        "  - type: socket\n    count: 1\n    with:\n"
+        "      - type: slot\n        count:\n          min: 1\n          max: 2\n"
+        "          operator: '+'\n          operand: 1\n        label: a\n        with:\n"
+        "          - type: core\n            count: 2\n"
+    )
+    eng = engine(gpus=0)
+    before = snapshot(eng)
+    r = eng.match(unbounded)
+    assert not r.ok and "dom_slot: not enough slots" in eng.traverser.err_msg
+    assert snapshot(eng) == before
+    r = eng.allocate(bounded)
+    assert held(eng, r.jobid) == Counter(core=4)
+    # the simple traverser has no such bound
+    simple = engine(gpus=0, flexible=False)
+    assert held(simple, simple.allocate(unbounded).jobid) == Counter(core=4)
+
+
 def test_select_or_config_search() -> None:
     """The memoized search itself: most slots, first alternative on ties, the sequence replayed from the memo."""
     tr = engine(gpus=0).traverser

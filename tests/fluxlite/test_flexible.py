@@ -399,6 +399,29 @@ def test_query_flexible_session(
     assert "RESOURCES=ALLOCATED" in text and text.count("[1:x]") == 3 and "gpu" in text, err
 
 
+def test_example_or_slot_with_info_find_cancel(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """examples/jobspecs/or-slot.yaml on the bundled graph: the gpu alternative; info, find and cancel see it."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "jobspecs" / "or-slot.yaml"
+    cmds = (
+        f"match allocate {example}\ninfo 1\nfind jobid-alloc=1\ncancel 1\ninfo 1\n"
+        "find sched-now=allocated\nquit\n"
+    )
+    rc, out, err = run_query(monkeypatch, capsys, ["-T", "flexible"], cmds)
+    assert rc == 0, err
+    match_block, rest = out.split("INFO: RESOURCES=ALLOCATED", 1)
+    # 8 cores and one gpu, exclusively, under one socket
+    assert match_block.count("core") == 8 and match_block.count("gpu") == 1
+    assert match_block.count("socket") == 1
+    assert "INFO: 1, ALLOCATED, 0," in rest and "INFO: 1, CANCELED, 0," in rest
+    found = rest.split('EXPRESSION="jobid-alloc=1"')[0]
+    assert found.count("core") == 8 and found.count("gpu") == 1
+    assert 'EXPRESSION="sched-now=allocated"' in rest
+    after_cancel = rest.split("INFO: 1, CANCELED")[1].split('EXPRESSION="sched-now=allocated"')[0]
+    assert "core" not in after_cancel and "gpu" not in after_cancel
+
+
 # ------------------------------------------------------------------ flexible == simple without alternatives
 
 SHAPES = [

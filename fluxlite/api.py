@@ -360,7 +360,7 @@ class Engine:
     def _place(self, jobspec: Any, op: str, jobid: int | None, fmt: str) -> MatchResult:
         from fluxlite.match.flexible import check_jobspec
 
-        check_jobspec(jobspec, self.traverser_policy)  # or_slot / xor_slot: JobspecError if never matchable
+        check_jobspec(jobspec, self.traverser_policy)  # slot alternatives it cannot honour: JobspecError
         r = self.match(jobspec, op=op, jobid=jobid, fmt=fmt)
         if r.ok:
             return r

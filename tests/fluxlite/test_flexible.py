@@ -485,3 +485,51 @@ def test_flexible_equals_simple_without_alternatives(
             got.append((r.ok, r.jobid, r.at, r.text, r.errno, r.satisfiable))
         assert got[0] == got[1], (op, shape, a, b)
     assert snapshot(engines[0]) == snapshot(engines[1])
+
+
+ALTERNATIVE = st.fixed_dictionaries(
+    {"core": st.integers(1, 6)}, optional={"gpu": st.integers(1, 2), "memory": st.integers(1, 3)}
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    policy=st.sampled_from(["first", "low", "high", "locality"]),
+    alts=st.lists(ALTERNATIVE, min_size=1, max_size=3),
+    kind=st.sampled_from(["slot", "xor_slot"]),
+    gpus=st.integers(0, 1),
+)
+def test_alternatives_satisfiable_iff_allocatable_on_empty_graph(
+    policy: str, alts: list[dict[str, int]], kind: str, gpus: int
+) -> None:
+    """Random or_slot / xor_slot jobspecs: satisfiable <=> allocatable when empty; failures and cancel keep state."""
+    eng = Engine(
+        generate_graph(nodes=2, sockets=2, cores=4, gpus=gpus, memory=2),
+        policy=policy,
+        traverser_policy="flexible",
+    )
+    js = socket_with(*(slot(f"a{i}", a, kind=kind) for i, a in enumerate(alts)))
+    start = snapshot(eng)
+    sat = eng.satisfiable(js)
+    assert snapshot(eng) == start
+    if not sat:
+        with pytest.raises(UnsatisfiableError):
+            eng.allocate(js)
+        assert snapshot(eng) == start
+        return
+    r = eng.allocate(js)
+    got = held(eng, r.jobid)
+    # what the job holds is one alternative's worth or more of some alternative, on one socket
+    assert len(sockets_of(eng, r.jobid)) == 1
+    assert any(all(got[t] >= n for t, n in a.items()) for a in alts), (got, alts)
+    # keep allocating until busy: a busy failure changes nothing; every job cancels back to the start
+    for _ in range(8):
+        before = snapshot(eng)
+        try:
+            eng.allocate(js)
+        except BusyError:
+            assert snapshot(eng) == before
+            break
+    for j in sorted(eng.jobs):
+        eng.cancel(j)
+    assert snapshot(eng) == start

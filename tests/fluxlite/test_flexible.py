@@ -71,6 +71,32 @@ def sockets_of(eng: Engine, jobid: int) -> set[str]:
     return {"/".join(p.split("/")[:4]) for p, _u, x in eng.job_items(jobid) if x}
 
 
+# ------------------------------------------------------------------ parsing (libjobspec's rules)
+
+DOC = "version: 1\nresources:\n{r}\ntasks:\n  - command: [app]\n    slot: a\n    count:\n      per_slot: 1\nattributes:\n"
+
+
+def test_or_slot_jobspecs_parse_as_fluxion() -> None:
+    """Several labelled slot siblings parse; a slot alternative without a label is named; xor_slot needs none."""
+    two = slot("a", {"core": 1}, indent=2) + "\n" + slot("b", {"core": 2}, indent=2)
+    js = parse_jobspec(DOC.format(r=two))
+    assert [r.label for r in js.slots] == ["a", "b"]
+    with pytest.raises(JobspecError, match=r"resources\[1\]\.label: missing \(every slot needs a label\)"):
+        parse_jobspec(DOC.format(r=two.replace("    label: b\n", "")))
+    xor = "  - type: xor_slot\n    count: 1\n    with:\n      - type: core\n        count: 1\n"
+    assert parse_jobspec(DOC.format(r=xor)).resources[0].type == "xor_slot"
+
+
+def test_unknown_type_in_an_alternative_is_refused_by_the_repl(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A type no graph or filter knows, inside one alternative: Fluxion's jobspec error, no match, no state."""
+    js = write(tmp_path / "u.yaml", socket_with(slot("a", {"core": 2, "does-not-exist": 1}), BIG))
+    rc, out, err = run_query(monkeypatch, capsys, ["-T", "flexible"], f"match allocate {js}\nquit\n")
+    assert rc == 0 and "RESOURCES=ALLOCATED" not in out
+    assert 'Value of "type" must be a resource type known to fluxion' in err
+
+
 # ------------------------------------------------------------------ engine and API
 
 

@@ -29,7 +29,8 @@ step, so that the same jobspec picks the same resources:
 Everything else (update, cancel, info, find, reservations, satisfiability)
 is the simple traverser's, so a failed match leaves the state as it was.
 The exact shortcuts of :mod:`fluxlite.match.shortcuts` are turned off: the
-flexible traverser uses the plain walk.
+flexible traverser uses the plain walk (O(graph) per match for policies
+that walk everything, e.g. ~40-60 ms with ``low``/``high`` on 128 nodes).
 
 :func:`check_jobspec` refuses, for the Python API, slot alternatives the
 chosen traverser cannot honour (a
@@ -178,7 +179,8 @@ class FlexibleTraverser(Traverser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # the plain walk: the exact shortcuts assume one slot shape per level
+        # the plain walk: the shortcuts assume one slot shape per level (a differential run of
+        # shortcuts on/off over random or_slot jobspecs disagreed, e.g. socket[3] -> 2 alternatives)
         self.shortcuts = False
         #: the xor_slot variant that matched last (its requests), or None
         self.chosen_variant: tuple[Any, ...] | None = None

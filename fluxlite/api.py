@@ -119,6 +119,7 @@ class Engine:
         policy: str = "first",
         subsystems: Sequence[str] = ("containment",),
         prune_filters: str = "ALL:core,ALL:node",
+        traverser_policy: str = "simple",
     ) -> None:
         self.graph = graph
         #: a static grid allocator chooses the nodes (fluxlite.grid); the traverser keeps a plain policy
@@ -130,7 +131,16 @@ class Engine:
         else:
             self.policy = parse_policy(policy)
         self._grid: Any = None
-        self.traverser = Traverser(graph, self.policy, subsystems, prune_filters)
+        if traverser_policy == "simple":
+            self.traverser = Traverser(graph, self.policy, subsystems, prune_filters)
+        elif traverser_policy == "flexible":
+            from fluxlite.match.flexible import FlexibleTraverser
+
+            self.traverser = FlexibleTraverser(graph, self.policy, subsystems, prune_filters)
+        else:
+            raise InputError(f"unknown traverser policy {traverser_policy!r} (known: simple, flexible)")
+        #: ``simple`` or ``flexible`` (Fluxion's ``-T``: or_slot/xor_slot alternatives need flexible)
+        self.traverser_policy = traverser_policy
         try:
             self.traverser.initialize()
         except LookupError as exc:
@@ -155,12 +165,19 @@ class Engine:
         subsystems: Sequence[str] = ("containment",),
         prune_filters: str = "ALL:core,ALL:node",
         allowlist: str | None = None,
+        traverser_policy: str = "simple",
     ) -> Engine:
         """Load a graph file (GRUG, JGF, R/rv1exec or hwloc XML) and build an engine on it."""
         from fluxlite.readers import load_graph
 
         graph = load_graph(Path(path), format=format, allowlist=allowlist)
-        return cls(graph, policy=policy, subsystems=subsystems, prune_filters=prune_filters)
+        return cls(
+            graph,
+            policy=policy,
+            subsystems=subsystems,
+            prune_filters=prune_filters,
+            traverser_policy=traverser_policy,
+        )
 
     @property
     def dom(self) -> str:
@@ -341,6 +358,9 @@ class Engine:
             raise StateError("could not undo a match made without allocating", jobid=jobid)
 
     def _place(self, jobspec: Any, op: str, jobid: int | None, fmt: str) -> MatchResult:
+        from fluxlite.match.flexible import check_jobspec
+
+        check_jobspec(jobspec, self.traverser_policy)  # slot alternatives it cannot honour: JobspecError
         r = self.match(jobspec, op=op, jobid=jobid, fmt=fmt)
         if r.ok:
             return r

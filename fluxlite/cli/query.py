@@ -703,8 +703,9 @@ def build_parser(prog: str = "fluxlite query") -> argparse.ArgumentParser:
         "--traverser-policy",
         default="simple",
         metavar="POLICY",
-        help="traverser: simple | flexible (flexible also matches jobspecs with or_slot "
-        "alternatives) (default: simple)",
+        help="traverser: simple | flexible (flexible also matches jobspecs whose slot has "
+        "alternatives: several 'slot' siblings (or_slot) or 'xor_slot' siblings; the simple "
+        "traverser refuses those) (default: simple)",
     )
     p.add_argument(
         "-F",
@@ -796,8 +797,7 @@ TRAVERSER_POLICIES = ("simple", "flexible")
 def traverser_kwargs(policy: str) -> dict[str, str]:
     """Engine keyword arguments for ``-T POLICY``: none for ``simple`` (the default traverser).
 
-    Raises :class:`FluxliteError` for an unknown policy, or when this
-    engine does not take a ``traverser_policy`` yet.
+    Raises :class:`FluxliteError` for an unknown policy.
     """
     if policy not in TRAVERSER_POLICIES:
         raise FluxliteError(
@@ -805,12 +805,6 @@ def traverser_kwargs(policy: str) -> dict[str, str]:
         )
     if policy == "simple":
         return {}
-    import inspect
-
-    from fluxlite.api import Engine
-
-    if "traverser_policy" not in inspect.signature(Engine).parameters:
-        raise FluxliteError(f"--traverser-policy {policy} is not available in this engine yet")
     return {"traverser_policy": policy}
 
 

@@ -306,21 +306,7 @@ def test_sibling_sockets_are_refused(tmp_path: Path, policy: str) -> None:
     assert outcome(out) == ("FAILED", 1, "") and sess.engine.jobs == {}
 
 
-_SHORTCUT_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="fluxlite/match/_traverser.py _greedy_plan builds a plan entry per requested resource "
-    "without refusing two of one type, so the best-first shortcut (policies with an id order) never "
-    "runs the sibling check of _test (issue 6; owned by the matcher's engineer)",
-)
-
-
-@pytest.mark.parametrize(
-    "policy",
-    [
-        pytest.param(p, marks=_SHORTCUT_BUG) if p in ("low", "high", "lonode", "hinode", "locality") else p
-        for p in POLICIES
-    ],
-)
+@pytest.mark.parametrize("policy", POLICIES)
 def test_sibling_cores_are_refused(tmp_path: Path, policy: str) -> None:
     """socket > {core[1], core[1]}: siblings of one type are refused (Fluxion's sibling test 003)."""
     sess = session(tmp_path, one_numa_v1(), "node,socket,core", policy)

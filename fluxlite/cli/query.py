@@ -718,7 +718,7 @@ def build_parser(prog: str = "fluxlite query") -> argparse.ArgumentParser:
         default="simple",
         metavar="FMT",
         help="output format of matches: simple | pretty_simple | jgf | jgf_shorthand | rlite | "
-        "rv1 | rv1_nosched (default: simple)",
+        "rv1 | rv1_nosched | rv1_shorthand (default: simple)",
     )
     p.add_argument(
         "-g",

@@ -86,7 +86,7 @@ def repeated_type(resources: list[dict[str, Any]]) -> bool:
     return any(repeated_type(r.get("with", [])) for r in resources)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     kind=st.sampled_from(["power9", "quartz", "wide"]),
     policy=st.sampled_from(POLICIES),

@@ -89,6 +89,23 @@ class _NullWriter:
 _NULL_WRITER = _NullWriter()
 
 
+def _jgf_has_edges_in(text: str | bytes, subsystem: str) -> bool:
+    """Does the JGF document have an edge of ``subsystem`` (no metadata: containment)?  O(edges)."""
+    import orjson
+
+    try:
+        doc = orjson.loads(text)
+        edges = doc["graph"]["edges"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return True  # malformed: the reader has already said so, or will
+    for e in edges:
+        meta = e.get("metadata") if isinstance(e, dict) else None
+        ss = meta.get("subsystem", "containment") if isinstance(meta, dict) else "containment"
+        if ss == subsystem:
+            return True
+    return False
+
+
 @dataclass
 class MatchResult:
     """Outcome of one match request."""
@@ -492,6 +509,11 @@ class Engine:
                     items.append((root, g.v_size[root], False))
         else:
             raise InputError(f"unsupported reader {format!r} (use jgf, jgf_shorthand or rv1exec)")
+        if format != "rv1exec" and not _jgf_has_edges_in(r_text, self.dom):
+            # Fluxion prints the update by walking the dominant subsystem's edges the
+            # file marks; a file without any (JGF of -S CA loaded under -S PA) prints
+            # nothing, though the resources are still allocated
+            fmt = None
         return self._allocate_items(jobid, items, at, duration, fmt, reserve)
 
     def _allocate_items(

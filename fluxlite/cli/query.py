@@ -639,8 +639,13 @@ commands (type 'help' in the loop):
                                    without_allocating | without_allocating_future (show the
                                    match, record nothing, keep the job id)
   multi-match SUBCMD JOBSPEC...   cancel JOBID [stats]   info JOBID   list   stat
+  partial-cancel JOBID jgf|rv1exec FILE [stats]     (release part of an allocation)
+  update allocate|reserve jgf|jgf_shorthand|rv1exec FILE JOBID START DURATION
+  attach JGF_FILE                 remove PATH true | remove IDSET false
+  grow JOBID JOBSPEC              shrink JOBID (path /p1,/p2 | jgf FILE | rv1exec FILE)
   find CRITERIA                   set-status PATH up|down   get-status PATH
-  set-property PATH K=V           get-property PATH         cat JOBSPEC   help   quit
+  set-property PATH K=V           get-property PATH         cat JOBSPEC   help [CMD]   quit
+  (grid machines also: deadline, leak-start, join; 'help' lists every command with its syntax)
 
 examples:
   fluxlite query                                   # bundled default cluster
@@ -695,7 +700,8 @@ def build_parser(prog: str = "fluxlite query") -> argparse.ArgumentParser:
         default="first",
         metavar="POLICY",
         help="match policy: first, firstnodex, low, high, lonode, hinode, lonodex, hinodex, "
-        "locality, or a custom 'policy=low node_centric=true ...' (default: first); on a grid machine "
+        "locality, variation (performance classes: set the perf_class property with set-property), "
+        "or a custom 'policy=low node_centric=true ...' (default: first); on a grid machine "
         "(fluxlite graph generate --grid WxH) also the whole-node grid allocators hilbert, manhattan, count",
     )
     p.add_argument(
@@ -713,7 +719,7 @@ def build_parser(prog: str = "fluxlite query") -> argparse.ArgumentParser:
         default="simple",
         metavar="FMT",
         help="output format of matches: simple | pretty_simple | jgf | jgf_shorthand | rlite | "
-        "rv1 | rv1_nosched (default: simple)",
+        "rv1 | rv1_nosched | rv1_shorthand (default: simple)",
     )
     p.add_argument(
         "-g",

@@ -55,6 +55,7 @@ from fluxlite.match._common import (
 )
 from fluxlite.match._prune import PruneFilters, TypeOrder
 from fluxlite.match.explore import ExploreStage
+from fluxlite.match.labels import with_labels
 from fluxlite.match.policies import MatchPolicy
 from fluxlite.match.release import ReleaseStage
 from fluxlite.match.select import SelectStage
@@ -286,7 +287,7 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
                     return -1, at
                 if at + meta.duration > self.graph_end:
                     meta.duration = self.graph_end - at
-                rc = self.update(root, writer, meta)
+                rc = self.update(root, with_labels(writer, jobspec.resources), meta)
         self._reset_exclusive_types(saved)
         return rc, meta.at
 

@@ -55,7 +55,17 @@ def _validate(key: str, value: str) -> bool:
         return lv.isdigit()
     if key == "agfilter":
         return lv in ("true", "t", "false", "f")
-    if key in ("names", "property"):
+    if key == "names":
+        # as Fluxion's validate: the hostlist must decode (names=socket[af[ is invalid criteria)
+        from fluxlite.errors import InputError
+        from fluxlite.hostlist import decode as hostlist_decode
+
+        try:
+            hostlist_decode(value)
+        except InputError:
+            return False
+        return bool(value)
+    if key == "property":
         return bool(value)
     return False
 

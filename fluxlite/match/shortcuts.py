@@ -362,11 +362,12 @@ class ShortcutsStage:
         """
         if self._locality and mode == _MODE_ROOT:
             return None
-        if len({r.type for r in resources}) != len(resources):
-            # siblings of one type: only the plain walk's test refuses them as Fluxion does
-            return None
         kids = self._kids_by_type(u, ss)
         if mode == _MODE_ROOT and (len(resources) != 1 or set(kids) != {resources[0].type}):
+            return None
+        if len({r.type for r in resources}) != len(resources):
+            # siblings of one type: each child of that type fails _test (Fluxion's match()
+            # refuses them); leave that to the plain walk, which runs _test on every child
             return None
         plan = []
         for r in resources:

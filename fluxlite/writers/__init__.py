@@ -9,6 +9,7 @@ Formats (Fluxion's ``-F`` names)::
     rlite           the RFC 20 R_lite array
     rv1             RFC 20 R version 1 with "scheduling" (JGF) and attributes
     rv1_nosched     RFC 20 R version 1 without "scheduling"
+    rv1_shorthand   rv1 whose "scheduling" JGF leaves out exclusive subtrees' insides
 
 Use :func:`create_writer` to get one, feed it with the traverser's
 ``emit_vtx``/``emit_edg``/``emit_tm``/``emit_attrs`` calls and take the text
@@ -30,7 +31,7 @@ from fluxlite.writers.base import (
 )
 from fluxlite.writers.graph import write_dot, write_graphml, write_graphml_clean
 from fluxlite.writers.jgf import JgfShorthandWriter, JgfWriter
-from fluxlite.writers.rv1 import RLiteWriter, Rv1NoschedWriter, Rv1Writer
+from fluxlite.writers.rv1 import RLiteWriter, Rv1NoschedWriter, Rv1ShorthandWriter, Rv1Writer
 from fluxlite.writers.simple import PrettySimpleWriter, SimpleWriter
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "PrettySimpleWriter",
     "RLiteWriter",
     "Rv1NoschedWriter",
+    "Rv1ShorthandWriter",
     "Rv1Writer",
     "SimpleWriter",
     "create_writer",
@@ -61,6 +63,7 @@ for _name, _factory in (
     ("rlite", RLiteWriter),
     ("rv1", Rv1Writer),
     ("rv1_nosched", Rv1NoschedWriter),
+    ("rv1_shorthand", Rv1ShorthandWriter),
     ("pretty_simple", PrettySimpleWriter),
 ):
     if _name not in WRITERS:

@@ -316,3 +316,71 @@ class Rv1NoschedWriter:
         self._rlite.reset()
         self._start = 0
         self._end = 0
+
+
+class _JgfShorthandPart(JgfWriter):
+    """The JGF part of ``rv1_shorthand``: JGF without the insides of exclusive subtrees.
+
+    The traverser emits every vertex (the R_lite part needs the cores of an
+    exclusive node), so the insides are dropped here instead: a vertex whose
+    parent (the source of its emitted edge) was emitted exclusive is left
+    out, with the edge to it, as Fluxion's jgf_shorthand writer does when
+    told ``excl_parent``.  O(emitted vertices).
+    """
+
+    __slots__ = ("_ee", "_ex", "_vv")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._vv: list[tuple[int, str]] = []
+        self._ee: list[tuple[int, int, str]] = []
+        self._ex: set[int] = set()
+
+    def emit_vtx(
+        self,
+        prefix: str,
+        g: ResourceGraph,
+        vid: int,
+        needs: int,
+        agfilter: Mapping[str, str] | None = None,
+        exclusive: bool = False,
+        ephemeral: Mapping[str, str] | None = None,
+    ) -> None:
+        super().emit_vtx(prefix, g, vid, needs, agfilter, exclusive, ephemeral)
+        self._vv.append((vid, self._v.pop()))
+        if exclusive:
+            self._ex.add(vid)
+
+    def emit_edg(self, prefix: str, g: ResourceGraph, eid: int) -> None:
+        super().emit_edg(prefix, g, eid)
+        self._ee.append((g.e_src[eid], g.e_dst[eid], self._e.pop()))
+
+    def take_text(self) -> str | None:
+        ex = self._ex
+        hidden = {d for s, d, _t in self._ee if s in ex}
+        self._v = [t for v, t in self._vv if v not in hidden]
+        self._e = [t for _s, d, t in self._ee if d not in hidden]
+        self._vv, self._ee, self._ex = [], [], set()
+        return super().take_text()
+
+    def empty(self) -> bool:
+        return not self._vv and not self._ee
+
+    def reset(self) -> None:
+        super().reset()
+        self._vv, self._ee, self._ex = [], [], set()
+
+
+class Rv1ShorthandWriter(Rv1Writer):
+    """Fluxion's ``rv1_shorthand``: R version 1 whose ``scheduling`` JGF is in shorthand.
+
+    R_lite lists every core and GPU; the JGF leaves out what lies inside
+    an exclusively allocated vertex (``-F rv1_shorthand``; Fluxion's
+    ``known_match_format`` accepts it though its ``--help`` does not list it).
+    """
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._jgf = _JgfShorthandPart()

@@ -81,6 +81,7 @@ def test_test_output_file_and_jgf_format(job: Path, tmp_path: Path) -> None:
         ("cancel 99", "nonexistent job 99"),
         ("cancel banana", "invalid job id"),
         ("find colour=red", "invalid criteria"),
+        ("find names=socket[af[]", "invalid criteria"),
         ("set-status /default0 sideways", "unrecognized status"),
         ("partial-cancel 1 xml /dev/null", "unsupported reader xml"),
         ("attach /no/such.json", "can't open /no/such.json"),

@@ -297,7 +297,10 @@ def test_allowlist_decides_whether_a_level_is_skipped(
         assert sess.engine.jobs == {}
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+ALL_POLICIES = [*POLICIES, "lonodex", "hinodex", "variation"]
+
+
+@pytest.mark.parametrize("policy", ALL_POLICIES)
 def test_sibling_sockets_are_refused(tmp_path: Path, policy: str) -> None:
     """Two socket requests side by side under one node are refused, as Fluxion's match() does."""
     sess = session(tmp_path, one_numa_v1(), "node,socket,core", policy)
@@ -306,7 +309,7 @@ def test_sibling_sockets_are_refused(tmp_path: Path, policy: str) -> None:
     assert outcome(out) == ("FAILED", 1, "") and sess.engine.jobs == {}
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("policy", ALL_POLICIES)
 def test_sibling_cores_are_refused(tmp_path: Path, policy: str) -> None:
     """socket > {core[1], core[1]}: siblings of one type are refused (Fluxion's sibling test 003)."""
     sess = session(tmp_path, one_numa_v1(), "node,socket,core", policy)

@@ -19,11 +19,11 @@ from fluxlite.writers import (
     register,
 )
 
-FORMATS = ["simple", "jgf", "jgf_shorthand", "rlite", "rv1", "rv1_nosched", "pretty_simple"]
+FORMATS = ["simple", "jgf", "jgf_shorthand", "rlite", "rv1", "rv1_nosched", "rv1_shorthand", "pretty_simple"]
 
 
 def test_registry_has_fluxion_formats_in_order() -> None:
-    """The registry lists Fluxion's seven -F formats in known_match_format order."""
+    """The registry lists Fluxion's eight -F formats in known_match_format order."""
     assert list(WRITERS)[: len(FORMATS)] == FORMATS
     assert all(known_format(f) for f in FORMATS)
     assert not known_format("rv1_exec") and not known_format("")

@@ -1,0 +1,55 @@
+"""``update allocate jgf`` under another dominant subsystem than the file's edges (Fluxion's t3023 case).
+
+Fluxion prints an update by walking the dominant subsystem's edges that the
+JGF file marks.  A file written under ``-S CA`` holds containment edges
+only, so a session started with ``-S PA`` allocates what it lists and
+prints no R for it; the same file under ``-S CA`` prints the allocation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fluxlite.api import Engine
+from fluxlite.readers import load_graph
+from tests.fluxlite.helpers import jobspec, snapshot
+
+POWER = (
+    Path(__file__).resolve().parents[2].parent
+    / "shared"
+    / "fluxion-conformance/data/resource/grugs/power.graphml"
+)
+NODE_CORE = jobspec(
+    "  - type: slot\n    count: 2\n    label: default\n    with:\n      - type: node\n        count: 1\n"
+    "        with:\n          - type: socket\n            count: 1\n            with:\n"
+    "              - type: core\n                count: 1\n"
+)
+
+
+@pytest.fixture(scope="module")
+def ca_jgf() -> str:
+    if not POWER.exists():
+        pytest.skip(f"shared test data not available: {POWER}")
+    eng = Engine(load_graph(POWER), policy="high")
+    res = eng.match(NODE_CORE, fmt="jgf")
+    assert res.ok and '"subsystem"' not in res.text
+    return res.text
+
+
+@pytest.mark.parametrize(("subsystems", "prints"), [(("power",), False), (("containment",), True)])
+def test_update_prints_only_what_the_dominant_walk_reaches(
+    ca_jgf: str, subsystems: tuple[str, ...], prints: bool
+) -> None:
+    eng = Engine(load_graph(POWER), policy="high", subsystems=subsystems)
+    before = snapshot(eng)
+    res = eng.update_allocate(7, ca_jgf, format="jgf", at=0, duration=3600, fmt="simple")
+    assert res.ok and eng.jobs == {7: "allocated"}
+    assert bool(res.text) is prints
+    if prints:
+        assert "node71[1:x]" in res.text or "core" in res.text
+    # printed or not, the resources are held
+    assert snapshot(eng) != before
+    eng.cancel(7)
+    assert snapshot(eng) == before

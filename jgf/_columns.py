@@ -83,7 +83,6 @@ class Columns:
     positions; ``e_rel`` is None where the edge names no relation.
     """
 
-    keys: list[str] = field(default_factory=list)
     type: list[str] = field(default_factory=list)
     basename: list[str] = field(default_factory=list)
     name: list[str] = field(default_factory=list)
@@ -101,6 +100,16 @@ class Columns:
     e_ss: list[str] = field(default_factory=list)
     e_rel: list[str | None] = field(default_factory=list)
     free_ranks: str | None = None
+    #: one copy of each repeated string (types, basenames, units, subsystems)
+    strings: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def interned(self, col: Sequence[str]) -> list[str]:
+        """``col`` with each string replaced by its one shared copy (orjson makes a new one per value)."""
+        table = self.strings
+        new = set(col).difference(table)
+        if new:
+            table.update(zip(new, new))
+        return list(map(table.__getitem__, col))
 
     def __len__(self) -> int:
         return len(self.type)
@@ -176,13 +185,15 @@ def _read(data: bytes) -> Columns:
     doc = validate(skeleton)
     cols = Columns(free_ranks=doc.free_ranks)
     index = 0
+    keys: list[str] = []
     for begin, end in _pieces(data, n0, n1):
         elems = _parse(data, begin, end)
-        _add_nodes(cols, elems, index)
+        _add_nodes(cols, elems, index, keys)
         index += len(elems)
-    ref = dict(zip(cols.keys, range(len(cols.keys))))
-    if len(ref) != len(cols.keys):
+    ref = dict(zip(keys, range(len(keys))))
+    if len(ref) != len(keys):
         raise _Fallback  # duplicate node ids: jgf.read names them
+    del keys
     get = ref.__getitem__
     index = 0
     for begin, end in _pieces(data, e0, e1):
@@ -198,8 +209,8 @@ def _types(col: Any) -> set[type]:
     return set(map(type, col))
 
 
-def _add_nodes(cols: Columns, elems: list[Any], index: int) -> None:
-    """Append the nodes ``elems`` (document positions ``index``...) to ``cols``."""
+def _add_nodes(cols: Columns, elems: list[Any], index: int, keys_out: list[str]) -> None:
+    """Append the nodes ``elems`` (document positions ``index``...) to ``cols``, their ids to ``keys_out``."""
     n = len(elems)
     if n == 0:
         return
@@ -222,7 +233,7 @@ def _add_nodes(cols: Columns, elems: list[Any], index: int) -> None:
         "".join(nm)
         "".join(un)
     except (KeyError, TypeError, IndexError):
-        _add_nodes_slow(cols, elems, index)
+        _add_nodes_slow(cols, elems, index, keys_out)
         return
     if not (
         "" not in t
@@ -239,7 +250,7 @@ def _add_nodes(cols: Columns, elems: list[Any], index: int) -> None:
         )
         and (prs is None or prs.count(None) == n or _types(prs) <= {dict, _NONE})
     ):
-        _add_nodes_slow(cols, elems, index)
+        _add_nodes_slow(cols, elems, index, keys_out)
         return
     del mds
     base = len(cols.type)
@@ -284,15 +295,15 @@ def _add_nodes(cols: Columns, elems: list[Any], index: int) -> None:
                 col.append(p)
                 if p.count("/") == 1:
                     cols.roots.append((base + k, ss))
-    cols.keys.extend(keys)
-    cols.type.extend(t)
-    cols.basename.extend(b)
+    keys_out.extend(keys)
+    cols.type.extend(cols.interned(t))
+    cols.basename.extend(cols.interned(b))
     cols.name.extend(nm)
     cols.id.extend(rid)
     cols.uniq_id.extend(uq)
     cols.rank.extend(rk)
     cols.size.extend(sz)
-    cols.unit.extend(un)
+    cols.unit.extend(cols.interned(un))
     if sts is None:
         cols.status.extend(repeat(0, n))
     else:
@@ -307,7 +318,7 @@ def _pad_paths(cols: Columns) -> None:
             col.extend([None] * (n - len(col)))
 
 
-def _add_nodes_slow(cols: Columns, elems: list[Any], index: int) -> None:
+def _add_nodes_slow(cols: Columns, elems: list[Any], index: int, keys_out: list[str]) -> None:
     """Per-element validation with :func:`jgf._validate._node` (its defaults, its errors)."""
     for k, elem in enumerate(elems):
         node = _node(index + k, elem, False)
@@ -323,7 +334,7 @@ def _add_nodes_slow(cols: Columns, elems: list[Any], index: int) -> None:
                 cols.roots.append((pos, ss))
         if node.properties:
             cols.properties[pos] = node.properties
-        cols.keys.append(node.key)
+        keys_out.append(node.key)
         cols.type.append(node.type)
         cols.basename.append(node.basename)
         cols.name.append(node.name)
@@ -350,7 +361,7 @@ def _add_edges(cols: Columns, elems: list[Any], index: int) -> tuple[Sequence[st
     except (KeyError, TypeError, IndexError, ValueError):
         fast = False
     if fast:
-        cols.e_ss.extend(sss)
+        cols.e_ss.extend(cols.interned(sss))
         cols.e_rel.extend([None] * len(sss))
         return src, dst
     src, dst = [], []  # type: ignore[assignment]

@@ -149,6 +149,7 @@ def _worker(cfg: dict[str, Any]) -> int:
     from fluxlite.readers import load_graph
 
     t0 = time.perf_counter()
+    c0 = time.process_time()
     if cfg["source"] == "generate":
         from fluxlite.readers.generate import generate_graph
 
@@ -156,6 +157,7 @@ def _worker(cfg: dict[str, Any]) -> int:
     else:
         graph = load_graph(Path(cfg["source"]), format=cfg["format"])
     load_s = time.perf_counter() - t0
+    load_cpu_s = time.process_time() - c0
     gc.collect()
     gc.freeze()
     _emit(
@@ -164,6 +166,7 @@ def _worker(cfg: dict[str, Any]) -> int:
             "graph": cfg["graph"],
             "format": cfg["format"],
             "seconds": load_s,
+            "cpu_seconds": load_cpu_s,
             "rss_mb": _peak_rss_mb(),
             "vertices": len(graph),
             "edges": graph.num_edges,
@@ -327,7 +330,8 @@ def _print_load(row: dict[str, Any], out: Any) -> None:
     ve = row["vertices"] + row["edges"]
     out.write(
         f"{row['graph']}: {row['vertices']:,} vertices + {row['edges']:,} edges = {ve:,}; "
-        f"load ({row['format']}) {row['seconds']:.2f} s, peak RSS {row['rss_mb']:.0f} MB\n"
+        f"load ({row['format']}) {row['seconds']:.2f} s ({row.get('cpu_seconds', 0.0):.2f} s CPU), "
+        f"peak RSS {row['rss_mb']:.0f} MB\n"
     )
 
 
@@ -401,7 +405,18 @@ def main_match(argv: Sequence[str]) -> int:
     p.add_argument(
         "--prune", default="ALL:core", help="pruning filters (default ALL:core, as Fluxion's runs)"
     )
-    p.add_argument("--load-format", choices=["grug", "jgf"], default="grug", help="graph input format")
+    p.add_argument(
+        "--load-format",
+        choices=["grug", "jgf", "both"],
+        default="grug",
+        help="graph input format (both: each graph from GRUG, then from JGF, in separate processes)",
+    )
+    p.add_argument(
+        "--load-only",
+        action="store_true",
+        help="only load each graph (time and peak RSS), no matches; e.g. "
+        "--graphs N16384 --load-format both --load-only --repeat 3",
+    )
     p.add_argument(
         "--format", default="simple", help="match output format written per match (default simple)"
     )
@@ -447,8 +462,9 @@ def main_match(argv: Sequence[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="fluxlite-bench-") as td:
         tmp = Path(td)
         req_files = _request_files(reqs, bench_dir, tmp)
-        for gname in graphs:
-            source, fmt = _graph_source(gname, bench_dir, a.load_format, tmp)
+        formats = ["grug", "jgf"] if a.load_format == "both" else [a.load_format]
+        for gname, load_format in [(g, f) for g in graphs for f in formats]:
+            source, fmt = _graph_source(gname, bench_dir, load_format, tmp)
             cfg = {
                 "graph": gname,
                 "source": source,
@@ -459,6 +475,7 @@ def main_match(argv: Sequence[str]) -> int:
                 "prune": a.prune,
                 "format_out": a.format,
                 "budget": a.budget,
+                "load_only": a.load_only,
             }
             header = [False]
 

@@ -239,7 +239,7 @@ def test_cut_inside_a_string_falls_back(monkeypatch: pytest.MonkeyPatch) -> None
         monkeypatch.setattr(columns, "CHUNK", chunk)
         cols = jgf.read_columns(text)
         if cols is not None:  # a cut that happened to miss the trap
-            assert cols.keys == ["0", "1", "2"]
+            assert len(cols) == 3 and cols.name == ["cluster0", "node1", "node2"]
         g = JgfReader().load(text)
         assert state(g) == state(reference(text))
         assert g.properties(1) == {"p": trap}

@@ -130,6 +130,19 @@ def fluxion_figures(bench_dir: Path | None) -> dict[tuple[str, str, str], float]
 
 # ---------------------------------------------------------------------- worker (one graph per process)
 def _peak_rss_mb() -> float:
+    """Peak RSS of this process in MB.
+
+    Linux's ``ru_maxrss`` survives exec: a worker forked from a driver that
+    once held a big graph would report the driver's peak.  ``VmHWM`` is the
+    peak of this process's own memory, so it is used where it exists.
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 

@@ -13,11 +13,13 @@ whose one-line message names the node or edge at fault::
     ([], [])
 """
 
+from jgf._columns import Columns, read_columns
 from jgf._read import JGFError, loads
 from jgf._validate import Document, Edge, Node, read, validate
 from jgf._write import dumps, edge_dict, node_dict, write
 
 __all__ = [
+    "Columns",
     "Document",
     "Edge",
     "JGFError",
@@ -27,6 +29,7 @@ __all__ = [
     "loads",
     "node_dict",
     "read",
+    "read_columns",
     "validate",
     "write",
 ]

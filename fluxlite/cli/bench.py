@@ -133,6 +133,19 @@ def fluxion_figures(bench_dir: Path | None) -> dict[tuple[str, str, str], float]
 
 # ---------------------------------------------------------------------- worker (one graph per process)
 def _peak_rss_mb() -> float:
+    """Peak RSS of this process in MB.
+
+    Linux's ``ru_maxrss`` survives exec: a worker forked from a driver that
+    once held a big graph would report the driver's peak.  ``VmHWM`` is the
+    peak of this process's own memory, so it is used where it exists.
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
@@ -152,6 +165,7 @@ def _worker(cfg: dict[str, Any]) -> int:
     from fluxlite.readers import load_graph
 
     t0 = time.perf_counter()
+    c0 = time.process_time()
     if cfg["source"] == "generate":
         from fluxlite.readers.generate import generate_graph
 
@@ -159,6 +173,7 @@ def _worker(cfg: dict[str, Any]) -> int:
     else:
         graph = load_graph(Path(cfg["source"]), format=cfg["format"])
     load_s = time.perf_counter() - t0
+    load_cpu_s = time.process_time() - c0
     gc.collect()
     gc.freeze()
     _emit(
@@ -167,6 +182,7 @@ def _worker(cfg: dict[str, Any]) -> int:
             "graph": cfg["graph"],
             "format": cfg["format"],
             "seconds": load_s,
+            "cpu_seconds": load_cpu_s,
             "rss_mb": _peak_rss_mb(),
             "vertices": len(graph),
             "edges": graph.num_edges,
@@ -336,7 +352,8 @@ def _print_load(row: dict[str, Any], out: Any) -> None:
     ve = row["vertices"] + row["edges"]
     out.write(
         f"{row['graph']}: {row['vertices']:,} vertices + {row['edges']:,} edges = {ve:,}; "
-        f"load ({row['format']}) {row['seconds']:.2f} s, peak RSS {row['rss_mb']:.0f} MB\n"
+        f"load ({row['format']}) {row['seconds']:.2f} s ({row.get('cpu_seconds', 0.0):.2f} s CPU), "
+        f"peak RSS {row['rss_mb']:.0f} MB\n"
     )
 
 
@@ -412,7 +429,18 @@ def main_match(argv: Sequence[str]) -> int:
     p.add_argument(
         "--prune", default="ALL:core", help="pruning filters (default ALL:core, as Fluxion's runs)"
     )
-    p.add_argument("--load-format", choices=["grug", "jgf"], default="grug", help="graph input format")
+    p.add_argument(
+        "--load-format",
+        choices=["grug", "jgf", "both"],
+        default="grug",
+        help="graph input format (both: each graph from GRUG, then from JGF, in separate processes)",
+    )
+    p.add_argument(
+        "--load-only",
+        action="store_true",
+        help="only load each graph (time and peak RSS), no matches; e.g. "
+        "--graphs N16384 --load-format both --load-only --repeat 3",
+    )
     p.add_argument(
         "--format", default="simple", help="match output format written per match (default simple)"
     )
@@ -458,8 +486,9 @@ def main_match(argv: Sequence[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="fluxlite-bench-") as td:
         tmp = Path(td)
         req_files = _request_files(reqs, bench_dir, tmp)
-        for gname in graphs:
-            source, fmt = _graph_source(gname, bench_dir, a.load_format, tmp)
+        formats = ["grug", "jgf"] if a.load_format == "both" else [a.load_format]
+        for gname, load_format in [(g, f) for g in graphs for f in formats]:
+            source, fmt = _graph_source(gname, bench_dir, load_format, tmp)
             cfg = {
                 "graph": gname,
                 "source": source,
@@ -470,6 +499,7 @@ def main_match(argv: Sequence[str]) -> int:
                 "prune": a.prune,
                 "format_out": a.format,
                 "budget": a.budget,
+                "load_only": a.load_only,
             }
             header = [False]
 

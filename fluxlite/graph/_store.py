@@ -45,7 +45,7 @@ _EMPTY: tuple[int, ...] = ()
 def _interned_column(values: Sequence[str], intern: Any) -> list[str]:
     """``values`` with every string replaced by its interned copy.  O(n)."""
     table = {v: intern(v) for v in set(values)}
-    return [table[v] for v in values]
+    return list(map(table.__getitem__, values))
 
 
 class GraphObserver(Protocol):

@@ -238,9 +238,62 @@ class JgfReader:
             raise fail(source, "", f"rank {rank} given: JGF carries its own ranks (only -1 is supported)")
         g = ResourceGraph() if graph is None else graph
         with no_gc():
+            if len(g) == 0 and not g.roots and g.num_edges == 0:
+                cols = _jgf.read_columns(text)
+                if cols is not None and _load_columns(g, cols):
+                    return g
+                del cols
             doc = parse_jgf(text, source=source)
             _unpack(g, doc, source, require_root=len(g) == 0)
         return g
+
+
+def _load_columns(graph: ResourceGraph, cols: _jgf.Columns) -> bool:
+    """Build a whole document from columns into the empty ``graph``, as :func:`_unpack` would.
+
+    Returns False, leaving ``graph`` unchanged, if the document has an
+    error (duplicate paths or roots, no root): the caller then reads it
+    the ordinary way, which reports the error.  O(V + E).
+    """
+    new_roots: dict[str, int] = {}
+    for k, ss in cols.roots:
+        if ss in new_roots:
+            return False
+        new_roots[ss] = k
+    if not new_roots or len(cols) == 0:
+        return False
+    e_ss: str | list[str] = cols.e_ss
+    rels: str | list[str]
+    kinds = set(cols.e_ss)
+    if cols.e_rel.count(None) == len(cols.e_rel) and len(kinds) == 1:  # one subsystem, default relation
+        e_ss = kinds.pop()
+        rels = DEFAULT_RELATIONS.get(e_ss, "*")
+    else:
+        rels = [r or DEFAULT_RELATIONS.get(ss, "*") for r, ss in zip(cols.e_rel, cols.e_ss)]
+    try:
+        vids = graph.add_vertices_bulk(
+            cols.type,
+            cols.basename,
+            cols.name,
+            cols.id,
+            cols.rank,
+            cols.size,
+            cols.unit,
+            uniq_ids=cols.uniq_id,
+            statuses=cols.status,
+            paths=cols.paths,
+            properties=cols.properties,
+        )
+    except GraphFormatError:  # a repeated path: nothing was added
+        return False
+    if vids != list(range(len(vids))):  # pragma: no cover - an empty graph numbers from 0
+        raise AssertionError("empty graph did not number new vertices from 0")
+    if cols.e_src:
+        graph.add_edges_bulk(cols.e_src, cols.e_dst, e_ss, rels)
+    for ss, k in new_roots.items():
+        graph.set_root(ss, vids[k])
+    graph.version += 1
+    return True
 
 
 def attach_document(

@@ -1,0 +1,104 @@
+"""Bulk building (add_vertices_bulk / add_edges_bulk) equals adding one vertex and one edge at a time."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from fluxlite.graph import ResourceGraph
+
+
+def state(g: ResourceGraph) -> dict[str, Any]:
+    return {
+        "cols": [
+            g.v_type,
+            g.v_basename,
+            g.v_name,
+            g.v_id,
+            g.v_uniq,
+            g.v_rank,
+            g.v_size,
+            g.v_unit,
+            g.v_status,
+        ],
+        "props": sorted(g.v_props.items()),
+        "paths": sorted((ss, sorted(col.items())) for ss, col in g.paths.items()),
+        "by_path": sorted(g.by_path.items()),
+        "by_rank": sorted((r, list(v)) for r, v in g.by_rank.items()),
+        "edges": [g.e_src, g.e_dst, g.e_ss, g.e_rel, g.e_seq],
+        # (the order in which subsystems appear differs: bulk adds declare them with the vertices)
+        "out": sorted((ss, [list(x) for x in col]) for ss, col in g.out.items()),
+        "parent": sorted(g.parent_edge.items()),
+        "rx": (sorted(g.rx.node_indices()), sorted(g.rx.weighted_edge_list())),
+        "uniq": g.next_uniq_id(),
+    }
+
+
+def batch(rng: random.Random, start: int, n: int, subsystems: list[str]) -> list[dict[str, Any]]:
+    rows = []
+    rank = rng.randrange(4)
+    for k in range(n):
+        if rng.random() < 0.3:
+            rank = rng.randrange(-1, 4)
+        rows.append(
+            {
+                "type": rng.choice(["node", "core", "gpu"]),
+                "name": f"v{start + k}",
+                "id": k,
+                "rank": rank,
+                "size": rng.randrange(1, 4),
+                "paths": {
+                    ss: f"/{ss}/{start + k}" for ss in subsystems if rng.random() < 0.8 or ss == "containment"
+                },
+                "properties": {"p": str(k)} if rng.random() < 0.2 else None,
+            }
+        )
+    return rows
+
+
+def edge_batch(
+    rng: random.Random, live: list[int], m: int, subsystems: list[str]
+) -> list[tuple[int, int, str]]:
+    out = []
+    src = rng.choice(live)
+    for _ in range(m):
+        if rng.random() < 0.3:
+            src = rng.choice(live)  # runs of one source, as readers produce them
+        out.append((src, rng.choice(live), rng.choice(subsystems)))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_bulk_equals_one_at_a_time(seed: int) -> None:
+    rng = random.Random(seed)
+    subsystems = ["containment"] if seed % 2 else ["containment", "power"]
+    one, bulk = ResourceGraph(), ResourceGraph()
+    start = 0
+    for step in range(4):
+        rows = batch(rng, start, rng.randrange(1, 30), subsystems)
+        start += len(rows)
+        for r in rows:
+            one.add_vertex(
+                r["type"], r["type"], r["name"], r["id"], rank=r["rank"], size=r["size"],
+                properties=r["properties"], paths=r["paths"],
+            )  # fmt: skip
+        paths = {ss: [r["paths"].get(ss) for r in rows] for ss in subsystems}
+        bulk.add_vertices_bulk(
+            [r["type"] for r in rows], [r["type"] for r in rows], [r["name"] for r in rows],
+            [r["id"] for r in rows], [r["rank"] for r in rows], [r["size"] for r in rows], [""] * len(rows),
+            paths=paths, properties={k: r["properties"] for k, r in enumerate(rows) if r["properties"]},
+        )  # fmt: skip
+        live = sorted(one.rx.node_indices())
+        edges = edge_batch(rng, live, rng.randrange(1, 40), subsystems)
+        if step % 2:  # one subsystem for the whole batch
+            edges = [(s, d, subsystems[0]) for s, d, _ in edges]
+        for s, d, ss in edges:
+            one.add_edge(s, d, ss)
+        bulk.add_edges_bulk([e[0] for e in edges], [e[1] for e in edges], [e[2] for e in edges], "contains")
+        if step == 1:  # holes: later additions reuse handles
+            dead = rng.sample(live, 3)
+            one.remove_vertices(dead)
+            bulk.remove_vertices(dead)
+        assert state(bulk) == state(one)

@@ -1,0 +1,245 @@
+"""The columnar JGF path (jgf.read_columns + the reader's bulk build) gives the graph the ordinary path gives.
+
+The reference is ``_unpack`` over ``jgf.read`` (one Node object per vertex), the
+code the reader used before the columnar path existed.  Every document is read
+with pieces of a few bytes too, so that cutting the arrays is exercised.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+import jgf
+import jgf._columns as columns
+from fluxlite.errors import GraphFormatError
+from fluxlite.graph import ResourceGraph
+from fluxlite.readers import load_graph
+from fluxlite.readers.generate import generate_graph
+from fluxlite.readers.jgf import JgfReader, _load_columns, _unpack, graph_to_jgf, parse_jgf
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+CONF_JGF = SHARED / "fluxion-conformance" / "data" / "resource" / "jgfs"
+SHARED_DOCS = [
+    p
+    for p in (
+        CONF_JGF / "tiny.json",
+        CONF_JGF / "power.json",
+        *sorted((CONF_JGF / "elastic").glob("*.json")),
+        SHARED / "bench" / "jgf" / "L4.json",
+        SHARED / "bench" / "jgf" / "L0.json",
+    )
+    if p.is_file()
+]
+
+
+def reference(text: bytes) -> ResourceGraph:
+    g = ResourceGraph()
+    _unpack(g, parse_jgf(text), "<ref>", require_root=True)
+    return g
+
+
+def state(g: ResourceGraph) -> dict[str, Any]:
+    """Everything a reader sets, in the order it holds it."""
+    return {
+        "cols": [
+            g.v_type,
+            g.v_basename,
+            g.v_name,
+            g.v_id,
+            g.v_uniq,
+            g.v_rank,
+            g.v_size,
+            g.v_unit,
+            g.v_status,
+        ],
+        "props": list(g.v_props.items()),
+        "paths": [(ss, list(col.items())) for ss, col in g.paths.items()],
+        "by_path": list(g.by_path.items()),
+        "by_rank": list(g.by_rank.items()),
+        "roots": list(g.roots.items()),
+        "edges": [g.e_src, g.e_dst, g.e_ss, g.e_rel, g.e_seq],
+        "out": [(ss, [list(x) for x in col]) for ss, col in g.out.items()],
+        "parent": list(g.parent_edge.items()),
+        "rx": (list(g.rx.node_indices()), list(g.rx.weighted_edge_list())),
+        "uniq": g.next_uniq_id(),
+        "version": g.version,
+        "jgf": graph_to_jgf(g),
+    }
+
+
+def same_as_reference(text: bytes, monkeypatch: pytest.MonkeyPatch, chunk: int) -> ResourceGraph:
+    monkeypatch.setattr(columns, "CHUNK", chunk)
+    cols = jgf.read_columns(text)
+    assert cols is not None, "the columnar path refused a valid document"
+    got = ResourceGraph()
+    assert _load_columns(got, cols), "the columnar build refused a valid document"
+    assert state(got) == state(JgfReader().load(text))
+    assert state(got) == state(reference(text))
+    return got
+
+
+def variants() -> list[tuple[str, bytes]]:
+    """Documents off Fluxion's exact layout: every branch of the fast and per-piece paths."""
+    base = orjson.loads(graph_to_jgf(generate_graph(nodes=3, sockets=2, cores=2)))
+    out = []
+
+    def add(name: str, doc: dict[str, Any]) -> None:
+        out.append((name, orjson.dumps(doc)))
+
+    d = copy.deepcopy(base)
+    for k, n in enumerate(d["graph"]["nodes"]):
+        if k % 3 == 0:
+            n["metadata"]["properties"] = {"color": "red", "k": str(k)}
+        if k % 4 == 1:
+            n["metadata"]["status"] = 1
+        if k % 5 == 2:
+            n["metadata"]["status"] = 0
+    add("properties-status", d)
+    d = copy.deepcopy(base)
+    for n in d["graph"]["nodes"][2:]:
+        md = n["metadata"]
+        for key in ("basename", "name", "id", "rank", "size", "unit", "exclusive"):
+            md.pop(key, None)
+        md["uniq_id"] = -1
+    d["graph"]["nodes"][3]["metadata"]["status"] = "down"
+    add("defaults", d)
+    d = copy.deepcopy(base)
+    for k, n in enumerate(d["graph"]["nodes"]):
+        p = n["metadata"]["paths"]["containment"]
+        if k % 2 == 0:
+            n["metadata"]["paths"]["power"] = "/pdu0" + ("" if k == 0 else p)
+    d["graph"]["edges"] += [
+        {"source": d["graph"]["nodes"][0]["id"], "target": n["id"], "metadata": {"subsystem": "power"}}
+        for k, n in enumerate(d["graph"]["nodes"])
+        if k and k % 2 == 0
+    ]
+    add("two-subsystems", d)
+    d = copy.deepcopy(base)
+    for k, e in enumerate(d["graph"]["edges"]):
+        if k % 2:
+            e["metadata"] = {"name": {"containment": "contains"}}
+        elif k % 3:
+            e["metadata"] = {"subsystem": "containment", "relation": "in"}
+    d["graph"]["edges"][0].pop("metadata")
+    d["free_ranks"] = "0-2"
+    add("legacy-edges", d)
+    out.append(("spaced", orjson.dumps(base, option=orjson.OPT_INDENT_2)))
+    return out
+
+
+@pytest.mark.parametrize("path", SHARED_DOCS, ids=lambda p: p.name)
+def test_shared_documents(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = path.read_bytes()
+    try:
+        reference(text)
+    except GraphFormatError:  # a partial-cancel document, not a whole graph: same error either way
+        same_outcome(text, monkeypatch)
+        return
+    for chunk in (1, 200, columns.CHUNK):
+        same_as_reference(text, monkeypatch, chunk)
+
+
+@pytest.mark.parametrize("name", [n for n, _ in variants()])
+def test_variants(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = dict(variants())[name]
+    for chunk in (1, 300, columns.CHUNK):
+        g = same_as_reference(text, monkeypatch, chunk)
+    assert len(g) > 0
+
+
+def test_load_graph_file_and_query_output(tmp_path: Path) -> None:
+    """Through load_graph (the path the CLI and the benchmark take)."""
+    src = generate_graph(nodes=40, sockets=2, cores=4)
+    f = tmp_path / "g.json"
+    f.write_bytes(graph_to_jgf(src))
+    g = load_graph(f, format="jgf")
+    assert state(g) == state(reference(f.read_bytes()))
+    assert graph_to_jgf(g) == f.read_bytes()
+
+
+BAD = [
+    b"",
+    b"[]",
+    b'{"graph": {"nodes": [], "edges": []}}',
+    b'{"graph": {"edges": [], "nodes": []}}',
+    b'{"graph": {"nodes": [{"id": "0", "metadata": {"type": "cluster", "paths": {"containment": "/c0"}}}, '
+    b'{"id": "0", "metadata": {"type": "node", "paths": {"containment": "/c0/n0"}}}], "edges": []}}',
+    b'{"graph": {"nodes": [{"id": "0", "metadata": {"type": "cluster", "paths": {"containment": "/c0"}}}, '
+    b'{"id": "1", "metadata": {"type": "node", "paths": {"containment": "/c0"}}}], "edges": []}}',
+    b'{"graph": {"nodes": [{"id": "0", "metadata": {"type": "cluster", "paths": {"containment": "/c0"}}}, '
+    b'{"id": "1", "metadata": {"type": "node", "paths": {"containment": "/c1"}}}], "edges": []}}',
+    b'{"graph": {"nodes": [{"id": "0", "metadata": {"type": "cluster", "paths": {"containment": "/c0"}}}], '
+    b'"edges": [{"source": "0", "target": "7"}]}}',
+    b'{"graph": {"nodes": [{"id": "0", "metadata": {"type": "cluster", "size": true, '
+    b'"paths": {"containment": "/c0"}}}], "edges": []}}',
+    b'{"graph": {"nodes": [{"id": "0", "metadata": {"type": "cluster", "paths": {"containment": "c0"}}}], '
+    b'"edges": []}}',
+    b'{"graph": {"nodes": [{"id": "0", "metadata": {"type": "x", "paths": {"containment": "/c0"}, '
+    b'"properties": {"a": 1}}}], "edges": []}}',
+    b'{"graph": {"nodes": [{"id": "0", "metadata": {"type": "x", "paths": {"containment": "/c0 ], \\"edges\\": ['
+    b'"}}}], "edges": []}}',
+    b'{"graph": {"nodes": [{"id": "0", "metadata": {"type": "x", "paths": {"containment": "/c0"}}}], '
+    b'"edges": [{"source": "0", "target": "0", "metadata": {"subsystem": ""}}]}}',
+    b'{"graph": {"nodes": [{"id": "0", "metadata": {"type": "x", "paths": {"containment": "/c0"}}}], '
+    b'"edges": []}, "free_ranks": 1.5}',
+    b'{"graph": {"nodes": [{"id": "0", "metadata": {"type": "x", "paths": {"containment": "/c0"}}},], '
+    b'"edges": []}}',
+]
+
+
+@pytest.mark.parametrize("text", BAD)
+def test_bad_and_odd_documents_give_the_reference_answer(
+    text: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Invalid documents (and valid ones off the expected layout) end as the ordinary reader ends."""
+    same_outcome(text, monkeypatch)
+
+
+def same_outcome(text: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    for chunk in (1, columns.CHUNK):
+        monkeypatch.setattr(columns, "CHUNK", chunk)
+        try:
+            want: Any = state(reference(text))
+        except GraphFormatError as exc:
+            want = str(exc).replace("<ref>", "<string>")
+        try:
+            got: Any = state(JgfReader().load(text))
+        except GraphFormatError as exc:
+            got = str(exc)
+        assert got == want
+
+
+def test_cut_inside_a_string_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A '},{' inside a property value is not an element boundary."""
+    trap = '"}, {"id": "9", "metadata": {"type": "x", "paths": {"containment": "/trap"}}}, {"'
+    doc = {
+        "graph": {
+            "nodes": [
+                {"id": "0", "metadata": {"type": "cluster", "paths": {"containment": "/c0"}}},
+                {
+                    "id": "1",
+                    "metadata": {
+                        "type": "node",
+                        "properties": {"p": trap},
+                        "paths": {"containment": "/c0/n1"},
+                    },
+                },
+                {"id": "2", "metadata": {"type": "node", "paths": {"containment": "/c0/n2"}}},
+            ],
+            "edges": [{"source": "0", "target": "1"}, {"source": "0", "target": "2"}],
+        }
+    }
+    text = orjson.dumps(doc)
+    for chunk in range(1, len(text), 7):
+        monkeypatch.setattr(columns, "CHUNK", chunk)
+        cols = jgf.read_columns(text)
+        if cols is not None:  # a cut that happened to miss the trap
+            assert len(cols) == 3 and cols.name == ["cluster0", "node1", "node2"]
+        g = JgfReader().load(text)
+        assert state(g) == state(reference(text))
+        assert g.properties(1) == {"p": trap}

@@ -195,7 +195,12 @@ def _worker(cfg: dict[str, Any]) -> int:
         for req, path in cfg["requests"]:
             # a fresh engine per run, as Fluxion's figures come from a fresh resource-query per run
             t = time.perf_counter()
-            eng = Engine(graph, policy=policy, prune_filters=cfg["prune"])
+            eng = Engine(
+                graph,
+                policy=policy,
+                prune_filters=cfg["prune"],
+                traverser_policy=cfg.get("traverser", "simple"),
+            )
             init_s = time.perf_counter() - t
             gc.collect()
             gc.freeze()  # what a long-running scheduler does after start-up
@@ -244,6 +249,7 @@ def _worker(cfg: dict[str, Any]) -> int:
                     "kind": "match",
                     "graph": cfg["graph"],
                     "policy": policy,
+                    "traverser": cfg.get("traverser", "simple"),
                     "request": req,
                     "matches": len(times),
                     "full": not stopped,
@@ -430,6 +436,12 @@ def main_match(argv: Sequence[str]) -> int:
         "--prune", default="ALL:core", help="pruning filters (default ALL:core, as Fluxion's runs)"
     )
     p.add_argument(
+        "--traverser",
+        choices=["simple", "flexible"],
+        default="simple",
+        help="traverser policy, as resource-query -T (default simple; flexible explores or_slot alternatives)",
+    )
+    p.add_argument(
         "--load-format",
         choices=["grug", "jgf", "both"],
         default="grug",
@@ -479,7 +491,8 @@ def main_match(argv: Sequence[str]) -> int:
     fluxion = fluxion_figures(bench_dir)
     out = sys.stdout
     out.write(
-        f"fluxlite bench match: inputs {bench_dir or '(generated)'}; prune {a.prune}; output {a.format}; "
+        f"fluxlite bench match: inputs {bench_dir or '(generated)'}; traverser {a.traverser}; "
+        f"prune {a.prune}; output {a.format}; "
         f"budget {a.budget:g} s per run\n\n"
     )
     rows: list[dict[str, Any]] = []
@@ -500,6 +513,7 @@ def main_match(argv: Sequence[str]) -> int:
                 "format_out": a.format,
                 "budget": a.budget,
                 "load_only": a.load_only,
+                "traverser": a.traverser,
             }
             header = [False]
 

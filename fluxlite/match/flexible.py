@@ -28,9 +28,10 @@ step, so that the same jobspec picks the same resources:
 
 Everything else (update, cancel, info, find, reservations, satisfiability)
 is the simple traverser's, so a failed match leaves the state as it was.
-The exact shortcuts of :mod:`fluxlite.match.shortcuts` are turned off: the
-flexible traverser uses the plain walk (O(graph) per match for policies
-that walk everything, e.g. ~40-60 ms with ``low``/``high`` on 128 nodes).
+The exact shortcuts of :mod:`fluxlite.match.shortcuts` are turned off for
+a jobspec with alternatives: it takes the plain walk (O(graph) per match
+for policies that walk everything, e.g. ~40-60 ms with ``low``/``high`` on
+128 nodes).  A jobspec without alternatives keeps them.
 
 :func:`check_jobspec` refuses, for the Python API, slot alternatives the
 chosen traverser cannot honour (a
@@ -174,17 +175,48 @@ def check_jobspec(jobspec: Any, traverser_policy: str = "simple") -> None:
         raise JobspecError(f"resources: xor_slot alternatives expand to {exc}") from None
 
 
+def has_alternatives(resources: Sequence[Any]) -> bool:
+    """True if any level holds an ``xor_slot`` or more than one ``slot`` (or_slot alternatives)."""
+    slots = 0
+    for r in resources:
+        if r.type == "xor_slot":
+            return True
+        if r.type == "slot":
+            slots += 1
+        if has_alternatives(r.with_):
+            return True
+    return slots > 1
+
+
 class FlexibleTraverser(Traverser):
     """The DFU traverser with Fluxion's flexible matching of or_slot/xor_slot alternatives."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        #: the jobspec being matched has slot alternatives (or_slot / xor_slot)
+        self._alternatives = False
         super().__init__(*args, **kwargs)
-        # the plain walk: the shortcuts assume one slot shape per level (a differential run of
-        # shortcuts on/off over random or_slot jobspecs disagreed, e.g. socket[3] -> 2 alternatives)
-        self.shortcuts = False
         #: the xor_slot variant that matched last (its requests), or None
         self.chosen_variant: tuple[Any, ...] | None = None
         self._variant_keep: list[Any] = []
+
+    # The shortcuts assume one slot shape per level (a differential run of shortcuts on/off
+    # over random or_slot jobspecs disagreed, e.g. socket[3] -> 2 alternatives), so a jobspec
+    # with alternatives takes the plain walk; one without them is the simple traverser's
+    # request and keeps its exact shortcuts (tests/fluxlite/test_flexible_shortcuts.py).
+    @property
+    def shortcuts(self) -> bool:  # type: ignore[override]
+        return self._want_shortcuts and not self._alternatives
+
+    @shortcuts.setter
+    def shortcuts(self, on: bool) -> None:
+        self._want_shortcuts = on
+
+    def _schedule(self, jobspec: Any, meta: JobMeta, x: bool, op: str, root: int, dfv: dict[str, int]) -> int:
+        self._alternatives = has_alternatives(jobspec.resources)
+        try:
+            return super()._schedule(jobspec, meta, x, op, root, dfv)
+        finally:
+            self._alternatives = False
 
     # ------------------------------------------------------------ jobspec priming
     def _min_if(self, t: str, count: int, lowest: dict[str, int]) -> None:

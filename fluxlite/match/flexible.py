@@ -57,7 +57,7 @@ from fluxlite.match._common import (
     calc_count,
     calc_effective_max,
 )
-from fluxlite.match._scoring import MATCH_MET, Dfu
+from fluxlite.match._scoring import Dfu
 from fluxlite.match._traverser import Traverser
 
 __all__ = [
@@ -419,25 +419,10 @@ class FlexibleTraverser(Traverser):
         groups = []
         iters: dict[str, int] = {}
         for _ in range(qual):
-            index = config[2]
-            score = MATCH_MET
-            edges = []
-            for elem in slots[index].with_:
-                ev = dfu_slot.evals.get(elem.type)
-                count = calc_count(elem, dfu_slot.qualified_count(elem.type))
-                j = 0
-                while j < count:
-                    i = iters.get(elem.type, 0)
-                    if ev is None or i >= len(ev.egroups):
-                        self.err_msg += "dom_slot: not enough slots.\n"
-                        return -1
-                    iters[elem.type] = i + 1
-                    eg = ev.egroups[i]
-                    ecount, _n, _x, eid = eg[4][0]
-                    edges.append((ecount, ecount, True, eid))
-                    score += eg[0]
-                    j += ecount
-            groups.append((score, 1, True, False, tuple(edges)))
+            grp = self._take_slot(dfu_slot, slots[config[2]].with_, iters)
+            if grp is None:
+                return -1
+            groups.append(grp)
             config = memo.get(tuple(sorted(config[0].items())), ({}, 0, -1))
         for grp in groups:
             dfu.add("slot", grp)

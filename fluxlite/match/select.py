@@ -347,28 +347,37 @@ class SelectStage:
         groups = []
         iters: dict[str, int] = {}
         for _ in range(qual):
-            score = MATCH_MET
-            edges = []
-            for elem in slot_shape:
-                ev = dfu_slot.evals.get(elem.type)
-                qc = ev.qual_count if ev is not None else 0
-                count = calc_count(elem, qc)
-                j = 0
-                while j < count:
-                    i = iters.get(elem.type, 0)
-                    if ev is None or i >= len(ev.egroups):
-                        self.err_msg += "dom_slot: not enough slots.\n"
-                        return -1
-                    iters[elem.type] = i + 1
-                    eg = ev.egroups[i]
-                    ecount, _n, _x, eid = eg[4][0]
-                    edges.append((ecount, ecount, True, eid))
-                    score += eg[0]
-                    j += ecount
-            groups.append((score, 1, True, False, tuple(edges)))
+            grp = self._take_slot(dfu_slot, slot_shape, iters)
+            if grp is None:
+                return -1
+            groups.append(grp)
         for grp in groups:
             dfu.add("slot", grp)
         return 0 if qual else -1
+
+    def _take_slot(self, dfu_slot: Dfu, shape: Sequence[Any], iters: dict[str, int]) -> tuple | None:
+        """The next slot's edge group: each element's count of the best groups not taken yet (``iters``).
+
+        None, with "not enough slots" in ``err_msg``, when an element's groups run out.
+        """
+        score = MATCH_MET
+        edges = []
+        for elem in shape:
+            ev = dfu_slot.evals.get(elem.type)
+            count = calc_count(elem, dfu_slot.qualified_count(elem.type))
+            j = 0
+            while j < count:
+                i = iters.get(elem.type, 0)
+                if ev is None or i >= len(ev.egroups):
+                    self.err_msg += "dom_slot: not enough slots.\n"
+                    return None
+                iters[elem.type] = i + 1
+                eg = ev.egroups[i]
+                ecount, _n, _x, eid = eg[4][0]
+                edges.append((ecount, ecount, True, eid))
+                score += eg[0]
+                j += ecount
+        return (score, 1, True, False, tuple(edges))
 
     def _resolve(self, dfu: Dfu, to_parent: Dfu) -> int:
         if dfu.overall_score > MATCH_UNMET:

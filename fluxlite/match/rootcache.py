@@ -110,11 +110,7 @@ def _evaluate(
     marked = tr._marked
     m0, pre0, post0 = len(marked), tr.preorder, tr.postorder
     err0 = (tr.err_msg, tr.errno)
-    cd = Dfu()
-    rc, x = tr._dom_dfv(meta, tgt, resources, pristine, excl, cd)
-    if rc == 0:
-        count = cd.avail
-        cd.add(tr.g.v_type[tgt], (cd.overall_score, count, x, False, ((count, count, x, e),)))
+    rc, x, cd = tr._eval_child(meta, e, tgt, resources, pristine, excl)
     e_needs, e_excl = tr.e_needs, tr.e_excl
     marks = [(m, e_needs[m], e_excl[m]) for m in marked[m0:]]
     pre, post = tr.preorder - pre0, tr.postorder - post0

@@ -275,7 +275,7 @@ class ShortcutsStage:
         order_l = order.tolist()
         bounds_l = bounds.tolist()
         g = self.g
-        dst, vt = g.e_dst, g.v_type
+        dst = g.e_dst
         key = r.type
         found: list[tuple[int, int]] = []
         best = None
@@ -308,11 +308,7 @@ class ShortcutsStage:
             else:
                 m0, pre0, post0 = len(marked), self.preorder, self.postorder
                 err0 = (self.err_msg, self.errno)
-                cd = Dfu()
-                rc, x = self._dom_dfv(meta, tgt, resources, pristine, excl, cd)
-                if rc == 0:
-                    count = cd.avail
-                    cd.add(vt[tgt], (cd.overall_score, count, x, False, ((count, count, x, e),)))
+                rc, x, cd = self._eval_child(meta, e, tgt, resources, pristine, excl)
                 if (self.err_msg, self.errno) == err0 and got is not _NO_MEMO:
                     marks = [(m, e_needs[m], e_excl[m]) for m in marked[m0:]]
                     memo[tgt] = (ep, rc, x, cd, marks, self.preorder - pre0, self.postorder - post0)
@@ -333,6 +329,17 @@ class ShortcutsStage:
         for _e, cd in visited:
             dfu.merge(cd)
         return 0
+
+    def _eval_child(
+        self, meta: JobMeta, e: int, tgt: int, resources: Sequence[Any], pristine: bool, excl: bool
+    ) -> tuple[int, int, Dfu]:
+        """Evaluate child ``tgt`` (reached by edge ``e``) into a Dfu of its own, as one edge group of its type."""
+        cd = Dfu()
+        rc, x = self._dom_dfv(meta, tgt, resources, pristine, excl, cd)
+        if rc == 0:
+            count = cd.avail
+            cd.add(self.g.v_type[tgt], (cd.overall_score, count, x, False, ((count, count, x, e),)))
+        return rc, x, cd
 
     @staticmethod
     def _settled(found: list[tuple[int, int]], need: int, next_bound: int, desc: bool) -> bool:

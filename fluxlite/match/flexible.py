@@ -51,7 +51,6 @@ from fluxlite.match._common import (
     _PRISTINE_NONE_MATCH,
     _RESOURCE_MATCH,
     _SLOT_MATCH,
-    _TRISTATE_TRUE,
     AT_SATISFIABILITY,
     JobMeta,
     calc_count,
@@ -225,27 +224,17 @@ class FlexibleTraverser(Traverser):
             if cur is None or cur > count:
                 lowest[t] = count
 
-    def prime_jobspec(
-        self, resources: Sequence[Any], to_parent: dict[str, int], ud: dict[int, dict[str, int]]
-    ) -> None:
+    def _prime_combine(self, r: Any, mine: dict[str, int], to_parent: dict[str, int]) -> None:
         """As the simple traverser, but slot alternatives combine by minimum (Fluxion's min_if)."""
-        for r in resources:
-            self.types.intern(r.type)
-            if r.exclusive is _TRISTATE_TRUE:
-                self.exclusive_types.add(r.type)
-            self._accum_if(r.type, r.count.min, to_parent)
-            mine = ud.setdefault(id(r), {})
-            self.prime_jobspec(r.with_, mine, ud)
-            if r.type in ("slot", "xor_slot"):
-                for t, c in mine.items():
-                    self._min_if(t, r.count.min * c, to_parent)
-                # a type one alternative does not need must not prune the others
-                for t in list(to_parent):
-                    if t not in mine:
-                        self._min_if(t, 0, to_parent)
-            else:
-                for t, c in mine.items():
-                    self._accum_if(t, r.count.min * c, to_parent)
+        if r.type not in ("slot", "xor_slot"):
+            super()._prime_combine(r, mine, to_parent)
+            return
+        for t, c in mine.items():
+            self._min_if(t, r.count.min * c, to_parent)
+        # a type one alternative does not need must not prune the others
+        for t in list(to_parent):
+            if t not in mine:
+                self._min_if(t, 0, to_parent)
 
     # ------------------------------------------------------------ select
     def select(self, resources: Sequence[Any], root: int, meta: JobMeta, excl: bool) -> int:

@@ -212,7 +212,11 @@ class GraphStateStage:
             self._accum_if(r.type, r.count.min, to_parent)
             mine = ud.setdefault(id(r), {})
             self.prime_jobspec(r.with_, mine, ud)
-            for t, c in mine.items():
-                self._accum_if(t, r.count.min * c, to_parent)
+            self._prime_combine(r, mine, to_parent)
+
+    def _prime_combine(self, r: Any, mine: dict[str, int], to_parent: dict[str, int]) -> None:
+        """Add request ``r``'s subtree counts (``mine``, per unit of ``r``) into its parent's."""
+        for t, c in mine.items():
+            self._accum_if(t, r.count.min * c, to_parent)
 
     # ------------------------------------------------------------ pruning

@@ -496,17 +496,25 @@ class Engine:
                                 items.append((d, g.v_size[d], True))
         elif format == "rv1exec":
             r = parse_rv1exec(r_text, require_nodelist=False)
+            # Fluxion's rv1exec updater: every listed vertex must exist on its rank (else
+            # the update fails and rolls back); the rank's node is taken exclusively
+            # when all the rank's other vertices are listed, shared otherwise
             for rank, children in r.ranks.items():
                 vids = g.by_rank.get(rank)
                 if not vids:
                     raise CommandError(f"rank {rank} not found in the resource graph")
-                wanted = {(t, i) for t, ids in children.items() for i in ids}
-                for v in vids:
-                    if (g.v_type[v], g.v_id[v]) in wanted:
-                        items.append((v, g.v_size[v], True))
                 root = self.traverser._rank_root(vids)
-                if root is not None and all(v != root for v, _, _ in items):
-                    items.append((root, g.v_size[root], False))
+                have = {(g.v_type[v], g.v_id[v]): v for v in vids if v != root}
+                picked: list[int] = []
+                for t, ids in children.items():
+                    for i in ids:
+                        v = have.get((t, i))
+                        if v is None:
+                            raise CommandError(f"couldn't find vertex in graph for {t}{i} on rank {rank}")
+                        picked.append(v)
+                items.extend((v, g.v_size[v], True) for v in picked)
+                if root is not None:
+                    items.append((root, g.v_size[root], len(picked) == len(vids) - 1))
         else:
             raise InputError(f"unsupported reader {format!r} (use jgf, jgf_shorthand or rv1exec)")
         if format != "rv1exec" and not _jgf_has_edges_in(r_text, self.dom):
@@ -653,10 +661,10 @@ class Engine:
         dom = tr.dom
         roots: list[int] = []
         if path is not None:
-            v = g.vertex_by_path(path)
-            if v is None:
+            sharers = g.vertices_by_path(path)
+            if not sharers:
                 raise CommandError(f"could not find path {path} in resource graph")
-            roots.append(v)
+            roots.append(sharers[-1])  # Fluxion's remove_subgraph takes the last of a shared path
         for r in ranks or ():
             vids = g.by_rank.get(r)
             if not vids:
@@ -723,10 +731,12 @@ class Engine:
         dom = tr.dom
         picked: list[int] = []
         for path in paths:
-            v = g.vertex_by_path(path)
-            if v is None:
+            sharers = g.vertices_by_path(path)
+            if not sharers:
                 raise CommandError(f"could not find path {path} in resource graph")
-            picked.append(v)
+            # a path several ranks share names the job's own vertex (or vertices) there
+            held = [v for v in sharers if (t := tr.tags[v]) is not None and jobid in t]
+            picked.extend(held or sharers[:1])
         if jgf is not None:
             listed = locate_vertices(g, read_vertices(jgf))
             lset = set(listed)
@@ -803,6 +813,10 @@ class Engine:
     # -------------------------------------------------------------- persistence
     def job_items(self, jobid: int) -> list[tuple[str, int, bool]]:
         """What ``jobid`` holds as (path, units, exclusive): enough to rebuild it with ``update_allocate``."""
+        dom = self.traverser.dom
+        return [(self.graph.path(v, dom), units, excl) for v, units, excl in self._job_item_vertices(jobid)]
+
+    def _job_item_vertices(self, jobid: int) -> list[tuple[int, int, bool]]:
         tr = self.traverser
         g = self.graph
         dom = tr.dom
@@ -816,7 +830,17 @@ class Engine:
                     units = sp[d[jobid]][2] if sp is not None and d[jobid] in sp else g.v_size[v]
                     excl = True
             if excl or not g.out.get(dom, [()])[v]:
-                out.append((g.path(v, dom), units, excl))
+                out.append((v, units, excl))
+        return out
+
+    def _saved_items(self, jobid: int) -> list[tuple[Any, ...]]:
+        """:meth:`job_items`, with the rank added where a path is shared by several ranks."""
+        g = self.graph
+        dom = self.traverser.dom
+        out: list[tuple[Any, ...]] = []
+        for v, units, excl in self._job_item_vertices(jobid):
+            path = g.path(v, dom)
+            out.append((path, units, excl, g.v_rank[v]) if path in g.shared else (path, units, excl))
         return out
 
     def save_state(self) -> bytes:
@@ -841,7 +865,7 @@ class Engine:
                     "state": kind,
                     "at": at,
                     "duration": end - at,
-                    "items": self.job_items(jobid),
+                    "items": self._saved_items(jobid),
                 }
             )
         doc = {
@@ -878,8 +902,8 @@ class Engine:
             eng.set_status(path, status)
         for job in doc["jobs"]:
             items = []
-            for path, units, excl in job["items"]:
-                v = graph.vertex_by_path(path)
+            for path, units, excl, *rank in job["items"]:
+                v = graph.vertex_at(path, rank[0]) if rank else graph.vertex_by_path(path)
                 if v is None:
                     raise InputError(f"state names a vertex that is not in its graph: {path}")
                 items.append((v, units, excl))
@@ -904,13 +928,25 @@ class Engine:
         return v
 
     def set_status(self, path: str, status: str) -> None:
-        """Mark the vertex at ``path`` up or down (its subtree is skipped by matches while down)."""
+        """Mark the vertex at ``path`` up or down (its subtree is skipped by matches while down).
+
+        Every vertex with that path (several ranks on one host share it), as Fluxion's ``mark``.
+        """
         if status not in ("up", "down"):
             raise CommandError(f"unrecognized status {status!r}: expected up or down")
-        self.traverser.mark(self._vertex(path), status == "up")
+        self._vertex(path)
+        for v in self.graph.vertices_by_path(path):
+            self.traverser.mark(v, status == "up")
 
     def get_status(self, path: str) -> str:
+        """Status of the (first) vertex at ``path``; :meth:`get_statuses` gives every sharer's."""
         return "up" if self.graph.v_status[self._vertex(path)] == UP else "down"
+
+    def get_statuses(self, path: str) -> list[str]:
+        """Status of every vertex at ``path``, in creation order (one per rank sharing it)."""
+        self._vertex(path)
+        vs = self.graph.v_status
+        return ["up" if vs[v] == UP else "down" for v in self.graph.vertices_by_path(path)]
 
     def find_text(self, criteria: str, fmt: str = "simple") -> str:
         """Resources matching ``criteria`` (resource-query's ``find``), in the given format."""

@@ -424,7 +424,8 @@ def cmd_get_status(ctx: QueryContext, args: list[str]) -> int:
     if ctx.engine.graph.vertex_by_path(path) is None:
         ctx.out.write(f"Could not find path {path} in resource graph.\n")
         return 0
-    ctx.out.write(f"{path} is {ctx.engine.get_status(path)}\n")
+    for status in ctx.engine.get_statuses(path):  # one line per rank sharing the path, as Fluxion
+        ctx.out.write(f"{path} is {status}\n")
     return 0
 
 
@@ -437,11 +438,12 @@ def cmd_set_property(ctx: QueryContext, args: list[str]) -> int:
     if pos <= 0 or pos == len(kv) - 1:
         ctx.out.write("Incorrect input format. \nPlease use `set-property <resource> PROPERTY=VALUE`.\n")
         return 0
-    v = ctx.engine.graph.vertex_by_path(path)
-    if v is None:
+    sharers = ctx.engine.graph.vertices_by_path(path)
+    if not sharers:
         ctx.out.write(f"Couldn't find path {path} in resource graph.\n")
         return 0
-    ctx.engine.graph.set_property(v, kv[:pos], kv[pos + 1 :])
+    for v in sharers:
+        ctx.engine.graph.set_property(v, kv[:pos], kv[pos + 1 :])
     return 0
 
 
@@ -451,16 +453,17 @@ def cmd_get_property(ctx: QueryContext, args: list[str]) -> int:
         return 0
     path = args[1]
     g = ctx.engine.graph
-    v = g.vertex_by_path(path)
-    if v is None:
+    sharers = g.vertices_by_path(path)
+    if not sharers:
         ctx.out.write(f"Could not find path {path} in resource graph.\n")
         return 0
-    props = g.properties(v)
-    if not props:
-        ctx.out.write(f"No properties were found for {path} (vtx's uniq_id={g.v_uniq[v]}).\n")
-    else:
-        for k in sorted(props):
-            ctx.out.write(f"{k}={props[k]}\n")
+    for v in sharers:  # each rank sharing the path, as Fluxion
+        props = g.properties(v)
+        if not props:
+            ctx.out.write(f"No properties were found for {path} (vtx's uniq_id={g.v_uniq[v]}).\n")
+        else:
+            for k in sorted(props):
+                ctx.out.write(f"{k}={props[k]}\n")
     return 0
 
 

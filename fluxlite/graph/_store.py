@@ -16,6 +16,8 @@ Handles (``vid``/``eid``) are rustworkx indices and are reused after removal:
 they are never resource *identity*.  Identity is ``uniq_id`` and the path in
 each subsystem; :attr:`ResourceGraph.by_path` maps a path to its vertex in
 O(1), which is what makes attaching a subgraph cost O(subgraph), not O(graph).
+Several vertices of different broker ranks may share a path (R of a test
+instance: four ranks on one host); :attr:`ResourceGraph.shared` lists them.
 
 Observers (the scheduler state that keeps per-vertex planners) register with
 :meth:`ResourceGraph.add_observer` and are told about added and removed
@@ -86,6 +88,7 @@ class ResourceGraph:
         "paths",
         "roots",
         "rx",
+        "shared",
         "v_basename",
         "v_id",
         "v_name",
@@ -114,8 +117,11 @@ class ResourceGraph:
         self._live: list[bool] = []
         #: subsystem -> {vid: path}
         self.paths: dict[str, dict[int, str]] = {}
-        #: path -> vid (paths of every subsystem)
+        #: path -> vid (paths of every subsystem); for a shared path, its first vertex
         self.by_path: dict[str, int] = {}
+        #: path -> every vid that has it, in creation order, for the paths that
+        #: several vertices share (one host name on several broker ranks)
+        self.shared: dict[str, list[int]] = {}
         #: rank -> vids in creation order
         self.by_rank: dict[int, list[int]] = {}
         #: subsystem -> root vid
@@ -256,6 +262,7 @@ class ResourceGraph:
         statuses: Sequence[int] | None = None,
         paths: Mapping[str, Sequence[str | None]] | None = None,
         properties: Mapping[int, Mapping[str, str]] | None = None,
+        shared_paths: bool = False,
     ) -> list[int]:
         """Create many vertices at once; return their handles in order.
 
@@ -266,6 +273,11 @@ class ResourceGraph:
         :meth:`add_vertex` for each entry, but checks every path first (a
         path already present or repeated raises :class:`GraphFormatError`
         and changes nothing) and builds the columns in bulk.  O(n).
+
+        ``shared_paths`` lets vertices of different ranks share a path, as
+        Fluxion's path index does (a vector of vertices per path): several
+        broker ranks on one host give several ``/cluster0/<host>`` vertices.
+        A path repeated on one rank is still an error.
         """
         n = len(types)
         if not (len(basenames) == len(names) == len(ids) == len(ranks) == len(sizes) == len(units) == n):
@@ -285,8 +297,11 @@ class ResourceGraph:
             else:
                 all_new.extend(col)  # type: ignore[arg-type]
         uniq_new = set(all_new)
-        if len(uniq_new) != len(all_new) or not bp.keys().isdisjoint(uniq_new):
-            self._raise_duplicate_path(paths, names)
+        repeated = len(uniq_new) != len(all_new) or not bp.keys().isdisjoint(uniq_new)
+        if repeated:
+            if not shared_paths:
+                self._raise_duplicate_path(paths, names)
+            self._check_shared_paths(paths, names, ranks)
         if n == 0:
             return []
         if uniq_ids is None:
@@ -379,10 +394,18 @@ class ResourceGraph:
             if None in col:
                 pairs = [(vids[k], p) for k, p in enumerate(col) if p is not None]
                 pcol2.update(pairs)
-                bp.update((p, v) for v, p in pairs)
+                if repeated:
+                    for v, p in pairs:
+                        self._index_path(p, v)
+                else:
+                    bp.update((p, v) for v, p in pairs)
             else:
                 pcol2.update(zip(vids, col))
-                bp.update(zip(col, vids))  # type: ignore[arg-type]
+                if repeated:
+                    for v, p in zip(vids, col):
+                        self._index_path(p, v)  # type: ignore[arg-type]
+                else:
+                    bp.update(zip(col, vids))  # type: ignore[arg-type]
         by_rank = self.by_rank
         last_rank = None
         lst: list[int] = []
@@ -410,6 +433,47 @@ class ResourceGraph:
                 if p in self.by_path or p in seen:
                     raise GraphFormatError(f"duplicate vertex path {p}", name=names[k])
                 seen.add(p)
+
+    def _check_shared_paths(
+        self, paths: Mapping[str, Sequence[str | None]], names: Sequence[str], ranks: Sequence[int]
+    ) -> None:
+        """Raise GraphFormatError if a path repeats on one rank (new or already in the graph)."""
+        v_rank = self.v_rank
+        seen: set[tuple[str, int]] = set()
+        for col in paths.values():
+            for k, p in enumerate(col):
+                if p is None:
+                    continue
+                key = (p, ranks[k])
+                if key in seen or any(v_rank[u] == ranks[k] for u in self.vertices_by_path(p)):
+                    raise GraphFormatError(f"duplicate vertex path {p} on rank {ranks[k]}", name=names[k])
+                seen.add(key)
+
+    def _index_path(self, path: str, vid: int) -> None:
+        """Add ``vid`` to the path index (sharing the path if another vertex has it)."""
+        first = self.by_path.get(path)
+        if first is None or first == vid:
+            self.by_path[path] = vid
+            return
+        lst = self.shared.get(path)
+        if lst is None:
+            self.shared[path] = [first, vid]
+        elif vid not in lst:
+            lst.append(vid)
+
+    def _unindex_path(self, path: str, vid: int) -> None:
+        """Remove ``vid`` from the path index (the next sharer, if any, becomes the first)."""
+        lst = self.shared.get(path)
+        if lst is None:
+            if self.by_path.get(path) == vid:
+                del self.by_path[path]
+            return
+        if vid in lst:
+            lst.remove(vid)
+        if self.by_path.get(path) == vid:
+            self.by_path[path] = lst[0]
+        if len(lst) == 1:
+            del self.shared[path]
 
     def add_edges_bulk(
         self,
@@ -545,10 +609,13 @@ class ResourceGraph:
         self._ensure_subsystem(ss)
         col = self.paths[ss]
         old = col.get(vid)
-        if old is not None and self.by_path.get(old) == vid:
-            del self.by_path[old]
+        if old is not None:
+            self._unindex_path(old, vid)
         col[vid] = path
-        self.by_path[path] = vid
+        if path in self.shared:
+            self._index_path(path, vid)
+        else:
+            self.by_path[path] = vid
 
     # --------------------------------------------------------------- removal
     def remove_vertices(self, vids: Iterable[int]) -> None:
@@ -567,8 +634,8 @@ class ResourceGraph:
         for vid in vids:
             for ss, col in self.paths.items():
                 p = col.pop(vid, None)
-                if p is not None and self.by_path.get(p) == vid:
-                    del self.by_path[p]
+                if p is not None:
+                    self._unindex_path(p, vid)
                 if self.roots.get(ss) == vid:
                     del self.roots[ss]
             lst = self.by_rank.get(self.v_rank[vid])
@@ -621,8 +688,33 @@ class ResourceGraph:
         return iter(sorted(self.rx.edge_indices()))
 
     def vertex_by_path(self, path: str) -> int | None:
-        """The vertex whose path (in any subsystem) is ``path``, or None.  O(1)."""
+        """The vertex whose path (in any subsystem) is ``path``, or None.  O(1).
+
+        For a path that several vertices share (see :meth:`vertices_by_path`),
+        the first one created.
+        """
         return self.by_path.get(path)
+
+    def vertices_by_path(self, path: str) -> list[int]:
+        """Every vertex whose path is ``path``, in creation order (Fluxion's ``by_path`` entry).
+
+        One vertex, except where several broker ranks share a host name.  O(sharers).
+        """
+        lst = self.shared.get(path)
+        if lst is not None:
+            return list(lst)
+        v = self.by_path.get(path)
+        return [] if v is None else [v]
+
+    def vertex_at(self, path: str, rank: int) -> int | None:
+        """The vertex with ``path`` on broker ``rank``, or None.  O(sharers)."""
+        v = self.by_path.get(path)
+        if v is None or self.v_rank[v] == rank:
+            return v
+        for u in self.shared.get(path, ()):
+            if self.v_rank[u] == rank:
+                return u
+        return None
 
     def path(self, vid: int, subsystem: str = CONTAINMENT) -> str:
         return self.paths.get(subsystem, {}).get(vid, "")

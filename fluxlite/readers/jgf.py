@@ -111,7 +111,10 @@ def _unpack(
     """
     by_path = graph.by_path
     v_rank = graph.v_rank
-    planned_paths: dict[str, int] = {}  # path -> node index in doc
+    vertex_at = graph.vertex_at
+    # path, rank -> node index in doc: ranks that share a host share its paths (Fluxion
+    # keys a vertex by path and rank)
+    planned_paths: dict[tuple[str, int], int] = {}
     new_nodes: list[_jgf.Node] = []
     new_roots: dict[str, int] = {}  # subsystem -> local index
     ref: dict[str, int] = {}  # JGF key -> local index (>= 0) or -1 - existing vid
@@ -122,7 +125,7 @@ def _unpack(
             v = by_path.get(p)
             if v is None:
                 continue
-            if v_rank[v] == node.rank:
+            if v_rank[v] == node.rank or (p in graph.shared and (v := vertex_at(p, node.rank)) is not None):
                 existing = v
                 break
             if clash is None:
@@ -140,9 +143,11 @@ def _unpack(
             continue
         k = len(new_nodes)
         for ss, p in node.paths.items():
-            first = planned_paths.setdefault(p, node.index)
+            first = planned_paths.setdefault((p, node.rank), node.index)
             if first != node.index:
-                raise fail(source, _where(node), f"duplicate path {p} (also nodes[{first}])")
+                raise fail(
+                    source, _where(node), f"duplicate path {p} on rank {node.rank} (also nodes[{first}])"
+                )
             if _is_root(p):
                 if ss in graph.roots or ss in new_roots:
                     raise DuplicateRootError(f"{source}: {_where(node)}: {_root_message(ss)}", ss)
@@ -194,6 +199,7 @@ def _unpack(
                 statuses=[x.status for x in new_nodes],
                 paths=paths,
                 properties=props,
+                shared_paths=True,
             )
             if n
             else []
@@ -283,8 +289,9 @@ def _load_columns(graph: ResourceGraph, cols: _jgf.Columns) -> bool:
             statuses=cols.status,
             paths=cols.paths,
             properties=cols.properties,
+            shared_paths=True,
         )
-    except GraphFormatError:  # a repeated path: nothing was added
+    except GraphFormatError:  # a path repeated on one rank: nothing was added
         return False
     if vids != list(range(len(vids))):  # pragma: no cover - an empty graph numbers from 0
         raise AssertionError("empty graph did not number new vertices from 0")
@@ -335,8 +342,8 @@ def locate_vertices(
     for node in recs:
         found: int | None = None
         for ss, p in node.paths.items():
-            v = graph.by_path.get(p)
-            if v is None or graph.v_rank[v] != node.rank:
+            v = graph.vertex_at(p, node.rank)
+            if v is None:
                 raise fail(source, _where(node), f"inconsistent input vertex: nonexistent path ({p}) in {ss}")
             if found is None:
                 found = v

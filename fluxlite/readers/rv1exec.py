@@ -17,6 +17,11 @@ Fluxion's ``rv1exec`` reader (``resource_reader_rv1exec.cpp``) builds:
   ascending order, a vertex ``<type><id>`` of size 1 with the node's rank.
 
 ``uniq_id`` is the creation index; paths are ``/cluster0/<host>/<child>``.
+Several ranks may name one host (``flux start --test-size=4`` runs four
+brokers on one machine): as in Fluxion, whose path index holds a vector of
+vertices per path, each rank gets its own node vertex and subtree, and they
+share the paths; a vertex is identified by (path, rank).  One path twice on
+one rank is refused as a duplicate vertex.
 :func:`parse_rv1exec` returns the same information without building a
 graph, for partial cancel and update.
 """
@@ -256,13 +261,28 @@ def _build(g: ResourceGraph, r: RV1Exec, source: str) -> None:
                 e_src.append(node)
                 e_dst.append(k)
     n = len(v_type)
-    seen: dict[str, int] = {}
+    # Fluxion keys a vertex by (path, rank): ranks that share a host name share
+    # its paths; one path twice on one rank is a duplicate vertex
+    seen: dict[tuple[str, int], int] = {}
     for k, p in enumerate(v_path):
-        first = seen.setdefault(p, k)
-        if first != k or p in g.by_path:
-            raise fail(source, f'rank {v_rank[k]}, vertex "{v_name[k]}"', f"duplicate path {p}")
+        first = seen.setdefault((p, v_rank[k]), k)
+        if first != k or g.vertex_at(p, v_rank[k]) is not None:
+            raise fail(
+                source,
+                f'rank {v_rank[k]}, vertex "{v_name[k]}"',
+                f"duplicate vertex: path {p} is already on rank {v_rank[k]}",
+            )
     vids = g.add_vertices_bulk(
-        v_type, v_base, v_name, v_id, v_rank, [1] * n, [""] * n, paths={CONTAINMENT: v_path}, properties=props
+        v_type,
+        v_base,
+        v_name,
+        v_id,
+        v_rank,
+        [1] * n,
+        [""] * n,
+        paths={CONTAINMENT: v_path},
+        properties=props,
+        shared_paths=True,
     )
     g.add_edges_bulk([vids[x] for x in e_src], [vids[x] for x in e_dst])
     g.set_root(CONTAINMENT, vids[0])

@@ -154,3 +154,39 @@ def test_bench_graph_loads_and_fills(tmp_path: Path) -> None:
     p = run(["-L", str(BENCH / "graphs" / "L4.graphml"), "-P", "low"], cmds)
     assert p.stdout.count("RESOURCES=ALLOCATED") == 1
     assert p.stdout.count("No matching resources found") == 1
+
+
+def test_test_instance_r_with_four_ranks_on_one_host(tmp_path: Path) -> None:
+    """R of `flux start --test-size=4` (ranks 0-3, one host) loads with -f rv1exec; each match takes
+    distinct ranks, written as R with their ranks and the host once per rank; the fifth is refused."""
+    import orjson
+
+    r = tmp_path / "R.json"
+    r.write_bytes(
+        orjson.dumps(
+            {
+                "version": 1,
+                "execution": {
+                    "R_lite": [{"rank": "0-3", "children": {"core": "0-3"}}],
+                    "nodelist": ["docker-desktop,docker-desktop,docker-desktop,docker-desktop"],
+                    "starttime": 0,
+                    "expiration": 0,
+                },
+            }
+        )
+    )
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        JOB.replace("          - type: socket\n            count: 1\n            with:\n", "").replace(
+            "              - type: core\n                count: 2",
+            "          - type: core\n            count: 4",
+        )
+    )
+    cmds = f"match allocate {job}\n" * 5 + "get-status /cluster0/docker-desktop\nquit\n"
+    p = run(["-L", str(r), "-f", "rv1exec", "-F", "rv1_nosched"], cmds)
+    assert p.returncode == 0, p.stderr
+    docs = [orjson.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    assert sorted(d["execution"]["R_lite"][0]["rank"] for d in docs) == ["0", "1", "2", "3"]
+    assert all(d["execution"]["nodelist"] == ["docker-desktop"] for d in docs)
+    assert p.stdout.count("RESOURCES=ALLOCATED") == 4 and p.stdout.count("No matching resources found") == 1
+    assert p.stdout.count("/cluster0/docker-desktop is up\n") == 4

@@ -7,6 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from fluxlite.api import Engine
 from fluxlite.errors import GraphFormatError
 from fluxlite.readers import (
     decode_hostlist,
@@ -126,7 +127,12 @@ BAD = [
         "execution.R_lite[1].rank: rank 0 is listed more than once",
     ),
     ("no nodelist", r_doc([{"rank": "0", "children": {}}]), "missing required key 'nodelist'"),
-    ("duplicate host", r_doc([{"rank": "0-1", "children": {}}], ["n0", "n0"]), "duplicate path /cluster0/n0"),
+    (
+        # "core1" id 0 and "core" id 10 both name core10: one path twice on rank 0
+        "same path on one rank",
+        r_doc([{"rank": "0", "children": {"core": "10", "core1": "0"}}], ["n0"]),
+        'rank 0, vertex "core10": duplicate vertex: path /cluster0/n0/core10 is already on rank 0',
+    ),
     (
         "bad property",
         r_doc([{"rank": "0", "children": {}}], ["n0"], properties={"x": "a"}),
@@ -174,3 +180,202 @@ def test_load_into_graph_with_root_is_refused() -> None:
     g = load_graph(text, format="rv1exec")
     with pytest.raises(GraphFormatError, match="already has a containment root"):
         load_graph(text, format="rv1exec", graph=g)
+
+
+# --------------------------------------------------------------------------- ranks sharing a host
+# `flux start --test-size=4` runs four brokers on one machine: R names one host for ranks 0-3.
+# Fluxion's path index holds a vector of vertices per path, and its rv1exec reader keys a vertex
+# by (path, rank): each rank gets its own node vertex and subtree, under the same paths.
+
+SLOT2 = """version: 9999
+resources:
+  - type: node
+    count: {nodes}
+    with:
+      - type: slot
+        count: 1
+        label: default
+        with:
+          - type: core
+            count: 2
+attributes:
+  system:
+    duration: 3600
+tasks:
+  - command: [app]
+    slot: default
+    count:
+      per_slot: 1
+"""
+
+
+def one_host_r(nodelist: str = "fluke7,fluke7,fluke7,fluke7", ranks: str = "0-3") -> bytes:
+    return r_doc([{"rank": ranks, "children": {"core": "0-1"}}], [nodelist], properties={"big": "1,3"})
+
+
+@pytest.mark.parametrize("nodelist", ["fluke7,fluke7,fluke7,fluke7", "fluke[7,7,7,7]"])
+def test_ranks_sharing_a_host_get_one_subtree_each(nodelist: str) -> None:
+    """Four node vertices named fluke7 (ranks 0-3), each with its own cores, sharing the paths."""
+    g = load_graph(one_host_r(nodelist), format="rv1exec")
+    assert len(g) == 1 + 4 * 3
+    nodes = g.vertices_by_path("/cluster0/fluke7")
+    assert [g.v_rank[v] for v in nodes] == [0, 1, 2, 3]
+    assert all((g.v_name[v], g.v_basename[v], g.v_id[v]) == ("fluke7", "fluke", 7) for v in nodes)
+    assert [g.properties(v) for v in nodes] == [{}, {"big": ""}, {}, {"big": ""}]
+    for n in nodes:  # each node holds the cores of its own rank
+        assert [(g.v_name[c], g.v_rank[c]) for c in g.children(n)] == [
+            ("core0", g.v_rank[n]),
+            ("core1", g.v_rank[n]),
+        ]
+        assert [g.path(c) for c in g.children(n)] == ["/cluster0/fluke7/core0", "/cluster0/fluke7/core1"]
+    assert g.vertex_by_path("/cluster0/fluke7") == nodes[0]
+    assert g.vertex_at("/cluster0/fluke7/core1", 2) == g.children(nodes[2])[1]
+    assert g.vertex_at("/cluster0/fluke7/core1", 4) is None
+    assert len(g.by_path) == 4  # distinct paths: cluster0, fluke7, core0, core1 (Fluxion's by_path count)
+    assert [g.v_uniq[v] for v in g.vertices()] == list(range(len(g)))
+
+
+def test_removing_one_sharer_keeps_the_path_index() -> None:
+    """Removing the first vertex of a shared path hands the path to the next; the last one unshares it."""
+    g = load_graph(one_host_r("h,h", "0-1"), format="rv1exec")
+    a, b = g.vertices_by_path("/cluster0/h")
+    g.remove_vertices(g.subtree(a))
+    assert g.vertex_by_path("/cluster0/h") == b and g.vertices_by_path("/cluster0/h") == [b]
+    assert g.shared == {}
+    g.remove_vertices(g.subtree(b))
+    assert g.vertices_by_path("/cluster0/h") == [] and g.vertex_by_path("/cluster0/h/core0") is None
+
+
+def test_shared_paths_round_trip_through_jgf() -> None:
+    """The graph written as JGF loads back with the same vertices, ranks and shared paths."""
+    g = load_graph(one_host_r(), format="rv1exec")
+    g2 = load_graph(graph_to_jgf(g), format="jgf")
+    assert [g2.vertex_dict(v) for v in g2.vertices()] == [g.vertex_dict(v) for v in g.vertices()]
+    assert g2.shared == g.shared
+
+
+def test_jgf_refuses_a_path_twice_on_one_rank() -> None:
+    """Sharing a path needs distinct ranks: the same path and rank twice stays a duplicate."""
+    doc = orjson.loads(graph_to_jgf(load_graph(one_host_r("h,h", "0-1"), format="rv1exec")))
+    doc["graph"]["nodes"][4]["metadata"]["rank"] = 0  # rank 1's node claims rank 0
+    with pytest.raises(GraphFormatError, match="duplicate path /cluster0/h on rank 0"):
+        load_graph(orjson.dumps(doc), format="jgf")
+
+
+def _engine(**kw: object) -> Engine:
+    from fluxlite.readers import load_graph as lg
+
+    return Engine(lg(one_host_r(), format="rv1exec"), **kw)  # type: ignore[arg-type]
+
+
+def _job_ranks(eng: Engine, jobid: int) -> list[int]:
+    g = eng.graph
+    return sorted({g.v_rank[v] for v in eng.traverser.job_vertices(jobid) if g.v_type[v] == "node"})
+
+
+@pytest.mark.parametrize("policy", ["first", "low", "high"])
+def test_matching_on_shared_host_and_rv1_round_trip(policy: str) -> None:
+    """Matches pick distinct ranks; the R written back names their ranks and the host once per rank,
+    and it reads back (rv1exec reader) and re-allocates (update rv1exec) as the same ranks."""
+    from fluxlite.jobspec import parse_jobspec
+
+    eng = _engine(policy=policy)
+    spec = parse_jobspec(SLOT2.format(nodes=2))
+    r1 = eng.match(spec, fmt="rv1_nosched")
+    first = _job_ranks(eng, r1.jobid)
+    assert r1.ok and len(first) == 2
+    doc = orjson.loads(r1.text)
+    assert doc["execution"]["R_lite"] == [{"rank": encode_idset(first), "children": {"core": "0-1"}}]
+    assert doc["execution"]["nodelist"] == ["fluke[7,7]"]
+    r2 = eng.match(spec, fmt="rv1_nosched")
+    assert r2.ok and sorted(first + _job_ranks(eng, r2.jobid)) == [0, 1, 2, 3]
+    assert not eng.match(spec).ok  # all four ranks are taken
+    # the job's R is a graph of its own: two fluke7 nodes with the job's ranks
+    sub = load_graph(r1.text, format="rv1exec")
+    assert [sub.v_rank[v] for v in sub.vertices_by_path("/cluster0/fluke7")] == first
+    # and allocates exactly those ranks on a fresh engine
+    fresh = _engine(policy=policy)
+    fresh.update_allocate(7, r1.text, format="rv1exec", fmt=None)
+    assert _job_ranks(fresh, 7) == first
+    assert fresh.match(spec).ok and not fresh.match(spec).ok
+
+
+def test_jgf_output_carries_ranks_and_updates_back() -> None:
+    """-F jgf names each vertex's rank; `update allocate jgf` and partial cancel find the vertex of that rank."""
+    from fluxlite.jobspec import parse_jobspec
+
+    eng = _engine()
+    res = eng.match(parse_jobspec(SLOT2.format(nodes=2)), fmt="jgf")
+    lo, hi = _job_ranks(eng, res.jobid)
+    nodes = orjson.loads(res.text)["graph"]["nodes"]
+    got = sorted((n["metadata"]["paths"]["containment"], n["metadata"]["rank"]) for n in nodes)
+    assert got == [("/cluster0", -1)] + [
+        (f"/cluster0/fluke7{sfx}", r) for sfx in ("", "/core0", "/core1") for r in (lo, hi)
+    ]
+    fresh = _engine()
+    fresh.update_allocate(5, res.text, format="jgf", fmt=None)
+    assert _job_ranks(fresh, 5) == [lo, hi]
+    before = fresh.save_state()
+    restored = Engine.restore_state(before)
+    assert _job_ranks(restored, 5) == [lo, hi] and restored.save_state() == before
+    # release one rank only: a JGF of that rank's vertices
+    part = {"graph": {"nodes": [n for n in nodes if n["metadata"]["rank"] == hi], "edges": []}}
+    assert fresh.partial_cancel(5, orjson.dumps(part), "jgf") is False
+    assert _job_ranks(fresh, 5) == [lo]
+
+
+def test_repl_status_property_remove_on_shared_path() -> None:
+    """get/set-status and get/set-property act on every rank at the path (one line each), as
+    Fluxion's commands loop over its by_path vector; `remove PATH true` removes the last one."""
+    from tests.fluxlite.repl_helpers import Session
+
+    s = Session(_engine())
+    path = "/cluster0/fluke7"
+    assert s.run(f"get-status {path}")[0] == f"{path} is up\n" * 4
+    s.run(f"set-status {path} down")
+    assert s.run(f"get-status {path}")[0] == f"{path} is down\n" * 4
+    assert s.engine.traverser.nodes_up == 0
+    s.run(f"set-status {path} up")
+    out = s.run(f"get-property {path}")[0]
+    assert out.splitlines() == [
+        f"No properties were found for {path} (vtx's uniq_id=1).",
+        "big=",
+        f"No properties were found for {path} (vtx's uniq_id=7).",
+        "big=",
+    ]
+    s.run(f"set-property {path} rack=a")
+    # rank 0: rack; rank 1: big, rack; rank 2: rack; rank 3: big, rack
+    lines = ["rack=a", "big=", "rack=a", "rack=a", "big=", "rack=a"]
+    assert s.run(f"get-property {path}")[0].splitlines() == lines
+    out, _, err = s.run(f"remove {path} true")
+    assert err == ""
+    g = s.engine.graph
+    assert [g.v_rank[v] for v in g.vertices_by_path(path)] == [0, 1, 2]
+    assert [g.v_rank[v] for v in g.vertices_by_path(path + "/core1")] == [0, 1, 2]
+
+
+def test_update_rv1exec_takes_node_exclusively_only_when_whole_rank_listed() -> None:
+    """Fluxion's rv1exec updater: a rank's node is allocated (x) when every other vertex of the
+    rank is listed, shared (s) when only part is; ranks sharing a host are updated separately."""
+    eng = _engine()
+    whole = r_doc([{"rank": "1", "children": {"core": "0-1"}}], ["fluke7"])
+    part = r_doc([{"rank": "2", "children": {"core": "1"}}], ["fluke7"])
+    out1 = eng.update_allocate(1, whole, format="rv1exec").text
+    out2 = eng.update_allocate(2, part, format="rv1exec").text
+    assert "fluke7[1:x]" in out1 and out1.count("core") == 2
+    assert "fluke7[1:s]" in out2 and out2.count("core") == 1
+    assert (_job_ranks(eng, 1), _job_ranks(eng, 2)) == ([1], [2])
+
+
+def test_update_rv1exec_unknown_vertex_fails_and_changes_nothing() -> None:
+    """A listed vertex the rank does not have (asic0) fails the whole update; state unchanged."""
+    from fluxlite.errors import CommandError
+
+    eng = _engine()
+    before = eng.save_state()
+    bad = r_doc(
+        [{"rank": "0", "children": {"core": "0-1"}}, {"rank": "1", "children": {"asic": "0"}}], ["fluke[7,7]"]
+    )
+    with pytest.raises(CommandError, match="couldn't find vertex in graph for asic0 on rank 1"):
+        eng.update_allocate(1, bad, format="rv1exec")
+    assert eng.save_state() == before and eng.jobs == {}

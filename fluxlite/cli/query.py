@@ -657,8 +657,20 @@ examples:
 """
 
 
+class _QueryParser(argparse.ArgumentParser):
+    """Option errors exit 1, as resource-query's (getopt_long, then ``usage (1)``), not argparse's 2."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(USAGE_EXIT, f"{self.prog}: error: {message}\n")
+
+
+#: exit status of a bad command line (unknown option, missing value, bad format, missing file)
+USAGE_EXIT = 1
+
+
 def build_parser(prog: str = "fluxlite query") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _QueryParser(
         prog=prog,
         description=(
             "Match job requests (Flux jobspec, RFC 14/25) to a resource graph with a resource-query "
@@ -870,29 +882,29 @@ def main(argv: list[str] | None = None) -> int:
     load_file = opts.load_file or str(default_graph_path())
     if opts.load_file is None and opts.load_format != "grug":
         err.write("ERROR: --load-format needs --load-file\n")
-        return 2
+        return USAGE_EXIT
     from fluxlite.readers import known_format as known_reader
     from fluxlite.writers import known_format
 
     if not known_reader(opts.load_format):
         err.write(f"ERROR: unknown format for --load-format: {opts.load_format}\n")
-        return 2
+        return USAGE_EXIT
     if not known_format(opts.match_format):
         err.write(f"ERROR: unknown format for --match-format: {opts.match_format}\n")
-        return 2
+        return USAGE_EXIT
     opts.graph_format = opts.graph_format.lower()
     if opts.graph_format not in ("dot", "graphml"):
         err.write(f"ERROR: unknown format for --graph-format: {opts.graph_format}\n")
-        return 2
+        return USAGE_EXIT
     reserve_vtx_vec(opts.reserve_vtx_vec, err)
     try:
         traverser_kwargs(opts.traverser_policy)
         if not Path(load_file).exists():
             err.write(f"ERROR: file does not exist for --load-file: {load_file}\n")
-            return 2
+            return USAGE_EXIT
         if Path(load_file).is_dir():
             err.write(f"ERROR: path passed to --load-file is a directory: {load_file}\n")
-            return 2
+            return USAGE_EXIT
         t0 = time.perf_counter()
         engine = load_engine(opts, load_file, err)
         load_time = time.perf_counter() - t0

@@ -190,3 +190,9 @@ def test_test_instance_r_with_four_ranks_on_one_host(tmp_path: Path) -> None:
     assert all(d["execution"]["nodelist"] == ["docker-desktop"] for d in docs)
     assert p.stdout.count("RESOURCES=ALLOCATED") == 4 and p.stdout.count("No matching resources found") == 1
     assert p.stdout.count("/cluster0/docker-desktop is up\n") == 4
+
+
+def test_unknown_option_exits_1_like_resource_query() -> None:
+    """`fluxlite query --bogus` through the real entry point: exit 1 (resource-query's usage (1)), no traceback."""
+    p = run(["--bogus"], "quit\n")
+    assert p.returncode == 1 and "unrecognized arguments: --bogus" in p.stderr and "Traceback" not in p.stderr

@@ -135,7 +135,7 @@ def test_unknown_load_format(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Cap
     """-f with a reader Fluxion does not know is refused in one line."""
     need_shared()
     rc, _, err = run_main(monkeypatch, capsys, ["-L", str(TINY), "-f", "yaml"], "quit\n")
-    assert rc == 2 and err == "ERROR: unknown format for --load-format: yaml\n"
+    assert rc == 1 and err == "ERROR: unknown format for --load-format: yaml\n"  # resource-query: usage (1)
 
 
 def test_elapse_time_prints_graph_metadata(
@@ -222,3 +222,22 @@ def test_update_with_jgf_shorthand_takes_the_exclusive_subtrees(tmp_path: Path) 
     assert {g.v_type[v] for v in g.subtree(sockets[0])} == {"socket", "core", "gpu", "memory"}
     _, _, err = sess.run(f"update allocate yaml {shorthand} 8 0 3600")
     assert err == "ERROR: unsupported reader yaml\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--bogus"], "unrecognized arguments: --bogus"),
+        (["-Z"], "unrecognized arguments: -Z"),
+        (["-L"], "argument -L/--load-file: expected one argument"),
+        (["stray"], "unrecognized arguments: stray"),
+    ],
+)
+def test_bad_command_line_exits_1(capsys: pytest.CaptureFixture[str], args: list[str], says: str) -> None:
+    """resource-query v0.54 sends every getopt error (unknown option, missing value, operand left
+    over: optind != argc) to usage (1): exit status 1, usage on stderr; argparse's would be 2."""
+    with pytest.raises(SystemExit) as ex:
+        query.main(args)
+    assert ex.value.code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("usage: fluxlite query") and says in err and "Traceback" not in err

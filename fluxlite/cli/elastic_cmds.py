@@ -258,7 +258,7 @@ def install() -> None:
             "a fork of a leak job on a grid machine: grow jobid (jobspec | -) strategy=leak|leak-noncontig "
             "(optional: parent=NODE_INDEX now=T)",
         ),
-        before="find",
+        before=None,
     )
     q.register_command(
         q.Command(
@@ -267,7 +267,7 @@ def install() -> None:
             cmd_shrink,
             "Release part of a running job: resource-query> shrink jobid (path /p1,/p2 | jgf file | rv1exec file)",
         ),
-        before="find",
+        before=None,
     )
     q.register_command(
         q.Command(
@@ -281,7 +281,7 @@ def install() -> None:
     q.register_command(
         q.Command(
             "remove",
-            "r",
+            "j",  # Fluxion's table gives remove attach's "j": lookup stops at attach, help j lists both
             cmd_remove,
             "Remove a subgraph from the resource graph, specifying whether the target is a path (true) "
             "or idset (false): resource-query> remove (/path/to/node/ | idset) (true|false)",

@@ -226,7 +226,7 @@ def install() -> None:
             "start that ends by the deadline, else reject: resource-query> deadline earliest deadline "
             "jobspec (optional: now=T policy=P)",
         ),
-        before="find",
+        before=None,
     )
     q.register_command(
         q.Command(
@@ -236,7 +236,7 @@ def install() -> None:
             "Start a job with a leak strategy on a grid machine: resource-query> leak-start (nprocs | "
             "jobspec) duration=D (optional: strategy=leak|leak-noncontig now=T)",
         ),
-        before="find",
+        before=None,
     )
     q.register_command(
         q.Command(
@@ -246,5 +246,5 @@ def install() -> None:
             "A process of a leak job ends (its core is freed at once): resource-query> join jobid core_path "
             "(node_path for an oversubscribed process)",
         ),
-        before="find",
+        before=None,
     )

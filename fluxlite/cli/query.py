@@ -559,15 +559,27 @@ COMMANDS: list[Command] = [
 
 
 def find_command(name: str) -> Command | None:
+    """The command a line's first word names: resource-query's ``find_cmd``.
+
+    The word must equal a command's name or its abbreviation exactly (no
+    prefixes, case-sensitive); the first entry of the table in order wins,
+    so where two commands share an abbreviation (``attach`` and ``remove``
+    both have ``j``) it reaches the earlier one only.
+    """
     for c in COMMANDS:
-        if name in (c.name, c.abbr):
+        if name == c.name or name == c.abbr:
             return c
     return None
 
 
-def register_command(cmd: Command, before: str = "find") -> None:
-    """Add a command (used by the elasticity commands); refuses a duplicate name."""
-    if find_command(cmd.name) is not None:
+def register_command(cmd: Command, before: str | None = "find") -> None:
+    """Add a command before the one named ``before`` (None: at the end of the table).
+
+    Fluxion's commands go where Fluxion's table has them; fluxlite's own
+    go after them, so they never shadow a Fluxion name or abbreviation.
+    Refuses a duplicate name.
+    """
+    if any(c.name == cmd.name for c in COMMANDS):
         raise ValueError(f"command {cmd.name!r} already exists")
     idx = next((i for i, c in enumerate(COMMANDS) if c.name == before), len(COMMANDS))
     COMMANDS.insert(idx, cmd)

@@ -89,23 +89,6 @@ class _NullWriter:
 _NULL_WRITER = _NullWriter()
 
 
-def _jgf_has_edges_in(text: str | bytes, subsystem: str) -> bool:
-    """Does the JGF document have an edge of ``subsystem`` (no metadata: containment)?  O(edges)."""
-    import orjson
-
-    try:
-        doc = orjson.loads(text)
-        edges = doc["graph"]["edges"]
-    except (orjson.JSONDecodeError, KeyError, TypeError):
-        return True  # malformed: the reader has already said so, or will
-    for e in edges:
-        meta = e.get("metadata") if isinstance(e, dict) else None
-        ss = meta.get("subsystem", "containment") if isinstance(meta, dict) else "containment"
-        if ss == subsystem:
-            return True
-    return False
-
-
 @dataclass
 class MatchResult:
     """Outcome of one match request."""
@@ -476,12 +459,18 @@ class Engine:
         Raises :class:`InputError` for a bad document and :class:`StateError`
         when a listed resource is not free; then nothing changed.
         """
-        from fluxlite.readers import locate_vertices, parse_rv1exec, read_vertices
+        from fluxlite.readers import locate_vertices, parse_rv1exec
+        from fluxlite.readers.jgf import read_update_vertices
 
         g = self.graph
         items: list[tuple[int, int, bool]] = []
         if format in ("jgf", "jgf_shorthand"):
-            nodes = read_vertices(r_text)
+            nodes, has_dom_edges = read_update_vertices(r_text, self.dom)
+            if not has_dom_edges:
+                # Fluxion prints the update by walking the dominant subsystem's edges the
+                # file marks; a file without any (JGF of -S CA loaded under -S PA) prints
+                # nothing, though the resources are still allocated
+                fmt = None
             vids = locate_vertices(g, nodes)
             items = [(v, n.size, bool(n.exclusive)) for v, n in zip(vids, nodes)]
             if format == "jgf_shorthand":
@@ -517,11 +506,6 @@ class Engine:
                     items.append((root, g.v_size[root], len(picked) == len(vids) - 1))
         else:
             raise InputError(f"unsupported reader {format!r} (use jgf, jgf_shorthand or rv1exec)")
-        if format != "rv1exec" and not _jgf_has_edges_in(r_text, self.dom):
-            # Fluxion prints the update by walking the dominant subsystem's edges the
-            # file marks; a file without any (JGF of -S CA loaded under -S PA) prints
-            # nothing, though the resources are still allocated
-            fmt = None
         return self._allocate_items(jobid, items, at, duration, fmt, reserve)
 
     def _allocate_items(

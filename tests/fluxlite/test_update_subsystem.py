@@ -53,3 +53,35 @@ def test_update_prints_only_what_the_dominant_walk_reaches(
     assert snapshot(eng) != before
     eng.cancel(7)
     assert snapshot(eng) == before
+
+
+def test_update_reads_the_document_once(ca_jgf: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The vertices and the dominant-edge check come from one JSON parse of the file."""
+    import orjson
+
+    calls: list[int] = []
+    real = orjson.loads
+
+    def counting(data: object) -> object:
+        calls.append(len(data))  # type: ignore[arg-type]
+        return real(data)  # type: ignore[arg-type]
+
+    eng = Engine(load_graph(POWER), policy="high", subsystems=("power",))
+    monkeypatch.setattr(orjson, "loads", counting)
+    res = eng.update_allocate(7, ca_jgf, format="jgf", at=0, duration=3600, fmt="simple")
+    assert res.ok and res.text == ""
+    assert calls == [len(ca_jgf)]
+
+
+def test_legacy_edge_form_counts_as_containment() -> None:
+    """Fluxion's update reader reads only metadata.subsystem (default containment): an edge in the
+    older ``metadata.name = {power: ...}`` form is a containment edge for the dominant-walk check."""
+    from fluxlite.readers.jgf import read_update_vertices
+
+    doc = (
+        '{"graph": {"nodes": [{"id": "0", "metadata": {"type": "cluster", "paths": {"containment": "/c0"}}}],'
+        ' "edges": [{"source": "0", "target": "1", "metadata": {"name": {"power": "supplies_to"}}}]}}'
+    )
+    nodes, has = read_update_vertices(doc, "containment")
+    assert [n.type for n in nodes] == ["cluster"] and has is True
+    assert read_update_vertices(doc, "power")[1] is False

@@ -190,6 +190,8 @@ def _read(data: bytes) -> Columns:
         elems = _parse(data, begin, end)
         _add_nodes(cols, elems, index, keys)
         index += len(elems)
+    if _fluxion_edges(cols, data, e0, e1, keys):
+        return cols
     ref = dict(zip(keys, range(len(keys))))
     if len(ref) != len(keys):
         raise _Fallback  # duplicate node ids: jgf.read names them
@@ -203,6 +205,48 @@ def _read(data: bytes) -> Columns:
         cols.e_dst.extend(map(get, dst))
         index += len(elems)
     return cols
+
+
+#: one edge exactly as Fluxion's writer (and fluxlite's) lays it out, with its separator
+_FLUXION_EDGE = re.compile(
+    rb'\{"source": "(0|[1-9][0-9]*)", "target": "(0|[1-9][0-9]*)", '
+    rb'"metadata": \{"subsystem": "containment"\}\}(?:, |\Z)'
+)
+_FLUXION_EDGE_LEN = len(b'{"source": "", "target": "", "metadata": {"subsystem": "containment"}}')
+
+
+def _fluxion_edges(cols: Columns, data: bytes, e0: int, e1: int, keys: list[str]) -> bool:
+    """Read the edges ``data[e0:e1]`` straight from the bytes when they are laid out as Fluxion writes them.
+
+    That is: node ids "0", "1", ... in document order, and every edge
+    ``{"source": "S", "target": "T", "metadata": {"subsystem": "containment"}}``
+    separated by ", ".  Then an endpoint's node position is its number, and
+    neither a parse tree nor a table of node ids is built.  Sound because
+    the matches do not overlap and lie inside the range: when their lengths
+    (each with its separator, the last with none) add up to the range's,
+    they tile it, so the range is exactly those edges.  Returns False
+    (nothing added) for any other layout.  O(edges).
+    """
+    n = len(keys)
+    if e1 <= e0 or not data.endswith(b"}}", e0, e1) or keys != list(map(str, range(n))):
+        return False
+    pairs = _FLUXION_EDGE.findall(data, e0, e1)
+    k = len(pairs)
+    if k == 0:
+        return False
+    src, dst = zip(*pairs)
+    if k * _FLUXION_EDGE_LEN + sum(map(len, src)) + sum(map(len, dst)) + 2 * (k - 1) != e1 - e0:
+        return False
+    s = list(map(int, src))
+    d = list(map(int, dst))
+    if max(s) >= n or max(d) >= n:
+        raise KeyError("edge endpoint is not a node id")  # read_columns falls back: jgf.read names it
+    ss = cols.interned(["containment"])[0]
+    cols.e_src.extend(s)
+    cols.e_dst.extend(d)
+    cols.e_ss.extend(repeat(ss, k))
+    cols.e_rel.extend(repeat(None, k))
+    return True
 
 
 def _types(col: Any) -> set[type]:

@@ -27,6 +27,8 @@ vertices so their own columns stay aligned.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import compress, pairwise
+from operator import ne
 from typing import Any, Protocol
 
 import rustworkx as rx
@@ -296,8 +298,16 @@ class ResourceGraph:
                 all_new.extend(p for p in col if p is not None)
             else:
                 all_new.extend(col)  # type: ignore[arg-type]
-        uniq_new = set(all_new)
-        repeated = len(uniq_new) != len(all_new) or not bp.keys().isdisjoint(uniq_new)
+        start = len(self.v_type)
+        probe: dict[str, int] | None = None
+        if not bp and len(paths) == 1 and len(all_new) == n:
+            # the usual whole-graph load: one path per vertex into an empty index; the
+            # table that checks the paths becomes the index (one hash table, not two)
+            probe = dict(zip(all_new, range(start, start + n)))
+            repeated = len(probe) != n
+        else:
+            uniq_new = set(all_new)
+            repeated = len(uniq_new) != len(all_new) or not bp.keys().isdisjoint(uniq_new)
         if repeated:
             if not shared_paths:
                 self._raise_duplicate_path(paths, names)
@@ -311,7 +321,6 @@ class ResourceGraph:
         else:
             top = max(uniq_ids)
         intern = self._intern
-        start = len(self.v_type)
         contiguous = self.rx.num_nodes() == start  # no holes: new handles are start.. in order
         if contiguous:
             got = self.rx.add_nodes_from(range(start, start + n))
@@ -404,16 +413,16 @@ class ResourceGraph:
                 if repeated:
                     for v, p in zip(vids, col):
                         self._index_path(p, v)  # type: ignore[arg-type]
+                elif probe is not None and contiguous:
+                    bp.update(probe)  # values are the handles: start.. in order
                 else:
                     bp.update(zip(col, vids))  # type: ignore[arg-type]
+        # by_rank: one extend per run of equal ranks (the run boundaries found in C)
         by_rank = self.by_rank
-        last_rank = None
-        lst: list[int] = []
-        for vid, r in zip(vids, ranks):
-            if r != last_rank:
-                lst = by_rank.setdefault(r, [])
-                last_rank = r
-            lst.append(vid)
+        rk = ranks if isinstance(ranks, list) else list(ranks)
+        cuts = [0, *compress(range(1, n), map(ne, rk[1:], rk[:-1])), n]
+        for a, b in pairwise(cuts):
+            by_rank.setdefault(rk[a], []).extend(vids[a:b])
         for obs in self._observers:
             bulk = getattr(obs, "vertices_added", None)
             if bulk is not None:

@@ -243,3 +243,62 @@ def test_cut_inside_a_string_falls_back(monkeypatch: pytest.MonkeyPatch) -> None
         g = JgfReader().load(text)
         assert state(g) == state(reference(text))
         assert g.properties(1) == {"p": trap}
+
+
+# ---------------------------------------------------------------------------- edges read from the bytes
+def _fluxion_text() -> bytes:
+    return graph_to_jgf(generate_graph(nodes=3, sockets=2, cores=2))
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    taken: list[bool] = []
+    real = columns._fluxion_edges
+
+    def spy(*args: Any) -> bool:
+        taken.append(real(*args))
+        return taken[-1]
+
+    monkeypatch.setattr(columns, "_fluxion_edges", spy)
+    return taken
+
+
+def test_fluxion_layout_edges_come_from_the_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fluxion's layout (ids 0.., edges '{"source": "S", "target": "T", ...}, ') takes the byte path,
+    and gives the graph the ordinary reader gives."""
+    taken = _spy(monkeypatch)
+    text = _fluxion_text()
+    assert text.count(b', "metadata": {"subsystem": "containment"}}, {"source"') > 10
+    same_as_reference(text, monkeypatch, columns.CHUNK)
+    assert taken and all(taken)
+
+
+ODD_EDGES = [
+    # (name, bytes -> bytes edit of a Fluxion-layout document, still valid JSON?)
+    ("comma-only separator", lambda t: t.replace(b'}}, {"source"', b'}},{"source"', 1), True),
+    ("newline separator", lambda t: t.replace(b'}}, {"source"', b'}},\n{"source"', 1), True),
+    (
+        "power edge",
+        lambda t: t.replace(b'"subsystem": "containment"}}]', b'"subsystem": "power"}}]', 1),
+        True,
+    ),
+    ("leading zero id", lambda t: t.replace(b'{"source": "1", ', b'{"source": "01", ', 1), False),
+    ("endpoint out of range", lambda t: t.replace(b'"target": "1", ', b'"target": "999", ', 1), False),
+    ("garbage between", lambda t: t.replace(b'}}, {"source"', b'}}xy{"source"', 1), False),
+    ("trailing comma", lambda t: t.replace(b'"containment"}}]}', b'"containment"}}, ]}', 1), False),
+    ("ids not positions", lambda t: t.replace(b'{"id": "1", ', b'{"id": "x1", ', 1), False),
+]
+
+
+@pytest.mark.parametrize(("name", "edit", "valid"), ODD_EDGES, ids=[x[0] for x in ODD_EDGES])
+def test_edges_off_fluxion_layout_give_the_reference_answer(
+    name: str, edit: Any, valid: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Anything but the exact layout leaves the byte path (the ordinary per-piece path or the
+    ordinary reader decides): same graph, or same error, as the reference."""
+    text = edit(_fluxion_text())
+    assert text != _fluxion_text()
+    taken = _spy(monkeypatch)
+    same_outcome(text, monkeypatch)
+    assert True not in taken
+    if valid:
+        same_as_reference(text, monkeypatch, columns.CHUNK)

@@ -224,28 +224,36 @@ def _fluxion_edges(cols: Columns, data: bytes, e0: int, e1: int, keys: list[str]
     neither a parse tree nor a table of node ids is built.  Sound because
     the matches do not overlap and lie inside the range: when their lengths
     (each with its separator, the last with none) add up to the range's,
-    they tile it, so the range is exactly those edges.  Returns False
+    they tile it, so the range is exactly those edges (checked per piece
+    of :func:`_pieces`, whose cuts fall between elements).  Returns False
     (nothing added) for any other layout.  O(edges).
     """
     n = len(keys)
-    if e1 <= e0 or not data.endswith(b"}}", e0, e1) or keys != list(map(str, range(n))):
+    if e1 <= e0 or keys != list(map(str, range(n))):
         return False
-    pairs = _FLUXION_EDGE.findall(data, e0, e1)
-    k = len(pairs)
-    if k == 0:
+    s: list[int] = []
+    d: list[int] = []
+    for begin, end in _pieces(data, e0, e1):  # a piece at a time: a small transient parse of bytes
+        if not data.endswith(b"}}", begin, end):
+            return False
+        pairs = _FLUXION_EDGE.findall(data, begin, end)
+        k = len(pairs)
+        if k == 0:
+            return False
+        src, dst = zip(*pairs)
+        if k * _FLUXION_EDGE_LEN + sum(map(len, src)) + sum(map(len, dst)) + 2 * (k - 1) != end - begin:
+            return False
+        s.extend(map(int, src))
+        d.extend(map(int, dst))
+    if not s:
         return False
-    src, dst = zip(*pairs)
-    if k * _FLUXION_EDGE_LEN + sum(map(len, src)) + sum(map(len, dst)) + 2 * (k - 1) != e1 - e0:
-        return False
-    s = list(map(int, src))
-    d = list(map(int, dst))
     if max(s) >= n or max(d) >= n:
         raise KeyError("edge endpoint is not a node id")  # read_columns falls back: jgf.read names it
     ss = cols.interned(["containment"])[0]
     cols.e_src.extend(s)
     cols.e_dst.extend(d)
-    cols.e_ss.extend(repeat(ss, k))
-    cols.e_rel.extend(repeat(None, k))
+    cols.e_ss.extend(repeat(ss, len(s)))
+    cols.e_rel.extend(repeat(None, len(s)))
     return True
 
 

@@ -284,6 +284,7 @@ ODD_EDGES = [
     ("leading zero id", lambda t: t.replace(b'{"source": "1", ', b'{"source": "01", ', 1), False),
     ("endpoint out of range", lambda t: t.replace(b'"target": "1", ', b'"target": "999", ', 1), False),
     ("garbage between", lambda t: t.replace(b'}}, {"source"', b'}}xy{"source"', 1), False),
+    ("garbage near the end", lambda t: b'}}xy{"source"'.join(t.rsplit(b'}}, {"source"', 1)), False),
     ("trailing comma", lambda t: t.replace(b'"containment"}}]}', b'"containment"}}, ]}', 1), False),
     ("ids not positions", lambda t: t.replace(b'{"id": "1", ', b'{"id": "x1", ', 1), False),
 ]
@@ -293,12 +294,11 @@ ODD_EDGES = [
 def test_edges_off_fluxion_layout_give_the_reference_answer(
     name: str, edit: Any, valid: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Anything but the exact layout leaves the byte path (the ordinary per-piece path or the
-    ordinary reader decides): same graph, or same error, as the reference."""
+    """Off the exact layout (between pieces any JSON separator is fine, as the pieces are cut
+    at '},{' with spaces), the byte path declines or still reads it right: the same graph, or
+    the same error, as the reference."""
     text = edit(_fluxion_text())
     assert text != _fluxion_text()
-    taken = _spy(monkeypatch)
     same_outcome(text, monkeypatch)
-    assert True not in taken
     if valid:
         same_as_reference(text, monkeypatch, columns.CHUNK)

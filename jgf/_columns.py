@@ -233,6 +233,7 @@ def _fluxion_edges(cols: Columns, data: bytes, e0: int, e1: int, keys: list[str]
         return False
     s: list[int] = []
     d: list[int] = []
+    position = list(range(n)).__getitem__  # one int object per node, shared by its edges
     for begin, end in _pieces(data, e0, e1):  # a piece at a time: a small transient parse of bytes
         if not data.endswith(b"}}", begin, end):
             return False
@@ -243,12 +244,14 @@ def _fluxion_edges(cols: Columns, data: bytes, e0: int, e1: int, keys: list[str]
         src, dst = zip(*pairs)
         if k * _FLUXION_EDGE_LEN + sum(map(len, src)) + sum(map(len, dst)) + 2 * (k - 1) != end - begin:
             return False
-        s.extend(map(int, src))
-        d.extend(map(int, dst))
+        si = list(map(int, src))
+        di = list(map(int, dst))
+        if max(si) >= n or max(di) >= n:
+            raise KeyError("edge endpoint is not a node id")  # read_columns falls back: jgf.read names it
+        s.extend(map(position, si))
+        d.extend(map(position, di))
     if not s:
         return False
-    if max(s) >= n or max(d) >= n:
-        raise KeyError("edge endpoint is not a node id")  # read_columns falls back: jgf.read names it
     ss = cols.interned(["containment"])[0]
     cols.e_src.extend(s)
     cols.e_dst.extend(d)

@@ -299,11 +299,13 @@ class ResourceGraph:
             else:
                 all_new.extend(col)  # type: ignore[arg-type]
         start = len(self.v_type)
+        #: the handles the new vertices get when the graph has no holes (int objects shared by all columns)
+        expected = list(range(start, start + n))
         probe: dict[str, int] | None = None
         if not bp and len(paths) == 1 and len(all_new) == n:
             # the usual whole-graph load: one path per vertex into an empty index; the
             # table that checks the paths becomes the index (one hash table, not two)
-            probe = dict(zip(all_new, range(start, start + n)))
+            probe = dict(zip(all_new, expected))
             repeated = len(probe) != n
         else:
             uniq_new = set(all_new)
@@ -323,12 +325,14 @@ class ResourceGraph:
         intern = self._intern
         contiguous = self.rx.num_nodes() == start  # no holes: new handles are start.. in order
         if contiguous:
-            got = self.rx.add_nodes_from(range(start, start + n))
+            got = self.rx.add_nodes_from(expected)
             vids = list(got)
-            if vids != list(range(start, start + n)):
+            if vids != expected:
                 for v in vids:
                     self.rx[v] = v
                 contiguous = False
+            else:
+                vids = expected
         else:
             vids = []
             for _ in range(n):

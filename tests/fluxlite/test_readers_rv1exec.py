@@ -273,20 +273,28 @@ def _job_ranks(eng: Engine, jobid: int) -> list[int]:
     return sorted({g.v_rank[v] for v in eng.traverser.job_vertices(jobid) if g.v_type[v] == "node"})
 
 
-@pytest.mark.parametrize("policy", ["first", "low", "high"])
-def test_matching_on_shared_host_and_rv1_round_trip(policy: str) -> None:
+@pytest.mark.parametrize(("policy", "fmt"), [("first", "rv1"), ("low", "rv1_nosched"), ("high", "rv1")])
+def test_matching_on_shared_host_and_rv1_round_trip(policy: str, fmt: str) -> None:
     """Matches pick distinct ranks; the R written back names their ranks and the host once per rank,
     and it reads back (rv1exec reader) and re-allocates (update rv1exec) as the same ranks."""
     from fluxlite.jobspec import parse_jobspec
 
     eng = _engine(policy=policy)
     spec = parse_jobspec(SLOT2.format(nodes=2))
-    r1 = eng.match(spec, fmt="rv1_nosched")
+    r1 = eng.match(spec, fmt=fmt)
     first = _job_ranks(eng, r1.jobid)
     assert r1.ok and len(first) == 2
     doc = orjson.loads(r1.text)
     assert doc["execution"]["R_lite"] == [{"rank": encode_idset(first), "children": {"core": "0-1"}}]
     assert doc["execution"]["nodelist"] == ["fluke[7,7]"]
+    if fmt == "rv1":  # the scheduling key's JGF names each vertex's own rank
+        got = sorted(
+            (n["metadata"]["paths"]["containment"], n["metadata"]["rank"])
+            for n in doc["scheduling"]["graph"]["nodes"]
+        )
+        assert got == [("/cluster0", -1)] + [
+            (f"/cluster0/fluke7{sfx}", r) for sfx in ("", "/core0", "/core1") for r in first
+        ]
     r2 = eng.match(spec, fmt="rv1_nosched")
     assert r2.ok and sorted(first + _job_ranks(eng, r2.jobid)) == [0, 1, 2, 3]
     assert not eng.match(spec).ok  # all four ranks are taken

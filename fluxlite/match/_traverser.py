@@ -362,7 +362,7 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
         p = self._root_subplan(root)
         if p is None or not dfv:
             return True
-        counts = [dfv.get(t, 0) for t in p.resource_types]
+        counts = p.counts_for(dfv)
         if not any(counts):
             return True
         return p.avail_during(meta.at, meta.duration, counts)
@@ -403,7 +403,7 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
             meta.alloc_type = AT_RESERVE
             duration = meta.duration
             if p is not None:
-                agg = [dfv.get(t, 0) for t in p.resource_types]
+                agg = p.counts_for(dfv)
                 t = p.avail_time_first(meta.at + 1, duration, agg)
                 if t is None:
                     self.errno = p.errno or "ENOENT"

@@ -99,3 +99,108 @@ def test_known_types_follow_the_engine_and_the_filters() -> None:
     # every answer equals the one computed afresh
     for e in (eng, other, with_filter):
         assert _known_types(e, memo) == _known_types(e, [])
+
+
+# ------------------------------------------------------------------ primed requests kept per jobspec
+LABELLED = """version: 1
+resources:
+  - type: node
+    count: 1
+    label: big
+    with:
+      - type: slot
+        count: 1
+        label: default
+        with:
+          - type: socket
+            count: 1
+            exclusive: true
+            with:
+              - type: core
+                count: 2
+attributes:
+  system:
+    duration: 60
+tasks:
+  - command: [app]
+    slot: default
+    count:
+      per_slot: 1
+"""
+
+
+def _fresh(eng: Engine, resources: object) -> tuple[dict, dict, dict]:
+    """What priming gives without any kept answer."""
+    from fluxlite.match.labels import labels_by_type
+
+    tr = eng.traverser
+    dfv: dict = {}
+    ud: dict = {}
+    saved = set(tr.exclusive_types)
+    tr.prime_jobspec(resources, dfv, ud)
+    tr.exclusive_types = saved
+    return dfv, ud, labels_by_type(resources)
+
+
+@pytest.mark.parametrize("policy", ["first", "low", "lonodex"])
+def test_reused_jobspec_matches_like_fresh_ones(policy: str) -> None:
+    """One jobspec object matched again and again gives, match by match, what a freshly parsed copy gives."""
+    from fluxlite.jobspec import parse_jobspec
+
+    def engine() -> Engine:
+        return Engine(generate_graph(nodes=3, sockets=2, cores=2), policy=policy)
+
+    reused, fresh = engine(), engine()
+    js = parse_jobspec(LABELLED)
+    for op in ("allocate", "allocate", "allocate_orelse_reserve", "satisfiability", "allocate", "allocate"):
+        a = reused.match(js, op=op, fmt="jgf")
+        b = fresh.match(parse_jobspec(LABELLED), op=op, fmt="jgf")
+        assert (a.ok, a.jobid, a.at, a.text, a.errno) == (b.ok, b.jobid, b.at, b.text, b.errno)
+        if a.ok and op != "satisfiability":
+            assert '"label": "big"' in a.text  # the labels ride along on the kept path too
+    assert reused.traverser.exclusive_types == fresh.traverser.exclusive_types  # restored after each match
+
+
+def test_kept_priming_equals_fresh_and_callers_get_copies() -> None:
+    """The kept answer equals a fresh priming, and what a caller changes never reaches the kept copy."""
+    from fluxlite.jobspec import parse_jobspec
+
+    eng = _engine()
+    tr = eng.traverser
+    res = parse_jobspec(LABELLED).resources
+    first = tr._primed(res)
+    assert first == _fresh(eng, res)
+    first[0]["core"] = 999
+    first[1].clear()
+    tr.exclusive_types = set(tr.base_exclusive_types)  # as run() leaves it after a match
+    again = tr._primed(res)
+    assert again == _fresh(eng, res)
+    assert "socket" in tr.exclusive_types  # the request's exclusive type, added on the kept path as well
+
+
+def test_mutable_request_trees_are_primed_every_time() -> None:
+    """A request tree held in lists can change between matches: it is never answered from a kept copy."""
+    from dataclasses import replace
+
+    from fluxlite.jobspec import parse_jobspec
+
+    eng = _engine()
+    tr = eng.traverser
+    js = parse_jobspec(LABELLED)
+    tree = list(js.resources)
+    assert tr._primed(tree)[0] == _fresh(eng, tree)[0]
+    node = tree[0]
+    tree[0] = replace(node, count=replace(node.count, min=2, max=2))
+    assert tr._primed(tree)[0] == _fresh(eng, tree)[0]
+    assert tr._primed(tree)[0]["core"] == 2 * _fresh(eng, js.resources)[0]["core"]
+
+
+def test_new_pruning_types_reprime() -> None:
+    """Once a type becomes a pruning type, a kept jobspec asking for it is primed again and counts it."""
+    eng = _engine()
+    tr = eng.traverser
+    res = MEMORY.resources
+    assert "memory" not in tr._primed(res)[0]
+    tr.prune.add("cluster", "memory")
+    assert tr._primed(res)[0].get("memory") == 1
+    assert tr._primed(res) == _fresh(eng, res)

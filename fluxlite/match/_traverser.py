@@ -192,6 +192,7 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
         #: edges marked with the current token (for wide vertices, whose out-edges are too many to scan)
         self._marked: list[int] = []
         self._marked_by: dict[int, list[int]] | None = None
+        self._marked_asked = False
         self._skip: dict[tuple[int, str, str], tuple[dict[int, int], tuple[str, ...], Any, int]] = {}
         self._skip_of: dict[int, tuple[int, str, str]] = {}
         self._ranges: dict[tuple, tuple[int, list]] = {}

@@ -40,6 +40,7 @@ class UpdateStage:
             return -1
         needs, excl, _tok = rt
         self._marked_by = None
+        self._marked_asked = False
         self._reset_color()
         self._leaf_shared = {}
         jv = self.job_vtx.get(meta.jobid)
@@ -274,8 +275,20 @@ class UpdateStage:
                 by[v].sort(key=seq.__getitem__)
 
     def _marked_out(self, u: int) -> list[int]:
-        """Out-edges of ``u`` marked by the last select, in sibling order.  O(marked)."""
+        """Out-edges of ``u`` marked by the last select, in sibling order.  O(marked).
+
+        The first wide vertex of an update walk (usually the only one: the
+        root) filters the marked edges; a second one groups them all by
+        source once, for every later call.
+        """
         by = self._marked_by
+        if by is None and not self._marked_asked:
+            self._marked_asked = True
+            src = self.g.e_src
+            mine = [e for e in self._marked if src[e] == u]
+            if len(mine) > 1:
+                mine.sort(key=self.g.e_seq.__getitem__)
+            return mine
         if by is None:
             by = self._marked_by = {}
             src = self.g.e_src

@@ -204,3 +204,38 @@ def test_new_pruning_types_reprime() -> None:
     tr.prune.add("cluster", "memory")
     assert tr._primed(res)[0].get("memory") == 1
     assert tr._primed(res) == _fresh(eng, res)
+
+
+# ------------------------------------------------------------------ cancel of leaves sharing their dicts
+def _per_vertex(eng: Engine) -> list[tuple]:
+    """Every leaf's own state as values (shared dicts and private copies compare alike)."""
+    tr = eng.traverser
+    cols = (tr.vspans, tr.allocs, tr.resvs, tr.tags, tr.xspans)
+    return [tuple(None if c[v] is None else sorted(c[v].items()) for c in cols) for v in eng.graph.vertices()]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_cancel_in_any_order_restores_the_state(seed: int) -> None:
+    """Allocations and reservations of several shapes, cancelled in a random order, leave what was there before."""
+    import random
+
+    from tests.fluxlite.helpers import CORE, NODE, SOCKET, TWO_NODES, observable, recount_errors
+
+    rnd = random.Random(seed)
+    eng = Engine(generate_graph(nodes=4, sockets=2, cores=4), policy=rnd.choice(["first", "low", "high"]))
+    times = [0, 1800, 3600, 5400, 7200, 10800, 14400]
+    shapes = [CORE, SOCKET, NODE, TWO_NODES]
+    for _ in range(rnd.randrange(0, 4)):
+        eng.match(rnd.choice(shapes), op="allocate")
+    before = (observable(eng, times), _per_vertex(eng))
+    later = []
+    for _ in range(rnd.randrange(3, 14)):
+        r = eng.match(rnd.choice(shapes), op=rnd.choice(["allocate", "allocate_orelse_reserve"]))
+        if r.ok:
+            later.append(r.jobid)
+    assert later
+    rnd.shuffle(later)
+    for j in later:
+        eng.cancel(j)
+        assert not recount_errors(eng, times)
+    assert (observable(eng, times), _per_vertex(eng)) == before

@@ -371,21 +371,36 @@ class ExploreStage:
         visited = 0
         got = 0
         accum = 0
+        # leaves of one earlier allocation share their span dicts: the answer for
+        # the last dict seen is kept (a shared dict is never changed in place)
+        sp_seen: Any = None
+        size_seen = avail_seen = 0
+        xs_seen: Any = None
+        busy_seen = False
         for e in eids:
             v = dst[e]
             visited += 1
             if status and vstat[v] != UP:
                 continue
             sp = vspans[v]
-            avail = vsize[v] if sp is None else avail_during(sp, vsize[v], at, dur)
+            if sp is None:
+                avail = vsize[v]
+            elif sp is sp_seen and vsize[v] == size_seen:
+                avail = avail_seen
+            else:
+                avail = avail_seen = avail_during(sp, vsize[v], at, dur)
+                sp_seen, size_seen = sp, vsize[v]
             if avail == 0:
                 continue
             if x:
                 if alloc_check and allocs[v]:
                     continue
                 xs = xspans[v]
-                if xs is not None and overlaps(xs, at, dur):
-                    continue
+                if xs is not None:
+                    if xs is not xs_seen:
+                        xs_seen, busy_seen = xs, overlaps(xs, at, dur)
+                    if busy_seen:
+                        continue
             egs.append((base + vid[v], avail, x, False, ((avail, avail, x, e),)))
             got += avail
             if per_share:

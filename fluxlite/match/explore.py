@@ -185,15 +185,10 @@ class ExploreStage:
         if keys is None:
             return -1
         dst, vt, ess = g.e_dst, g.v_type, g.e_ss
-        sat_types: set[str] = set()
-        required = [(r.type, multiplier * calc_effective_max(r)) for r in resources]
         colors = self._colors.get(ss) if self._need_colors else None
         leaf_ok = dfv and colors is None and len(g.out) == 1 and self._leaf_requests(resources)
         col = g.out[ss] if leaf_ok else None
         if leaf_ok:
-            by_type = {r.type: r for r in resources}
-            vid = g.v_id
-            base = MATCH_MET + 1 + (0 if self._locality else self.multilevel)
             if len(resources) == 1:
                 r = resources[0]
                 if (
@@ -202,6 +197,11 @@ class ExploreStage:
                     and self._leaf_kids_type(u, keys) == r.type
                 ):
                     return self._leaves_dynamically(meta, keys, r, multiplier, excl, dfu)
+            by_type = {r.type: r for r in resources}
+            vid = g.v_id
+            base = MATCH_MET + 1 + (0 if self._locality else self.multilevel)
+        sat_types: set[str] = set()
+        required = [(r.type, multiplier * calc_effective_max(r)) for r in resources]
         # With several slots to fill (multiplier > 1), progress is counted in
         # whole-child shares, as the slot packing consumes them: one child's
         # units back a single slot, however many it has (Fluxion's share_tally).
@@ -420,6 +420,9 @@ class ExploreStage:
 
     def _leaf_requests(self, resources: Sequence[Any]) -> bool:
         """True if leaves can be evaluated inline against ``resources`` (distinct types, no slot, no factor)."""
+        if len(resources) == 1:
+            t = resources[0].type
+            return t != "slot" and t != "node" and t not in self.factors
         types = [r.type for r in resources]
         if len(set(types)) != len(types) or "slot" in types:
             return False

@@ -186,7 +186,7 @@ class SelectStage:
                 dfu.choose_accum_best_k(c.type, count, desc)
         if self._variation:
             overall = (score + self._perf_class(u)) if score == MATCH_MET else score
-        elif self.policy.order == "locality":
+        elif self._locality:
             overall = (score + g.v_id[u] + 1) if score == MATCH_MET else score
         else:
             f = self.factors.get(t)

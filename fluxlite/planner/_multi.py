@@ -288,6 +288,9 @@ class PlannerMulti:
             )
         mspan = self._counter
         self._counter = mspan + 1
+        if len(planners) == 1:  # the usual aggregate (cores only): no rollback to prepare
+            self._spans[mspan] = [planners[0].add_span(at, duration, counts[0])]
+            return mspan
         sids: list[int] = []
         try:
             for p, c in zip(planners, counts):

@@ -239,3 +239,43 @@ def test_cancel_in_any_order_restores_the_state(seed: int) -> None:
         eng.cancel(j)
         assert not recount_errors(eng, times)
     assert (observable(eng, times), _per_vertex(eng)) == before
+
+
+# ------------------------------------------------------------------ std::sort over plain keys
+@pytest.mark.parametrize("seed", range(40))
+def test_keyed_std_sort_moves_like_the_comparator_one(seed: int) -> None:
+    """std_sort_keyed leaves items in exactly the order std_sort with the matching comparator does (ties too)."""
+    import random
+
+    from fluxlite.match._scoring import std_sort, std_sort_keyed
+
+    rnd = random.Random(seed)
+    n = rnd.choice([2, 3, 16, 17, 40, 100, 257, 1000])
+    distinct = rnd.choice([1, 2, 5, n])
+    items = [(rnd.randrange(distinct), i) for i in range(n)]  # (score, identity)
+    for descending in (False, True):
+        want = list(items)
+        std_sort(want, (lambda a, b: a[0] > b[0]) if descending else (lambda a, b: a[0] < b[0]))
+        got = list(items)
+        std_sort_keyed([-s for s, _ in got] if descending else [s for s, _ in got], got)
+        assert got == want
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_keyed_heap_fallback_moves_like_the_comparator_one(seed: int) -> None:
+    """The heap sort introsort falls back to (deep recursion) gives the same order as its comparator twin."""
+    import random
+
+    from fluxlite.match._scoring import _k_partial_sort, _partial_sort
+
+    rnd = random.Random(seed)
+    n = rnd.randrange(2, 200)
+    items = [(rnd.randrange(rnd.choice([2, 7, n])), i) for i in range(n)]
+    middle = rnd.randrange(1, n + 1)
+    want = list(items)
+    _partial_sort(want, 0, middle, n, lambda a, b: a[0] < b[0])
+    got = list(items)
+    keys = [s for s, _ in got]
+    _k_partial_sort(keys, got, 0, middle, n)
+    assert got == want
+    assert keys == [s for s, _ in got]

@@ -223,7 +223,7 @@ class SelectStage:
             if count == 0:
                 score = MATCH_UNMET
                 break
-            if self.policy.order == "locality":
+            if self._locality:
                 self._choose_locality(dfu, r.type, count)
             else:
                 dfu.choose_accum_best_k(r.type, count, self.descending)

@@ -240,7 +240,7 @@ class UpdateStage:
         Read from the children indexes the select walk built (never computed
         here: a vertex seen for the first time would pay for it).  O(1).
         """
-        if self._kids_version != self.g.version or self.subsystems != [self.dom]:
+        if self._kids_version != self.g.version or len(self.subsystems) != 1:  # subsystems[0] is dom
             return None
         t = self._leaf_kids.get(u)
         if t is None:

@@ -279,3 +279,22 @@ def test_keyed_heap_fallback_moves_like_the_comparator_one(seed: int) -> None:
     _k_partial_sort(keys, got, 0, middle, n)
     assert got == want
     assert keys == [s for s, _ in got]
+
+
+# ------------------------------------------------------------------ a vertex's own timeline
+def test_avail_during_matches_a_plain_sweep() -> None:
+    """Free units over a window (one span fast path, several spans) equal a sweep over every instant."""
+    import random
+
+    from fluxlite.match._vplan import avail_during
+
+    rnd = random.Random(7)
+    for _ in range(3000):
+        size = rnd.randrange(1, 9)
+        spans = {}
+        for sid in range(rnd.choice([1, 1, 1, 2, 3])):
+            s = rnd.randrange(0, 30)
+            spans[sid] = (s, s + rnd.randrange(1, 15), rnd.randrange(0, size + 1))
+        at, dur = rnd.randrange(0, 40), rnd.randrange(1, 15)
+        used = max(sum(a for s, e, a in spans.values() if s <= t < e) for t in range(at, at + dur))
+        assert avail_during(spans, size, at, dur) == size - used

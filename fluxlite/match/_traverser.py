@@ -503,7 +503,11 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
             return []
         tags = self.tags
         n = len(tags)
-        out = sorted({v for v in cand if v < n and (tg := tags[v]) is not None and jobid in tg})
+        held = [v for v in cand if v < n and (tg := tags[v]) is not None and jobid in tg]
+        if not held:  # e.g. right after the job's removal: nothing to sort
+            del self.job_vtx[jobid]
+            return held
+        out = sorted(set(held))
         if len(out) != len(cand):
             if out:
                 self.job_vtx[jobid] = list(out)

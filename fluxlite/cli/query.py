@@ -188,20 +188,20 @@ def _known_types(engine: Any, memo: list[Any]) -> frozenset[str]:
     """The static types, the graph's vertex types and the names in the pruning filters.
 
     Counting the graph's types is O(V), so the set is kept until the graph's
-    structure (its version: any vertex added or removed) or the filter text
-    changes (``memo`` holds graph, version, filter text and set; a session
-    keeps one).  O(filters) when unchanged.
+    structure (its version: any vertex added or removed) or the filters
+    change (``memo`` holds graph, its version, filters, their version and
+    the set; a session keeps one).  O(1) when unchanged.
     """
     g = engine.graph
-    prune = str(engine.traverser.prune)
+    prune = engine.traverser.prune
     k = memo
-    if k and k[0] is g and k[1] == g.version and k[2] == prune:
-        return k[3]  # type: ignore[no-any-return]
+    if k and k[0] is g and k[1] == g.version and k[2] is prune and k[3] == prune.version:
+        return k[4]  # type: ignore[no-any-return]
     known = set(STATIC_TYPES) | set(g.types())
-    for pair in prune.split(","):
+    for pair in str(prune).split(","):
         known.update(x.strip() for x in pair.split(":"))
     got = frozenset(known)
-    k[:] = [g, g.version, prune, got]
+    k[:] = [g, g.version, prune, prune.version, got]
     return got
 
 

@@ -82,6 +82,8 @@ def test_known_types_follow_the_graph() -> None:
     assert _unknown_type(eng, MEMORY.resources, memo) is None
     g.remove_vertices([v])
     assert _unknown_type(eng, MEMORY.resources, memo) == "memory"
+    eng.traverser.prune.add("cluster", "memory")  # a filter name is known too
+    assert _unknown_type(eng, MEMORY.resources, memo) is None
 
 
 def test_known_types_follow_the_engine_and_the_filters() -> None:

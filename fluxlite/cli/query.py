@@ -60,6 +60,8 @@ class QueryContext:
     perf: Perf = field(default_factory=Perf)
     load_format: str = "grug"
     stdout: IO[str] = field(default_factory=lambda: sys.stdout)
+    #: the types a jobspec may name, kept while the graph is unchanged (see _known_types)
+    known_types: list[Any] = field(default_factory=list)
 
 
 def _fmt_double(x: float) -> str:
@@ -153,7 +155,7 @@ def _run_match(ctx: QueryContext, jobid: int, op: str, jobspec_fn: str) -> int:
         ctx.err.write(f"match_allocate: ERROR: Jobspec error for {jobid}: {exc}\n")
         _report(ctx, op, jobid, jobspec_fn, False, 0, True, 0.0)
         return -1
-    unknown = _unknown_type(ctx.engine, jobspec.resources)
+    unknown = _unknown_type(ctx.engine, jobspec.resources, ctx.known_types)
     if unknown is not None:
         # Fluxion closes its resource-type table once the graph is loaded: a jobspec
         # naming any other type does not parse (EINVAL), it is not "unsatisfiable"
@@ -182,15 +184,34 @@ STATIC_TYPES = frozenset(
 )
 
 
-def _unknown_type(engine: Any, resources: Any) -> str | None:
+def _known_types(engine: Any, memo: list[Any]) -> frozenset[str]:
+    """The static types, the graph's vertex types and the names in the pruning filters.
+
+    Counting the graph's types is O(V), so the set is kept until the graph's
+    structure (its version: any vertex added or removed) or the filters
+    change (``memo`` holds graph, its version, filters, their version and
+    the set; a session keeps one).  O(1) when unchanged.
+    """
+    g = engine.graph
+    prune = engine.traverser.prune
+    k = memo
+    if k and k[0] is g and k[1] == g.version and k[2] is prune and k[3] == prune.version:
+        return k[4]  # type: ignore[no-any-return]
+    known = set(STATIC_TYPES) | set(g.types())
+    for pair in str(prune).split(","):
+        known.update(x.strip() for x in pair.split(":"))
+    got = frozenset(known)
+    k[:] = [g, g.version, prune, prune.version, got]
+    return got
+
+
+def _unknown_type(engine: Any, resources: Any, memo: list[Any] | None = None) -> str | None:
     """The first jobspec resource type Fluxion's closed type table would not know, or None.
 
     Known: the static types, the graph's vertex types and the names in the
     pruning filters (Fluxion interns those before it closes the table).
     """
-    known = set(STATIC_TYPES) | set(engine.graph.types())
-    for pair in str(engine.traverser.prune).split(","):
-        known.update(x.strip() for x in pair.split(":"))
+    known = _known_types(engine, [] if memo is None else memo)
     stack = list(resources)
     while stack:
         r = stack.pop()

@@ -15,6 +15,7 @@ for YAML, the line.
 
 from __future__ import annotations
 
+import os
 import re
 from os import PathLike, fspath
 from typing import Any
@@ -925,6 +926,30 @@ _LOADED: dict[tuple[str, bytes], Jobspec] = {}
 _LOADED_MAX = 256
 
 
+def _read_bytes(name: str) -> bytes:
+    """The whole file, read with plain system calls (until a read returns nothing).
+
+    A jobspec is a few hundred bytes, and ``open(...).read()`` spends more
+    on its buffered-file objects (and their fstat, lseek and ioctl calls)
+    than on the read itself: this is about twice as fast for a small file.
+    """
+    fd = os.open(name, os.O_RDONLY | _O_CLOEXEC)
+    try:
+        data = os.read(fd, _READ_CHUNK)
+        if not data:
+            return data
+        parts = [data]
+        while chunk := os.read(fd, _READ_CHUNK):
+            parts.append(chunk)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+_READ_CHUNK = 1 << 16
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
 def load_jobspec(path: str | PathLike[str]) -> Jobspec:
     """Read and parse a jobspec file (YAML or JSON); the path is the error source.
 
@@ -934,8 +959,7 @@ def load_jobspec(path: str | PathLike[str]) -> Jobspec:
     """
     name = fspath(path)
     try:
-        with open(name, "rb") as fh:
-            data = fh.read()
+        data = _read_bytes(name)
     except OSError as exc:
         raise JobspecError(f"{name}: cannot read: {exc.strerror or exc}") from None
     key = (name, data)

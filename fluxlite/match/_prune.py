@@ -46,7 +46,7 @@ class TypeOrder:
 class PruneFilters:
     """Parsed pruning-filter spec for one subsystem."""
 
-    __slots__ = ("_cache", "anchors", "order", "total")
+    __slots__ = ("_cache", "anchors", "order", "total", "version")
 
     def __init__(self, spec: str, order: TypeOrder) -> None:
         self.order = order
@@ -55,6 +55,8 @@ class PruneFilters:
         #: every pruned type
         self.total: set[str] = set()
         self._cache: dict[str, tuple[str, ...]] = {}
+        #: bumped by every :meth:`add` (readers keep what they derive until it changes)
+        self.version = 0
         spec = spec.strip()
         if spec:
             for pair in spec.split(","):
@@ -81,6 +83,7 @@ class PruneFilters:
             self.anchors.setdefault(anchor, set()).add(ptype)
         self.total.add(ptype)
         self._cache.clear()
+        self.version += 1
 
     def is_pruning_type(self, t: str) -> bool:
         return t in self.total

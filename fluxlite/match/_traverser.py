@@ -42,6 +42,7 @@ from typing import Any
 
 from fluxlite.graph import UP, ResourceGraph
 from fluxlite.match._common import (
+    _TRISTATE_TRUE,
     AT_ALLOC,
     AT_RESERVE,
     AT_SATISFIABILITY,
@@ -55,7 +56,7 @@ from fluxlite.match._common import (
 )
 from fluxlite.match._prune import PruneFilters, TypeOrder
 from fluxlite.match.explore import ExploreStage
-from fluxlite.match.labels import with_labels
+from fluxlite.match.labels import LabelWriter, labels_by_type
 from fluxlite.match.policies import MatchPolicy
 from fluxlite.match.release import ReleaseStage
 from fluxlite.match.select import SelectStage
@@ -75,6 +76,28 @@ __all__ = [
     "calc_count",
     "calc_effective_max",
 ]
+
+
+def _frozen_tree(resources: Any) -> bool:
+    """True if the request tree is immutable: tuples of frozen requests all the way down."""
+    if type(resources) is not tuple:
+        return False
+    for r in resources:
+        if not getattr(type(r), "__dataclass_params__", None) or not r.__dataclass_params__.frozen:
+            return False
+        if not _frozen_tree(r.with_):
+            return False
+    return True
+
+
+def _exclusive_types_of(resources: Any) -> set[str]:
+    """The types requested with ``exclusive: true`` anywhere in the tree (what priming adds)."""
+    out = set()
+    for r in resources:
+        if r.exclusive is _TRISTATE_TRUE:
+            out.add(r.type)
+        out |= _exclusive_types_of(r.with_)
+    return out
 
 
 class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, UpdateStage, ReleaseStage):
@@ -169,6 +192,7 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
         #: edges marked with the current token (for wide vertices, whose out-edges are too many to scan)
         self._marked: list[int] = []
         self._marked_by: dict[int, list[int]] | None = None
+        self._marked_asked = False
         self._skip: dict[tuple[int, str, str], tuple[dict[int, int], tuple[str, ...], Any, int]] = {}
         self._skip_of: dict[int, tuple[int, str, str]] = {}
         self._ranges: dict[tuple, tuple[int, list]] = {}
@@ -185,6 +209,8 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
         #: and the log of vertices update/cancel walks went through, which it reads
         self._rootc: Any = None
         self._ep_log: list[int] | None = None
+        #: id(request tree) -> (tree, pruning types, primed counts, ..., labels), see _primed
+        self._primed_reqs: dict[int, tuple] = {}
         graph.add_observer(self)
         self.initialized = False
 
@@ -257,9 +283,7 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
         graph_dur = self.graph_end - self.graph_start
         x = self._exclusivity(jobspec.resources, root)
         saved = set(self.exclusive_types)
-        dfv: dict[str, int] = {}
-        self._ud: dict[int, dict[str, int]] = {}
-        self.prime_jobspec(jobspec.resources, dfv, self._ud)
+        dfv, self._ud, labels = self._primed(jobspec.resources)
         dur = jobspec.duration
         if dur > graph_dur:
             self.errno = "EINVAL"
@@ -287,9 +311,44 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
                     return -1, at
                 if at + meta.duration > self.graph_end:
                     meta.duration = self.graph_end - at
-                rc = self.update(root, with_labels(writer, jobspec.resources), meta)
+                rc = self.update(root, LabelWriter(writer, labels) if labels else writer, meta)
         self._reset_exclusive_types(saved)
         return rc, meta.at
+
+    #: requests primed and kept (see _primed); the oldest half is dropped past this
+    _PRIMED_MAX = 64
+
+    def _primed(self, resources: Sequence[Any]) -> tuple[dict[str, int], dict[int, dict[str, int]], dict]:
+        """Prime ``resources`` (see :meth:`prime_jobspec`): (root counts, per-request counts, labels by type).
+
+        Also adds the request's exclusive types to ``exclusive_types``.  A
+        parsed jobspec is immutable (tuples of frozen requests), so the answer
+        is kept per request tree and reused while the tree object lives (it is
+        held, so its identity cannot be reused) and the pruning types are the
+        same (they only grow); mutable trees (lists) are primed every time.
+        The caller gets its own copies of the dicts.  O(jobspec) the first
+        time, O(requests) after.
+        """
+        key = id(resources)
+        ntypes = len(self.prune.total)
+        got = self._primed_reqs.get(key)
+        if got is not None and got[0] is resources and got[1] == ntypes:
+            _res, _n, dfv, ud, xtypes, labels = got
+            if xtypes:
+                self.exclusive_types.update(xtypes)
+            return dict(dfv), dict(ud), labels
+        dfv = {}
+        ud: dict[int, dict[str, int]] = {}
+        self.prime_jobspec(resources, dfv, ud)
+        labels = labels_by_type(resources)
+        if _frozen_tree(resources):
+            cache = self._primed_reqs
+            if len(cache) >= self._PRIMED_MAX:
+                for k in list(cache)[: self._PRIMED_MAX // 2]:
+                    del cache[k]
+            xtypes = frozenset(_exclusive_types_of(resources))
+            cache[key] = (resources, ntypes, dict(dfv), dict(ud), xtypes, labels)
+        return dfv, ud, labels
 
     def _root_subplan(self, root: int) -> PlannerMulti | None:
         col = self.subplan.get(self.dom)
@@ -362,7 +421,7 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
         p = self._root_subplan(root)
         if p is None or not dfv:
             return True
-        counts = [dfv.get(t, 0) for t in p.resource_types]
+        counts = p.counts_for(dfv)
         if not any(counts):
             return True
         return p.avail_during(meta.at, meta.duration, counts)
@@ -403,7 +462,7 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
             meta.alloc_type = AT_RESERVE
             duration = meta.duration
             if p is not None:
-                agg = [dfv.get(t, 0) for t in p.resource_types]
+                agg = p.counts_for(dfv)
                 t = p.avail_time_first(meta.at + 1, duration, agg)
                 if t is None:
                     self.errno = p.errno or "ENOENT"
@@ -444,7 +503,11 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
             return []
         tags = self.tags
         n = len(tags)
-        out = sorted({v for v in cand if v < n and (tg := tags[v]) is not None and jobid in tg})
+        held = [v for v in cand if v < n and (tg := tags[v]) is not None and jobid in tg]
+        if not held:  # e.g. right after the job's removal: nothing to sort
+            del self.job_vtx[jobid]
+            return held
+        out = sorted(set(held))
         if len(out) != len(cand):
             if out:
                 self.job_vtx[jobid] = list(out)

@@ -21,6 +21,9 @@ def avail_during(spans: dict[int, tuple[int, int, int]] | None, size: int, at: i
     if not spans:
         return size
     end = at + duration
+    if len(spans) == 1:  # the usual case: one job's span
+        for s, e, a in spans.values():
+            return size - a if s < end and e > at else size
     # Usage is piecewise constant; its maximum over the window is reached at
     # ``at`` or at the start of a span inside the window.
     live = [(s, e, a) for (s, e, a) in spans.values() if s < end and e > at]

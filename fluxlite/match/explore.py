@@ -185,15 +185,10 @@ class ExploreStage:
         if keys is None:
             return -1
         dst, vt, ess = g.e_dst, g.v_type, g.e_ss
-        sat_types: set[str] = set()
-        required = [(r.type, multiplier * calc_effective_max(r)) for r in resources]
         colors = self._colors.get(ss) if self._need_colors else None
         leaf_ok = dfv and colors is None and len(g.out) == 1 and self._leaf_requests(resources)
         col = g.out[ss] if leaf_ok else None
         if leaf_ok:
-            by_type = {r.type: r for r in resources}
-            vid = g.v_id
-            base = MATCH_MET + 1 + (0 if self._locality else self.multilevel)
             if len(resources) == 1:
                 r = resources[0]
                 if (
@@ -202,6 +197,11 @@ class ExploreStage:
                     and self._leaf_kids_type(u, keys) == r.type
                 ):
                     return self._leaves_dynamically(meta, keys, r, multiplier, excl, dfu)
+            by_type = {r.type: r for r in resources}
+            vid = g.v_id
+            base = MATCH_MET + 1 + (0 if self._locality else self.multilevel)
+        sat_types: set[str] = set()
+        required = [(r.type, multiplier * calc_effective_max(r)) for r in resources]
         # With several slots to fill (multiplier > 1), progress is counted in
         # whole-child shares, as the slot packing consumes them: one child's
         # units back a single slot, however many it has (Fluxion's share_tally).
@@ -371,21 +371,36 @@ class ExploreStage:
         visited = 0
         got = 0
         accum = 0
+        # leaves of one earlier allocation share their span dicts: the answer for
+        # the last dict seen is kept (a shared dict is never changed in place)
+        sp_seen: Any = None
+        size_seen = avail_seen = 0
+        xs_seen: Any = None
+        busy_seen = False
         for e in eids:
             v = dst[e]
             visited += 1
             if status and vstat[v] != UP:
                 continue
             sp = vspans[v]
-            avail = vsize[v] if sp is None else avail_during(sp, vsize[v], at, dur)
+            if sp is None:
+                avail = vsize[v]
+            elif sp is sp_seen and vsize[v] == size_seen:
+                avail = avail_seen
+            else:
+                avail = avail_seen = avail_during(sp, vsize[v], at, dur)
+                sp_seen, size_seen = sp, vsize[v]
             if avail == 0:
                 continue
             if x:
                 if alloc_check and allocs[v]:
                     continue
                 xs = xspans[v]
-                if xs is not None and overlaps(xs, at, dur):
-                    continue
+                if xs is not None:
+                    if xs is not xs_seen:
+                        xs_seen, busy_seen = xs, overlaps(xs, at, dur)
+                    if busy_seen:
+                        continue
             egs.append((base + vid[v], avail, x, False, ((avail, avail, x, e),)))
             got += avail
             if per_share:
@@ -405,6 +420,9 @@ class ExploreStage:
 
     def _leaf_requests(self, resources: Sequence[Any]) -> bool:
         """True if leaves can be evaluated inline against ``resources`` (distinct types, no slot, no factor)."""
+        if len(resources) == 1:
+            t = resources[0].type
+            return t != "slot" and t != "node" and t not in self.factors
         types = [r.type for r in resources]
         if len(set(types)) != len(types) or "slot" in types:
             return False

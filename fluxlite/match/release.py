@@ -89,6 +89,10 @@ class ReleaseStage:
         j2s = self.job2span.get(self.dom)
         ep = self._epoch
         rc = 0
+        pre = post = 0
+        # The leaves of one allocation share their four dicts (see UpdateStage._upd_dfv):
+        # a leaf holding exactly the dicts the previous leaf was cleared of ends the same way.
+        last = None
         for e in out:
             v = dst[e]
             if col[v]:
@@ -96,32 +100,50 @@ class ReleaseStage:
                 continue
             tg = tags[v]
             if tg is None or jobid not in tg:
-                self.preorder += 1
+                pre += 1
                 continue
             xs = xspans[v]
+            if last is not None and tg is last[0] and xs is last[1] and not (j2s is not None and j2s[v]):
+                table = last[2]
+                if (
+                    table[v] is last[3]
+                    and vspans[v] is last[4]
+                    and (table is allocs or (d := allocs[v]) is None or jobid not in d)
+                ):
+                    pre += 1
+                    post += 1
+                    ep[v] = ep.get(v, 0) + 1
+                    tags[v] = xspans[v] = table[v] = vspans[v] = None
+                    continue
             if len(tg) != 1 or xs is None or len(xs) != 1 or jobid not in xs or (j2s is not None and j2s[v]):
                 rc += self._mod_dfv(v, jobid)
                 continue
-            self.preorder += 1
+            pre += 1
             ep[v] = ep.get(v, 0) + 1
             tags[v] = None
             xspans[v] = None
+            last = None
             for table in (allocs, resvs):
                 d = table[v]
                 if d is not None and jobid in d:
+                    sp = vspans[v]
                     if len(d) == 1:
                         table[v] = None
                         sid = d[jobid]
                     else:
                         sid = _drop(table, v, jobid)
-                    sp = vspans[v]
                     if sp is not None and sid in sp:
                         if len(sp) == 1:
                             vspans[v] = None
+                            if len(d) == 1:
+                                # the whole leaf was cleared: later leaves holding these same dicts may be too
+                                last = (tg, xs, table, d, sp)
                         else:
                             _drop(vspans, v, sid)
                     break
-            self.postorder += 1
+            post += 1
+        self.preorder += pre
+        self.postorder += post
         return rc
 
     def _rem_plan(self, u: int, jobid: int) -> tuple[int, int, int] | None:

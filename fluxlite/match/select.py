@@ -75,8 +75,7 @@ class SelectStage:
         ud = self._ud.get(id(r))
         if not ud:
             return 0
-        counts = [ud.get(t, 0) for t in p.resource_types]
-        return 0 if p.avail_during(meta.at, meta.duration, counts) else -1
+        return 0 if p.avail_during(meta.at, meta.duration, p.counts_for(ud)) else -1
 
     def _prune(self, meta: JobMeta, excl: bool, ss: str, u: int, resources: Sequence[Any]) -> int:
         g = self.g
@@ -85,16 +84,26 @@ class SelectStage:
         t = g.v_type[u]
         if meta.constraint is not None and t == "node" and not self._constraint_match(meta.constraint, u):
             return -1
-        if self._avail(u, meta.at, meta.duration) == 0:
+        sp = self.vspans[u]
+        if (avail_during(sp, g.v_size[u], meta.at, meta.duration) if sp else g.v_size[u]) == 0:
             return -1
+        p = None
         for r in resources:
             rt = r.type
             if t != rt and rt != "slot":
                 continue
             if rt != "slot" and self._by_excl(meta, u, excl, r) == -1:
                 return -1
-            if self._by_subplan(meta, ss, u, r) == -1:
-                return -1
+            # _by_subplan inlined
+            if p is None:
+                col = self.subplan.get(ss)
+                p = col[u] if col is not None else None
+                if p is None:
+                    p = False
+            if p is not False:
+                ud = self._ud.get(id(r))
+                if ud and not p.avail_during(meta.at, meta.duration, p.counts_for(ud)):
+                    return -1
         return 0
 
     def _constraint_match(self, constraint: Any, u: int) -> bool:
@@ -146,7 +155,10 @@ class SelectStage:
             child_types = self._child_types[u] = frozenset(
                 vt[dst[e]] for col in g.out.values() for e in col[u]
             )
-        return all(c.type in child_types for c in slot_r.with_)
+        for c in slot_r.with_:
+            if c.type not in child_types:
+                return False
+        return True
 
     def _dom_discover_vtx(self, u: int) -> int:
         f = self.factors.get(self.g.v_type[u])
@@ -174,7 +186,7 @@ class SelectStage:
                 dfu.choose_accum_best_k(c.type, count, desc)
         if self._variation:
             overall = (score + self._perf_class(u)) if score == MATCH_MET else score
-        elif self.policy.order == "locality":
+        elif self._locality:
             overall = (score + g.v_id[u] + 1) if score == MATCH_MET else score
         else:
             f = self.factors.get(t)
@@ -211,7 +223,7 @@ class SelectStage:
             if count == 0:
                 score = MATCH_UNMET
                 break
-            if self.policy.order == "locality":
+            if self._locality:
                 self._choose_locality(dfu, r.type, count)
             else:
                 dfu.choose_accum_best_k(r.type, count, self.descending)

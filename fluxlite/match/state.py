@@ -183,11 +183,11 @@ class GraphStateStage:
         p = col[tgt] if col is not None else None
         if p is None:
             return
-        n = p.resources_len
+        n = len(p)
         if n == 0:
             return
         avail = p.avail_resources_at(meta.now, n - 1)
-        if avail == 0 and p.span_size == 0:
+        if avail == 0 and not p.span_size:
             return
         keys = self._outedge_order(u)
         if keys is None:

@@ -40,6 +40,7 @@ class UpdateStage:
             return -1
         needs, excl, _tok = rt
         self._marked_by = None
+        self._marked_asked = False
         self._reset_color()
         self._leaf_shared = {}
         jv = self.job_vtx.get(meta.jobid)
@@ -239,7 +240,7 @@ class UpdateStage:
         Read from the children indexes the select walk built (never computed
         here: a vertex seen for the first time would pay for it).  O(1).
         """
-        if self._kids_version != self.g.version or self.subsystems != [self.dom]:
+        if self._kids_version != self.g.version or len(self.subsystems) != 1:  # subsystems[0] is dom
             return None
         t = self._leaf_kids.get(u)
         if t is None:
@@ -274,17 +275,36 @@ class UpdateStage:
                 by[v].sort(key=seq.__getitem__)
 
     def _marked_out(self, u: int) -> list[int]:
-        """Out-edges of ``u`` marked by the last select, in sibling order.  O(marked)."""
+        """Out-edges of ``u`` marked by the last select, in sibling order.  O(marked).
+
+        The first wide vertex of an update walk (usually the only one: the
+        root) filters the marked edges; a second one groups them all by
+        source once, for every later call.
+        """
         by = self._marked_by
+        if by is None and not self._marked_asked:
+            self._marked_asked = True
+            src = self.g.e_src
+            mine = [e for e in self._marked if src[e] == u]
+            if len(mine) > 1:
+                mine.sort(key=self.g.e_seq.__getitem__)
+            return mine
         if by is None:
             by = self._marked_by = {}
             src = self.g.e_src
+            get = by.get
             for e in self._marked:
-                by.setdefault(src[e], []).append(e)
+                s = src[e]
+                lst = get(s)
+                if lst is None:
+                    by[s] = [e]
+                else:
+                    lst.append(e)
             seq = self.g.e_seq
+            key = seq.__getitem__
             for lst in by.values():
                 if len(lst) > 1:
-                    lst.sort(key=seq.__getitem__)
+                    lst.sort(key=key)
         return by.get(u, [])
 
     def _upd_leaf(
@@ -306,14 +326,38 @@ class UpdateStage:
         jobid = meta.jobid
         table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
         at, end = meta.at, meta.at + meta.duration
+        # _own(col, v)[key] = value, inlined for each column (one leaf, four columns)
         if full and meta.alloc_type != AT_SATISFIABILITY:
             self._span_seq += 1
             sid = self._span_seq
-            _own(self.vspans, v)[sid] = (at, end, needs)
-            _own(table, v)[jobid] = sid
-        _own(self.tags, v)[jobid] = jobid
+            col = self.vspans
+            d = col[v]
+            if d is None:
+                d = col[v] = {}
+            elif type(d) is _Shared:
+                d = col[v] = dict(d)
+            d[sid] = (at, end, needs)
+            d = table[v]
+            if d is None:
+                d = table[v] = {}
+            elif type(d) is _Shared:
+                d = table[v] = dict(d)
+            d[jobid] = sid
+        col = self.tags
+        d = col[v]
+        if d is None:
+            d = col[v] = {}
+        elif type(d) is _Shared:
+            d = col[v] = dict(d)
+        d[jobid] = jobid
         self._jv_add(v)
-        _own(self.xspans, v)[jobid] = (at, end)
+        col = self.xspans
+        d = col[v]
+        if d is None:
+            d = col[v] = {}
+        elif type(d) is _Shared:
+            d = col[v] = dict(d)
+        d[jobid] = (at, end)
         g = self.g
         t = g.v_type[v]
         if t in self.prune.total:
@@ -351,33 +395,38 @@ class UpdateStage:
         excl_parent: bool = False,
     ) -> int:
         g = self.g
+        at = meta.at
+        end = at + meta.duration
+        jobid = meta.jobid
         if excl:
             n += 1
             if full and meta.alloc_type != AT_SATISFIABILITY:
-                sid = self._new_span_id()
-                _own(self.vspans, u)[sid] = (meta.at, meta.at + meta.duration, needs)
+                self._span_seq += 1
+                sid = self._span_seq
+                _own(self.vspans, u)[sid] = (at, end, needs)
                 table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
-                _own(table, u)[meta.jobid] = sid
+                _own(table, u)[jobid] = sid
         if n > 0:
-            jobid = meta.jobid
             _own(self.tags, u)[jobid] = jobid
             self._jv_add(u)
             xs = _own(self.xspans, u)
             old = xs.get(jobid)
             if old is None:
-                xs[jobid] = (meta.at, meta.at + meta.duration)
+                xs[jobid] = (at, end)
             else:  # a grow: the job already uses this vertex
-                xs[jobid] = (min(old[0], meta.at), max(old[1], meta.at + meta.duration))
+                xs[jobid] = (min(old[0], at), max(old[1], end))
             col = self.subplan.get(ss)
             p = col[u] if col is not None else None
             if p is not None and acc:
-                self._add_job_span(ss, u, p, jobid, meta.at, meta.duration, acc)
-            if excl:
-                self._accum_if(g.v_type[u], g.v_size[u], to_parent)
-            else:
-                self._accum_if(g.v_type[u], g.v_size[u] - needs, to_parent)
+                self._add_job_span(ss, u, p, jobid, at, meta.duration, acc)
+            # _accum_if inlined: the vertex's own units, then what its subtree gave
+            total = self.prune.total
+            t = g.v_type[u]
+            if t in total:
+                to_parent[t] = to_parent.get(t, 0) + (g.v_size[u] if excl else g.v_size[u] - needs)
             for t, c in acc.items():
-                self._accum_if(t, c, to_parent)
+                if t in total:
+                    to_parent[t] = to_parent.get(t, 0) + c
             if not (excl_parent and not writer.emit_exclusive_subtrees):
                 writer.emit_vtx(self._levels[self.trav_level], g, u, needs, None, excl)
         self.trav_level -= 1
@@ -387,8 +436,7 @@ class UpdateStage:
         self, ss: str, u: int, p: PlannerMulti, jobid: int, at: int, duration: int, acc: dict[str, int]
     ) -> None:
         """Record ``acc`` in ``u``'s aggregate for ``jobid``, merging with a span the job already has."""
-        types = p.resource_types
-        counts = [acc.get(t, 0) for t in types]
+        counts = p.counts_for(acc)
         j2s = self.job2span[ss]
         d2 = j2s[u]
         if d2 is None:

@@ -118,6 +118,11 @@ class PlannerMulti:
         """The resource types in index order (a copy)."""
         return list(self._types)
 
+    def counts_for(self, amounts: Mapping[str, int]) -> list[int]:
+        """``amounts`` (type -> units) as a count per resource type, in index order (0 when absent)."""
+        get = amounts.get
+        return [get(t, 0) for t in self._types]
+
     def _check_index(self, i: int) -> None:
         if not 0 <= i < len(self._planners):
             raise PlannerError("resource index out of range", errno=EINVAL, index=i)
@@ -283,6 +288,9 @@ class PlannerMulti:
             )
         mspan = self._counter
         self._counter = mspan + 1
+        if len(planners) == 1:  # the usual aggregate (cores only): no rollback to prepare
+            self._spans[mspan] = [planners[0].add_span(at, duration, counts[0])]
+            return mspan
         sids: list[int] = []
         try:
             for p, c in zip(planners, counts):

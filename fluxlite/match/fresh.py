@@ -1,0 +1,548 @@
+"""Fresh-subtree templates: one walk of an untouched subtree, replayed for its structural twins.
+
+A large match (64 whole nodes) walks many subtrees that are entirely free and
+shaped alike.  For such a subtree the select walk (scores, slots, marks) and
+the update walk (spans, tags, aggregate spans, output lines) compute the
+same thing up to vertex and edge ids.  This module owns that shortcut:
+
+- the *shape* of a subtree (:class:`_Shape`): its vertices in preorder,
+  which must be a contiguous range of handles, its edges, a contiguous range
+  too, and what the walks read of the structure (types, sizes, ids below the
+  subtree root, relative uniq ids, children lists); a *twin* is a subtree
+  whose structure equals a shape shifted by a vertex and an edge offset
+  (checked with list slices, cached per graph version);
+- *freshness*: no state on any vertex of the subtree (no span, allocation,
+  reservation, tag or exclusive window; every vertex up; no aggregate span),
+  no edge marked yet by the current select, and the same edge weights;
+- the select template (:class:`_SelTmpl`), recorded for the first fresh
+  subtree a request visits in one select pass and replayed for its twins:
+  the marks it leaves on its edges, its pre/postorder counts, and the score
+  it reports up (its root's id enters the score; a score factor of the root's
+  type is recomputed for the twin, as the plain walk does);
+- the update template (:class:`_UpdTmpl`), recorded for the first such
+  subtree of one update walk (``simple`` output) and replayed for twins whose
+  marks equal the recorded ones: the per-vertex dicts (leaf dicts shared by
+  the allocation are the same objects; own dicts get the twin's span ids),
+  aggregate spans, epochs, the per-job vertex index and the output lines.
+
+Anything outside these conditions takes the plain walk, so results and state
+are exactly the plain walk's (``Traverser.fresh = False`` turns the path off;
+``tests/fluxlite/test_fresh.py`` compares the two).  Costs: recording is
+O(subtree) once per request per select/update; a replay is O(subtree) in
+C-level slice operations plus O(internal vertices) in Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fluxlite.graph import UP
+from fluxlite.match._common import JobMeta, _Shared, calc_effective_max
+from fluxlite.match._scoring import MATCH_MET, Dfu
+from fluxlite.writers.simple import SimpleWriter
+
+#: subtrees with fewer vertices are walked plainly (a replay would not pay for its checks)
+FRESH_MIN = 8
+#: children of one vertex above which the walks use other indexes (never templated)
+_WIDE = 64
+#: record attempts per request and select/update pass before giving up
+_ATTEMPTS = 3
+_NOPE = object()
+
+
+class _Shape:
+    """What the walks read of a subtree's structure, relative to its root ``a`` and first edge ``e0``."""
+
+    __slots__ = ("degs", "internal", "kids", "m", "n", "sizes", "types", "uniq_rel", "vid_inner")
+
+    def __init__(self, g: Any, col: list[list[int]], a: int, n: int, e0: int) -> None:
+        dst = g.e_dst
+        self.n = n
+        self.m = n - 1
+        self.types = g.v_type[a : a + n]
+        self.sizes = g.v_size[a : a + n]
+        self.vid_inner = g.v_id[a + 1 : a + n]
+        ua = g.v_uniq[a]
+        self.uniq_rel = [x - ua for x in g.v_uniq[a : a + n]]
+        self.degs = [len(x) for x in col[a : a + n]]
+        #: internal positions (with children) in preorder
+        self.internal = [i for i, d in enumerate(self.degs) if d]
+        #: per internal position: (out-edges relative to e0, their targets relative to a)
+        self.kids = [
+            (i, [e - e0 for e in col[a + i]], [dst[e] - a for e in col[a + i]]) for i in self.internal
+        ]
+
+
+class _SelTmpl:
+    __slots__ = ("avail", "factor", "marks", "post", "pre", "score_off", "shape", "weights", "x_in")
+
+
+class _UpdTmpl:
+    __slots__ = (
+        "acc",
+        "jv_rel",
+        "lines",
+        "marks",
+        "n_ret",
+        "obe",
+        "own",
+        "plans",
+        "runs",
+        "seq0",
+        "seq_delta",
+        "shape",
+        "visited",
+    )
+
+
+class FreshStage:
+    """Fresh-subtree templates of :class:`~fluxlite.match.Traverser` (a mixin over its state)."""
+
+    # ------------------------------------------------------------ shapes and twins
+    def _fresh_shape(self, a: int) -> tuple[_Shape, int] | None:
+        """The shape of ``a``'s subtree and its first edge, or None if it cannot be templated.  Cached."""
+        g = self.g
+        if self._fver != g.version:
+            self._fshape = {}
+            self._fver = g.version
+        got = self._fshape.get(a, False)
+        if got is not False:
+            return got
+        self._fshape[a] = None
+        col = g.out[self.dom]
+        dst = g.e_dst
+        order = []
+        edges: list[int] = []
+        stack = [a]
+        while stack:
+            v = stack.pop()
+            order.append(v)
+            kids = col[v]
+            if kids:
+                if len(kids) > _WIDE:
+                    return None
+                edges.extend(kids)
+                stack.extend(dst[e] for e in reversed(kids))
+        n = len(order)
+        if n < FRESH_MIN or order != list(range(a, a + n)):
+            return None
+        e0 = min(edges)
+        if sorted(edges) != list(range(e0, e0 + n - 1)):
+            return None
+        got = (_Shape(g, col, a, n, e0), e0)
+        self._fshape[a] = got
+        return got
+
+    def _fresh_twin(self, shape: _Shape, b: int) -> int | None:
+        """The first edge of ``b``'s subtree if it has exactly ``shape`` (shifted), else None.  Cached."""
+        g = self.g
+        if self._fver != g.version:
+            self._fshape = {}
+            self._fver = g.version
+        got = self._fshape.get(b)
+        if got is not None and got[0] is shape:
+            return got[1]
+        n = shape.n
+        col = g.out[self.dom]
+        out_b = col[b]
+        if (
+            not out_b
+            or g.v_type[b : b + n] != shape.types
+            or g.v_size[b : b + n] != shape.sizes
+            or g.v_id[b + 1 : b + n] != shape.vid_inner
+        ):
+            return None
+        if [len(x) for x in col[b : b + n]] != shape.degs:
+            return None
+        ub = g.v_uniq[b]
+        if [x - ub for x in g.v_uniq[b : b + n]] != shape.uniq_rel:
+            return None
+        e0 = out_b[0] - shape.kids[0][1][0]
+        dst = g.e_dst
+        for i, erel, drel in shape.kids:
+            out = col[b + i]
+            if [e - e0 for e in out] != erel or [dst[e] - b for e in out] != drel:
+                return None
+        self._fshape[b] = (shape, e0)
+        return e0
+
+    def _fresh_state(self, shape: _Shape, b: int) -> bool:
+        """Is ``b``'s subtree untouched: no state on any vertex, all up, no aggregate span?  O(subtree) in C."""
+        n = shape.n
+        hi = b + n
+        for col in (self.vspans, self.allocs, self.resvs, self.tags, self.xspans):
+            if col[b:hi].count(None) != n:
+                return False
+        if self.g.v_status[b:hi].count(UP) != n:
+            return False
+        sub = self.subplan.get(self.dom)
+        j2s = self.job2span.get(self.dom)
+        for i in shape.internal:
+            v = b + i
+            if sub is not None and (p := sub[v]) is not None and p.span_size:
+                return False
+            if j2s is not None and j2s[v]:
+                return False
+        return True
+
+    def _fresh_ready(self, meta: JobMeta) -> bool:
+        """May this select pass use templates?  (Single subsystem, no constraint, id-monotone scores.)"""
+        return (
+            self.fresh
+            and not getattr(self, "_alternatives", False)
+            and len(self.subsystems) == 1
+            and len(self.g.out) == 1
+            and not self._variation
+            and not self._locality
+            and meta.constraint is None
+        )
+
+    # ------------------------------------------------------------ select
+    def _sel_clean(self, shape: _Shape, b: int, e0: int) -> bool:
+        """Fresh, and no edge of the subtree marked by this select pass yet."""
+        return self.token not in self.e_token[e0 : e0 + shape.m] and self._fresh_state(shape, b)
+
+    def _fresh_dfv(
+        self, meta: JobMeta, u: int, resources: Sequence[Any], pristine: bool, excl: bool, to_parent: Dfu
+    ) -> tuple[int, bool] | None:
+        """``_dom_dfv`` of ``u`` from a template (or recording one); None: take the plain walk."""
+        g = self.g
+        if not g.out[self.dom][u]:
+            return None
+        key = (id(resources), pristine, excl)
+        tm = self._fsel.get(key)
+        if tm is _NOPE:
+            return None
+        if tm is not None:
+            e0 = self._fresh_twin(tm.shape, u)
+            if (
+                e0 is None
+                or not self._sel_clean(tm.shape, u, e0)
+                or self.e_weight[e0 : e0 + tm.shape.m] != tm.weights
+            ):
+                return None
+            return self._sel_replay(tm, u, e0, to_parent)
+        t = g.v_type[u]
+        if not any(r.type == t and calc_effective_max(r) > 1 for r in resources):
+            return None
+        got = self._fresh_shape(u)
+        if got is None:
+            return None
+        shape, e0 = got
+        if not self._sel_clean(shape, u, e0) or any(
+            g.v_type[u + i] in self.factors for i in range(1, shape.n)
+        ):
+            return None
+        return self._sel_record(meta, u, resources, pristine, excl, to_parent, key, shape, e0)
+
+    def _sel_record(
+        self,
+        meta: JobMeta,
+        u: int,
+        resources: Sequence[Any],
+        pristine: bool,
+        excl: bool,
+        to_parent: Dfu,
+        key: tuple,
+        shape: _Shape,
+        e0: int,
+    ) -> tuple[int, bool]:
+        marked = self._marked
+        m0, pre0, post0, ml0 = len(marked), self.preorder, self.postorder, self.multilevel
+        err0 = (self.err_msg, self.errno)
+        weights = self.e_weight[e0 : e0 + shape.m]
+        cd = Dfu()
+        rc, x_in = self._dom_dfv_plain(meta, u, resources, pristine, excl, cd)
+        if rc == 0:
+            if cd.evals:
+                to_parent.merge(cd)
+            to_parent.avail = cd.avail
+            to_parent.overall_score = cd.overall_score
+        tries = self._ftries.get(key, 0) + 1
+        self._ftries[key] = tries
+        new = marked[m0:]
+        hi = e0 + shape.m
+        if (
+            rc != 0
+            or cd.evals
+            or (self.err_msg, self.errno) != err0
+            or self.multilevel != ml0
+            or cd.overall_score != MATCH_MET + ml0 + self.g.v_id[u] + 1
+            or not all(e0 <= e < hi for e in new)
+            or self.e_token[e0:hi].count(self.token) != len(new)
+        ):
+            if tries >= _ATTEMPTS:
+                self._fsel[key] = _NOPE
+            return rc, x_in
+        tm = _SelTmpl()
+        tm.shape = shape
+        tm.weights = weights
+        tm.pre = self.preorder - pre0
+        tm.post = self.postorder - post0
+        tm.x_in = x_in
+        tm.avail = cd.avail
+        tm.score_off = cd.overall_score - ml0 - self.g.v_id[u]
+        tm.factor = self.g.v_type[u] in self.factors
+        e_needs, e_excl = self.e_needs, self.e_excl
+        tm.marks = [(e - e0, e_needs[e], e_excl[e]) for e in new]
+        self._fsel[key] = tm
+        return rc, x_in
+
+    def _sel_replay(self, tm: _SelTmpl, u: int, e0: int, to_parent: Dfu) -> tuple[int, bool] | None:
+        g = self.g
+        vid = g.v_id[u]
+        if tm.factor:
+            if vid < -1:
+                return None
+            f = self.factors[g.v_type[u]]
+            self.multilevel += f.calc(vid + 1, g.v_uniq[u])
+            self.multilevel -= f.factor
+        self.preorder += tm.pre
+        self.postorder += tm.post
+        token = self.token
+        e_needs, e_excl, e_token = self.e_needs, self.e_excl, self.e_token
+        add = self._marked.append
+        for rel, nd, x in tm.marks:
+            e = e0 + rel
+            e_needs[e] = nd
+            e_excl[e] = x
+            e_token[e] = token
+            add(e)
+        to_parent.avail = tm.avail
+        to_parent.overall_score = tm.score_off + self.multilevel + vid
+        self._fhint.add(g.v_type[u])
+        self.fresh_stats[0] += 1
+        return 0, tm.x_in
+
+    # ------------------------------------------------------------ update
+    def _marks_of(self, e0: int, m: int) -> tuple[list[int], list[Any]]:
+        token = self.token
+        toks = self.e_token[e0 : e0 + m]
+        needs = [nd if t == token else -1 for t, nd in zip(toks, self.e_needs[e0 : e0 + m], strict=True)]
+        excl = [x if t == token else None for t, x in zip(toks, self.e_excl[e0 : e0 + m], strict=True)]
+        return needs, excl
+
+    def _upd_clean(self, shape: _Shape, b: int) -> bool:
+        """Fresh, and no memoized marks wait inside (they are applied when the walk enters a vertex)."""
+        if not self._fresh_state(shape, b):
+            return False
+        d = self._deferred
+        return not (d and any(b + i in d for i in shape.internal))
+
+    def _fresh_upd(
+        self,
+        u: int,
+        writer: Any,
+        needs: int,
+        excl: bool,
+        meta: JobMeta,
+        full: bool,
+        to_parent: dict[str, int],
+        emit_shadow: bool,
+        excl_parent: bool,
+    ) -> int | None:
+        """``_upd_dfv`` of ``u`` from a template (or recording one); None: take the plain walk."""
+        if self._deferred:
+            marks = self._deferred.pop(u, None)
+            if marks:
+                self._replay(marks)
+        key = (needs, excl, full, emit_shadow, excl_parent, self.trav_level)
+        tm = self._fupd.get(key)
+        if tm is _NOPE:
+            return None
+        if tm is not None:
+            shape = tm.shape
+            e0 = self._fresh_twin(shape, u)
+            if e0 is None or not self._upd_clean(shape, u) or self._marks_of(e0, shape.m) != tm.marks:
+                return None
+            return self._upd_replay(tm, u, e0, meta, writer, to_parent)
+        if self.g.v_type[u] not in self._fhint:
+            return None
+        got = self._fresh_shape(u)
+        if got is None:
+            return None
+        shape, e0 = got
+        if not self._upd_clean(shape, u):
+            return None
+        return self._upd_record(
+            u, writer, needs, excl, meta, full, to_parent, emit_shadow, excl_parent, key, shape, e0
+        )
+
+    def _upd_record(
+        self,
+        u: int,
+        writer: Any,
+        needs: int,
+        excl: bool,
+        meta: JobMeta,
+        full: bool,
+        to_parent: dict[str, int],
+        emit_shadow: bool,
+        excl_parent: bool,
+        key: tuple,
+        shape: _Shape,
+        e0: int,
+    ) -> int:
+        a = u
+        marks = self._marks_of(e0, shape.m)
+        seq0 = self._span_seq
+        jv = self._jv
+        jv0, out0 = len(jv), len(writer._out)
+        acc0 = dict(to_parent)
+        ep = self._epoch
+        ep0 = [ep.get(a + i, 0) for i in shape.internal]
+        log = self._ep_log
+        log0 = len(log) if log is not None else 0
+        n_ret = self._upd_dfv_plain(u, writer, needs, excl, meta, full, to_parent, emit_shadow, excl_parent)
+        tries = self._futries.get(key, 0) + 1
+        self._futries[key] = tries
+        tm = self._upd_extract(shape, a, e0, meta, writer, seq0, jv0, out0, acc0, ep0, log0, to_parent)
+        if tm is None or n_ret <= 0:
+            if tries >= _ATTEMPTS:
+                self._fupd[key] = _NOPE
+            return n_ret
+        tm.marks = marks
+        tm.n_ret = n_ret
+        self._fupd[key] = tm
+        return n_ret
+
+    def _upd_extract(
+        self,
+        shape: _Shape,
+        a: int,
+        e0: int,
+        meta: JobMeta,
+        writer: Any,
+        seq0: int,
+        jv0: int,
+        out0: int,
+        acc0: dict[str, int],
+        ep0: list[int],
+        log0: int,
+        to_parent: dict[str, int],
+    ) -> _UpdTmpl | None:
+        """What the plain update walk of the fresh subtree at ``a`` did, relative to ``a`` and ``e0``."""
+        g = self.g
+        n = shape.n
+        seq1 = self._span_seq
+        tm = _UpdTmpl()
+        tm.shape = shape
+        tm.seq0 = seq0
+        tm.seq_delta = seq1 - seq0
+        runs: list[tuple[int, int, int, Any]] = []
+        own: list[tuple[int, int, dict]] = []
+        cols = (self.vspans, self.allocs, self.resvs, self.tags, self.xspans)
+        for ci, col in enumerate(cols):
+            vals = col[a : a + n]
+            lo = -1
+            obj = None
+            for pos, d in enumerate(vals):
+                if d is not None and type(d) is _Shared:
+                    if lo >= 0 and d is obj:
+                        continue
+                    if lo >= 0:
+                        runs.append((ci, lo, pos, obj))
+                    lo, obj = pos, d
+                    continue
+                if lo >= 0:
+                    runs.append((ci, lo, pos, obj))
+                    lo = -1
+                if d is None:
+                    continue
+                # an own dict: its span ids must all be new
+                sids = d.keys() if ci == 0 else (d.values() if ci in (1, 2) else ())
+                if not all(seq0 < s <= seq1 for s in sids):
+                    return None
+                own.append((ci, pos, dict(d)))
+            if lo >= 0:
+                runs.append((ci, lo, n, obj))
+        tm.runs = runs
+        tm.own = own
+        sub = self.subplan.get(self.dom)
+        j2s = self.job2span.get(self.dom)
+        jobid = meta.jobid
+        plans = []
+        for i in shape.internal:
+            d = j2s[a + i] if j2s is not None else None
+            if not d:
+                continue
+            p = sub[a + i] if sub is not None else None
+            if p is None or len(d) != 1 or jobid not in d or p.span_size != 1:
+                return None
+            plans.append((i, dict(zip(p.resource_types, p.span_counts(d[jobid]), strict=True))))
+        tm.plans = plans
+        ep = self._epoch
+        tm.visited = [i for i, old in zip(shape.internal, ep0, strict=True) if ep.get(a + i, 0) != old]
+        log = self._ep_log
+        if log is not None and log[log0:] != [a + i for i in tm.visited]:
+            return None
+        obe = []
+        if self.stop_on_k:
+            tags = self.tags
+            for i, erel, drel in shape.kids:
+                for er, dr in zip(erel, drel, strict=True):
+                    if shape.degs[dr] and tags[a + dr] is not None and dr in tm.visited:
+                        obe.append((i, er))
+        tm.obe = obe
+        jv = self._jv
+        rel = [v - a for v in jv[jv0:]]
+        if not all(0 <= r < n for r in rel):
+            return None
+        tm.jv_rel = rel
+        lines = writer._out[out0:]
+        if len(lines) != len(rel):
+            return None
+        vname = g.v_name
+        pieces = []
+        for r, line in zip(rel, lines, strict=True):
+            name = vname[a + r]
+            k = len(line) - len(line.lstrip(" -"))
+            if not name or name[0] in " -" or not line.startswith(name, k):
+                return None
+            pieces.append((r, line[:k], line[k + len(name) :]))
+        tm.lines = pieces
+        tm.acc = [(t, c - acc0.get(t, 0)) for t, c in to_parent.items() if c != acc0.get(t, 0)]
+        return tm
+
+    def _upd_replay(
+        self, tm: _UpdTmpl, b: int, e0: int, meta: JobMeta, writer: Any, to_parent: dict[str, int]
+    ) -> int:
+        ep = self._epoch
+        for i in tm.visited:
+            v = b + i
+            ep[v] = ep.get(v, 0) + 1
+        if self._ep_log is not None:
+            self._ep_log.extend([b + i for i in tm.visited])
+        cols = (self.vspans, self.allocs, self.resvs, self.tags, self.xspans)
+        for ci, lo, hi, obj in tm.runs:
+            cols[ci][b + lo : b + hi] = [obj] * (hi - lo)
+        shift = self._span_seq - tm.seq0
+        for ci, pos, d in tm.own:
+            if ci == 0:
+                cols[0][b + pos] = {k + shift: v for k, v in d.items()}
+            elif ci < 3:
+                cols[ci][b + pos] = {k: v + shift for k, v in d.items()}
+            else:
+                cols[ci][b + pos] = dict(d)
+        self._span_seq += tm.seq_delta
+        if tm.plans:
+            dom = self.dom
+            sub = self.subplan[dom]
+            jobid, at, dur = meta.jobid, meta.at, meta.duration
+            for i, acc in tm.plans:
+                self._add_job_span(dom, b + i, sub[b + i], jobid, at, dur, acc)
+        for i, er in tm.obe:
+            self._upd_by_outedges(self.dom, meta, b + i, e0 + er)
+        self._jv.extend([b + r for r in tm.jv_rel])
+        vname = self.g.v_name
+        writer._out.extend([h + vname[b + r] + t for r, h, t in tm.lines])
+        for t, c in tm.acc:
+            to_parent[t] = to_parent.get(t, 0) + c
+        self.fresh_stats[1] += 1
+        return tm.n_ret
+
+    def _fresh_upd_ready(self, writer: Any) -> bool:
+        return (
+            self.fresh and type(writer) is SimpleWriter and len(self.g.out) == 1 and len(self.subsystems) == 1
+        )

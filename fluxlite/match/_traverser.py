@@ -125,6 +125,9 @@ class Traverser(
         self._ftries: dict[tuple, int] = {}
         self._futries: dict[tuple, int] = {}
         self._fhint: set[str] = set()
+        #: vertices whose subtree the select of token ``_fok_token`` found fresh
+        self._fok: set[int] = set()
+        self._fok_token = -1
         self._fshape: dict[int, Any] = {}
         self._fver = -1
         self._jv: list[int] = []

@@ -35,6 +35,7 @@ C-level slice operations plus O(internal vertices) in Python.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any
 
 from fluxlite.graph import UP
@@ -51,13 +52,34 @@ _ATTEMPTS = 3
 _NOPE = object()
 
 
+def _runs(rel: list[int]) -> list[tuple[int, int]]:
+    """``rel`` as runs [lo, hi) of consecutive ascending values, in order (extended as ranges)."""
+    out: list[tuple[int, int]] = []
+    for r in rel:
+        if out and out[-1][1] == r:
+            out[-1] = (out[-1][0], r + 1)
+        else:
+            out.append((r, r + 1))
+    return out
+
+
 class _Shape:
     """What the walks read of a subtree's structure, relative to its root ``a`` and first edge ``e0``."""
 
-    __slots__ = ("degs", "internal", "kids", "m", "n", "sizes", "types", "uniq_rel", "vid_inner")
+    __slots__ = (
+        "dst_rel",
+        "internal",
+        "kids",
+        "m",
+        "n",
+        "n_leaves",
+        "sizes",
+        "types",
+        "uniq_rel",
+        "vid_inner",
+    )
 
     def __init__(self, g: Any, col: list[list[int]], a: int, n: int, e0: int) -> None:
-        dst = g.e_dst
         self.n = n
         self.m = n - 1
         self.types = g.v_type[a : a + n]
@@ -65,34 +87,36 @@ class _Shape:
         self.vid_inner = g.v_id[a + 1 : a + n]
         ua = g.v_uniq[a]
         self.uniq_rel = [x - ua for x in g.v_uniq[a : a + n]]
-        self.degs = [len(x) for x in col[a : a + n]]
         #: internal positions (with children) in preorder
-        self.internal = [i for i, d in enumerate(self.degs) if d]
-        #: per internal position: (out-edges relative to e0, their targets relative to a)
-        self.kids = [
-            (i, [e - e0 for e in col[a + i]], [dst[e] - a for e in col[a + i]]) for i in self.internal
-        ]
+        self.internal = [i for i in range(n) if col[a + i]]
+        #: per internal position: its out-edges relative to e0, in order
+        self.kids = [(i, [e - e0 for e in col[a + i]]) for i in self.internal]
+        #: the target of every inner edge, relative to a
+        self.dst_rel = [v - a for v in g.e_dst[e0 : e0 + n - 1]]
 
 
 class _SelTmpl:
-    __slots__ = ("avail", "factor", "marks", "post", "pre", "score_off", "shape", "weights", "x_in")
+    __slots__ = ("avail", "factor", "morder", "mruns", "post", "pre", "score_off", "shape", "weights", "x_in")
 
 
 class _UpdTmpl:
     __slots__ = (
         "acc",
+        "fmt",
         "jv_rel",
-        "lines",
         "marks",
         "n_ret",
-        "obe",
+        "okeys",
+        "oweights",
         "own",
+        "pick",
         "plans",
         "runs",
         "seq0",
         "seq_delta",
         "shape",
         "visited",
+        "w_before",
     )
 
 
@@ -144,26 +168,25 @@ class FreshStage:
         if got is not None and got[0] is shape:
             return got[1]
         n = shape.n
+        hi = b + n
         col = g.out[self.dom]
         out_b = col[b]
         if (
             not out_b
-            or g.v_type[b : b + n] != shape.types
-            or g.v_size[b : b + n] != shape.sizes
-            or g.v_id[b + 1 : b + n] != shape.vid_inner
+            or g.v_type[b:hi] != shape.types
+            or g.v_size[b:hi] != shape.sizes
+            or g.v_id[b + 1 : hi] != shape.vid_inner
+            or sum(map(len, col[b:hi])) != shape.m
         ):
             return None
-        if [len(x) for x in col[b : b + n]] != shape.degs:
-            return None
-        ub = g.v_uniq[b]
-        if [x - ub for x in g.v_uniq[b : b + n]] != shape.uniq_rel:
-            return None
         e0 = out_b[0] - shape.kids[0][1][0]
-        dst = g.e_dst
-        for i, erel, drel in shape.kids:
-            out = col[b + i]
-            if [e - e0 for e in out] != erel or [dst[e] - b for e in out] != drel:
+        if e0 < 0 or list(map(b.__add__, shape.dst_rel)) != g.e_dst[e0 : e0 + shape.m]:
+            return None
+        for i, erel in shape.kids:
+            if list(map(e0.__add__, erel)) != col[b + i]:
                 return None
+        if self.stop_on_k and list(map(g.v_uniq[b].__add__, shape.uniq_rel)) != g.v_uniq[b:hi]:
+            return None
         self._fshape[b] = (shape, e0)
         return e0
 
@@ -284,9 +307,22 @@ class FreshStage:
         tm.avail = cd.avail
         tm.score_off = cd.overall_score - ml0 - self.g.v_id[u]
         tm.factor = self.g.v_type[u] in self.factors
+        # the marks as runs of consecutive edges (replayed by slices) and their order in _marked
         e_needs, e_excl = self.e_needs, self.e_excl
-        tm.marks = [(e - e0, e_needs[e], e_excl[e]) for e in new]
+        pos = sorted(e - e0 for e in new)
+        runs = []
+        i = 0
+        while i < len(pos):
+            j = i + 1
+            while j < len(pos) and pos[j] == pos[j - 1] + 1:
+                j += 1
+            lo, hi = pos[i], pos[j - 1] + 1
+            runs.append((lo, hi, e_needs[e0 + lo : e0 + hi], e_excl[e0 + lo : e0 + hi]))
+            i = j
+        tm.mruns = runs
+        tm.morder = _runs([e - e0 for e in new])
         self._fsel[key] = tm
+        self._fok.add(u)
         return rc, x_in
 
     def _sel_replay(self, tm: _SelTmpl, u: int, e0: int, to_parent: Dfu) -> tuple[int, bool] | None:
@@ -302,13 +338,16 @@ class FreshStage:
         self.postorder += tm.post
         token = self.token
         e_needs, e_excl, e_token = self.e_needs, self.e_excl, self.e_token
-        add = self._marked.append
-        for rel, nd, x in tm.marks:
-            e = e0 + rel
-            e_needs[e] = nd
-            e_excl[e] = x
-            e_token[e] = token
-            add(e)
+        for lo, hi, nds, xs in tm.mruns:
+            lo += e0
+            hi += e0
+            e_needs[lo:hi] = nds
+            e_excl[lo:hi] = xs
+            e_token[lo:hi] = [token] * (hi - lo)
+        ext = self._marked.extend
+        for lo, hi in tm.morder:
+            ext(range(e0 + lo, e0 + hi))
+        self._fok.add(u)
         to_parent.avail = tm.avail
         to_parent.overall_score = tm.score_off + self.multilevel + vid
         self._fhint.add(g.v_type[u])
@@ -316,16 +355,26 @@ class FreshStage:
         return 0, tm.x_in
 
     # ------------------------------------------------------------ update
-    def _marks_of(self, e0: int, m: int) -> tuple[list[int], list[Any]]:
+    def _marks_of(self, e0: int, m: int) -> tuple:
+        """The marks of the last select on edges ``e0 .. e0+m-1`` (what the update walk reads of them)."""
         token = self.token
-        toks = self.e_token[e0 : e0 + m]
-        needs = [nd if t == token else -1 for t, nd in zip(toks, self.e_needs[e0 : e0 + m], strict=True)]
-        excl = [x if t == token else None for t, x in zip(toks, self.e_excl[e0 : e0 + m], strict=True)]
-        return needs, excl
+        hi = e0 + m
+        toks = self.e_token[e0:hi]
+        if toks.count(token) == m:
+            return (True, self.e_needs[e0:hi], self.e_excl[e0:hi])
+        needs = [nd if t == token else -1 for t, nd in zip(toks, self.e_needs[e0:hi], strict=True)]
+        excl = [x if t == token else None for t, x in zip(toks, self.e_excl[e0:hi], strict=True)]
+        return (False, needs, excl)
 
     def _upd_clean(self, shape: _Shape, b: int) -> bool:
-        """Fresh, and no memoized marks wait inside (they are applied when the walk enters a vertex)."""
-        if not self._fresh_state(shape, b):
+        """Fresh, and no memoized marks wait inside (they are applied when the walk enters a vertex).
+
+        Freshness seen by this token's select still holds: nothing changes the
+        state between a select and its update but the update walk, which
+        writes only the subtrees it walks (disjoint from ``b``'s before it
+        enters ``b``).
+        """
+        if not (self._fok_token == self.token and b in self._fok) and not self._fresh_state(shape, b):
             return False
         d = self._deferred
         return not (d and any(b + i in d for i in shape.internal))
@@ -354,7 +403,12 @@ class FreshStage:
         if tm is not None:
             shape = tm.shape
             e0 = self._fresh_twin(shape, u)
-            if e0 is None or not self._upd_clean(shape, u) or self._marks_of(e0, shape.m) != tm.marks:
+            if (
+                e0 is None
+                or not self._upd_clean(shape, u)
+                or self._marks_of(e0, shape.m) != tm.marks
+                or (self.stop_on_k and self.e_weight[e0 : e0 + shape.m] != tm.w_before)
+            ):
                 return None
             return self._upd_replay(tm, u, e0, meta, writer, to_parent)
         if self.g.v_type[u] not in self._fhint:
@@ -386,6 +440,7 @@ class FreshStage:
     ) -> int:
         a = u
         marks = self._marks_of(e0, shape.m)
+        w_before = self.e_weight[e0 : e0 + shape.m]
         seq0 = self._span_seq
         jv = self._jv
         jv0, out0 = len(jv), len(writer._out)
@@ -397,12 +452,15 @@ class FreshStage:
         n_ret = self._upd_dfv_plain(u, writer, needs, excl, meta, full, to_parent, emit_shadow, excl_parent)
         tries = self._futries.get(key, 0) + 1
         self._futries[key] = tries
-        tm = self._upd_extract(shape, a, e0, meta, writer, seq0, jv0, out0, acc0, ep0, log0, to_parent)
+        tm = self._upd_extract(
+            shape, a, e0, meta, writer, seq0, jv0, out0, acc0, ep0, log0, to_parent, w_before
+        )
         if tm is None or n_ret <= 0:
             if tries >= _ATTEMPTS:
                 self._fupd[key] = _NOPE
             return n_ret
         tm.marks = marks
+        tm.w_before = w_before
         tm.n_ret = n_ret
         self._fupd[key] = tm
         return n_ret
@@ -421,6 +479,7 @@ class FreshStage:
         ep0: list[int],
         log0: int,
         to_parent: dict[str, int],
+        w_before: list[int],
     ) -> _UpdTmpl | None:
         """What the plain update walk of the fresh subtree at ``a`` did, relative to ``a`` and ``e0``."""
         g = self.g
@@ -430,6 +489,7 @@ class FreshStage:
         tm.shape = shape
         tm.seq0 = seq0
         tm.seq_delta = seq1 - seq0
+        tm.w_before = w_before
         runs: list[tuple[int, int, int, Any]] = []
         own: list[tuple[int, int, dict]] = []
         cols = (self.vspans, self.allocs, self.resvs, self.tags, self.xspans)
@@ -477,31 +537,46 @@ class FreshStage:
         log = self._ep_log
         if log is not None and log[log0:] != [a + i for i in tm.visited]:
             return None
-        obe = []
+        # the first policy's child order: final weights of the inner edges, final keys of their sources
+        oweights: list[tuple[int, int]] = []
+        okeys: list[tuple[int, list[tuple[int, int, int]]]] = []
         if self.stop_on_k:
-            tags = self.tags
-            for i, erel, drel in shape.kids:
-                for er, dr in zip(erel, drel, strict=True):
-                    if shape.degs[dr] and tags[a + dr] is not None and dr in tm.visited:
-                        obe.append((i, er))
-        tm.obe = obe
+            if not self._outedges_built:
+                return None
+            e_weight = self.e_weight
+            oweights = [
+                (k, w) for k, (w, w0) in enumerate(zip(e_weight[e0 : e0 + shape.m], tm.w_before)) if w != w0
+            ]
+            ua = g.v_uniq[a]
+            src = g.e_src
+            for i in sorted({src[e0 + k] - a for k, _w in oweights}):
+                keys = self._outedges.get(a + i)
+                if keys is None:
+                    return None
+                okeys.append((i, [(k0, k1 + ua, k2 - e0) for k0, k1, k2 in keys]))
+        tm.oweights = oweights
+        tm.okeys = okeys
         jv = self._jv
         rel = [v - a for v in jv[jv0:]]
         if not all(0 <= r < n for r in rel):
             return None
-        tm.jv_rel = rel
+        tm.jv_rel = _runs(rel)
         lines = writer._out[out0:]
         if len(lines) != len(rel):
             return None
+        # the lines as their pieces around the names; a twin's names fill the odd slots
         vname = g.v_name
-        pieces = []
+        fmt: list[str] = []
         for r, line in zip(rel, lines, strict=True):
             name = vname[a + r]
             k = len(line) - len(line.lstrip(" -"))
             if not name or name[0] in " -" or not line.startswith(name, k):
                 return None
-            pieces.append((r, line[:k], line[k + len(name) :]))
-        tm.lines = pieces
+            fmt.append(line[:k])
+            fmt.append(name)
+            fmt.append(line[k + len(name) :])
+        tm.fmt = fmt
+        tm.pick = itemgetter(*rel) if len(rel) > 1 else (lambda names, r=rel[0]: (names[r],))
         tm.acc = [(t, c - acc0.get(t, 0)) for t, c in to_parent.items() if c != acc0.get(t, 0)]
         return tm
 
@@ -532,11 +607,21 @@ class FreshStage:
             jobid, at, dur = meta.jobid, meta.at, meta.duration
             for i, acc in tm.plans:
                 self._add_job_span(dom, b + i, sub[b + i], jobid, at, dur, acc)
-        for i, er in tm.obe:
-            self._upd_by_outedges(self.dom, meta, b + i, e0 + er)
-        self._jv.extend([b + r for r in tm.jv_rel])
-        vname = self.g.v_name
-        writer._out.extend([h + vname[b + r] + t for r, h, t in tm.lines])
+        if tm.oweights:
+            e_weight = self.e_weight
+            for k, w in tm.oweights:
+                e_weight[e0 + k] = w
+            ub = self.g.v_uniq[b]
+            oe = self._outedges
+            for i, keys in tm.okeys:
+                oe[b + i] = [(k0, k1 - ub, k2 + e0) for k0, k1, k2 in keys]
+        ext = self._jv.extend
+        for lo, hi in tm.jv_rel:
+            ext(range(b + lo, b + hi))
+        # one string for the subtree's lines (the writer joins its pieces: same text)
+        parts = tm.fmt
+        parts[1::3] = tm.pick(self.g.v_name[b : b + tm.shape.n])
+        writer._add("".join(parts))
         for t, c in tm.acc:
             to_parent[t] = to_parent.get(t, 0) + c
         self.fresh_stats[1] += 1

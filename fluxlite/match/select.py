@@ -253,6 +253,7 @@ class SelectStage:
         self.postorder = 0
         dfu = Dfu()
         self._select_root = root
+        self._fok, self._fok_token = set(), self.token
         if self._fresh_ready(meta):
             self._fsel, self._ftries, self._fhint = {}, {}, set()
         else:

@@ -231,8 +231,8 @@ class FreshStage:
     ) -> tuple[int, bool] | None:
         """``_dom_dfv`` of ``u`` from a template (or recording one); None: take the plain walk."""
         g = self.g
-        if not g.out[self.dom][u]:
-            return None
+        if self.tags[u] is not None or not g.out[self.dom][u]:
+            return None  # a job uses u or something below it (cheap test before any other)
         key = (id(resources), pristine, excl)
         tm = self._fsel.get(key)
         if tm is _NOPE:
@@ -396,6 +396,8 @@ class FreshStage:
             marks = self._deferred.pop(u, None)
             if marks:
                 self._replay(marks)
+        if self.tags[u] is not None:
+            return None
         key = (needs, excl, full, emit_shadow, excl_parent, self.trav_level)
         tm = self._fupd.get(key)
         if tm is _NOPE:
@@ -558,7 +560,7 @@ class FreshStage:
         tm.okeys = okeys
         jv = self._jv
         rel = [v - a for v in jv[jv0:]]
-        if not all(0 <= r < n for r in rel):
+        if not rel or not all(0 <= r < n for r in rel):
             return None
         tm.jv_rel = _runs(rel)
         lines = writer._out[out0:]

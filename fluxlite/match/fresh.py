@@ -532,7 +532,7 @@ class FreshStage:
             p = sub[a + i] if sub is not None else None
             if p is None or len(d) != 1 or jobid not in d or p.span_size != 1:
                 return None
-            plans.append((i, dict(zip(p.resource_types, p.span_counts(d[jobid]), strict=True))))
+            plans.append((i, p.span_counts(d[jobid])))
         tm.plans = plans
         ep = self._epoch
         tm.visited = [i for i, old in zip(shape.internal, ep0, strict=True) if ep.get(a + i, 0) != old]
@@ -596,19 +596,29 @@ class FreshStage:
             cols[ci][b + lo : b + hi] = [obj] * (hi - lo)
         shift = self._span_seq - tm.seq0
         for ci, pos, d in tm.own:
-            if ci == 0:
+            if ci >= 3:
+                cols[ci][b + pos] = d.copy()
+            elif len(d) == 1:
+                ((k, v),) = d.items()
+                cols[ci][b + pos] = {k + shift: v} if ci == 0 else {k: v + shift}
+            elif ci == 0:
                 cols[0][b + pos] = {k + shift: v for k, v in d.items()}
-            elif ci < 3:
-                cols[ci][b + pos] = {k: v + shift for k, v in d.items()}
             else:
-                cols[ci][b + pos] = dict(d)
+                cols[ci][b + pos] = {k: v + shift for k, v in d.items()}
         self._span_seq += tm.seq_delta
         if tm.plans:
+            # _add_job_span for a vertex without a span of this job (it was fresh)
             dom = self.dom
             sub = self.subplan[dom]
+            j2s = self.job2span[dom]
             jobid, at, dur = meta.jobid, meta.at, meta.duration
-            for i, acc in tm.plans:
-                self._add_job_span(dom, b + i, sub[b + i], jobid, at, dur, acc)
+            for i, counts in tm.plans:
+                v = b + i
+                d2 = j2s[v]
+                if d2 is None:
+                    d2 = j2s[v] = {}
+                d2[jobid] = sub[v].add_span(at, dur, counts)
+                self._agg_touched(dom, v)
         if tm.oweights:
             e_weight = self.e_weight
             for k, w in tm.oweights:

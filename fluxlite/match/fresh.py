@@ -63,16 +63,43 @@ def _runs(rel: list[int]) -> list[tuple[int, int]]:
     return out
 
 
+def _pattern(rel: list[int]) -> tuple[bool, list]:
+    """A relative int pattern as a few ascending runs (checked with ranges), or the list itself."""
+    runs: list[list[int]] = []  # [k0, k1, v0]: rel[k0:k1] == range(v0, v0 + k1 - k0)
+    for k, v in enumerate(rel):
+        if runs and runs[-1][2] + k - runs[-1][0] == v:
+            runs[-1][1] = k + 1
+        else:
+            runs.append([k, k + 1, v])
+    if len(runs) <= 4:
+        return True, [tuple(r) for r in runs]
+    return False, rel
+
+
+def _matches(values: list[int], base: int, pat: tuple[bool, list]) -> bool:
+    """``values == [base + r for r in rel]`` for the pattern of ``rel``, by C-level compares."""
+    as_runs, data = pat
+    if not as_runs:
+        return list(map(base.__add__, data)) == values
+    if len(values) != (data[-1][1] if data else 0):
+        return False
+    for k0, k1, v0 in data:
+        v = base + v0
+        if values[k0:k1] != list(range(v, v + k1 - k0)):
+            return False
+    return True
+
+
 class _Shape:
     """What the walks read of a subtree's structure, relative to its root ``a`` and first edge ``e0``."""
 
     __slots__ = (
         "dst_rel",
         "internal",
+        "kid_pats",
         "kids",
         "m",
         "n",
-        "n_leaves",
         "sizes",
         "types",
         "uniq_rel",
@@ -91,8 +118,10 @@ class _Shape:
         self.internal = [i for i in range(n) if col[a + i]]
         #: per internal position: its out-edges relative to e0, in order
         self.kids = [(i, [e - e0 for e in col[a + i]]) for i in self.internal]
+        self.kid_pats = [(i, _pattern(erel)) for i, erel in self.kids]
         #: the target of every inner edge, relative to a
-        self.dst_rel = [v - a for v in g.e_dst[e0 : e0 + n - 1]]
+        self.dst_rel = _pattern([v - a for v in g.e_dst[e0 : e0 + n - 1]])
+        self.uniq_rel = _pattern(self.uniq_rel)
 
 
 class _SelTmpl:
@@ -180,12 +209,12 @@ class FreshStage:
         ):
             return None
         e0 = out_b[0] - shape.kids[0][1][0]
-        if e0 < 0 or list(map(b.__add__, shape.dst_rel)) != g.e_dst[e0 : e0 + shape.m]:
+        if e0 < 0 or not _matches(g.e_dst[e0 : e0 + shape.m], b, shape.dst_rel):
             return None
-        for i, erel in shape.kids:
-            if list(map(e0.__add__, erel)) != col[b + i]:
+        for i, pat in shape.kid_pats:
+            if not _matches(col[b + i], e0, pat):
                 return None
-        if self.stop_on_k and list(map(g.v_uniq[b].__add__, shape.uniq_rel)) != g.v_uniq[b:hi]:
+        if self.stop_on_k and not _matches(g.v_uniq[b:hi], g.v_uniq[b], shape.uniq_rel):
             return None
         self._fshape[b] = (shape, e0)
         return e0

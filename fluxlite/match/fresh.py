@@ -52,15 +52,19 @@ _ATTEMPTS = 3
 _NOPE = object()
 
 
-def _runs(rel: list[int]) -> list[tuple[int, int]]:
-    """``rel`` as runs [lo, hi) of consecutive ascending values, in order (extended as ranges)."""
-    out: list[tuple[int, int]] = []
+def _runs(rel: list[int]) -> list[tuple[int, int, int]]:
+    """``rel`` as ranges (start, stop, step) of consecutive values, ascending or descending, in order."""
+    out: list[list[int]] = []
     for r in rel:
-        if out and out[-1][1] == r:
-            out[-1] = (out[-1][0], r + 1)
-        else:
-            out.append((r, r + 1))
-    return out
+        if out:
+            last = out[-1]
+            step = r - (last[1] - last[2])
+            if (step == 1 or step == -1) and (last[1] - last[0] == last[2] or step == last[2]):
+                last[2] = step
+                last[1] = r + step
+                continue
+        out.append([r, r + 1, 1])
+    return [tuple(x) for x in out]  # type: ignore[misc]
 
 
 def _pattern(rel: list[int]) -> tuple[bool, list]:
@@ -374,8 +378,8 @@ class FreshStage:
             e_excl[lo:hi] = xs
             e_token[lo:hi] = [token] * (hi - lo)
         ext = self._marked.extend
-        for lo, hi in tm.morder:
-            ext(range(e0 + lo, e0 + hi))
+        for lo, hi, step in tm.morder:
+            ext(range(e0 + lo, e0 + hi, step))
         self._fok.add(u)
         to_parent.avail = tm.avail
         to_parent.overall_score = tm.score_off + self.multilevel + vid
@@ -657,8 +661,8 @@ class FreshStage:
             for i, keys in tm.okeys:
                 oe[b + i] = [(k0, k1 - ub, k2 + e0) for k0, k1, k2 in keys]
         ext = self._jv.extend
-        for lo, hi in tm.jv_rel:
-            ext(range(b + lo, b + hi))
+        for lo, hi, step in tm.jv_rel:
+            ext(range(b + lo, b + hi, step))
         # one string for the subtree's lines (the writer joins its pieces: same text)
         parts = tm.fmt
         parts[1::3] = tm.pick(self.g.v_name[b : b + tm.shape.n])

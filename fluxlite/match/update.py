@@ -184,8 +184,12 @@ class UpdateStage:
             if col is None:
                 continue
             out = col[u]
+            scan = False  # out is every child (the loop skips unmarked ones), not only the marked
             if not mod and len(out) > 64:
-                out = self._marked_out(u)
+                if self._marked_by is None and len(out) <= 2 * len(self._marked):
+                    scan = True  # cheaper than indexing every mark by its source (same order)
+                else:
+                    out = self._marked_out(u)
             for e in out:
                 if e_token[e] != token and not mod:
                     continue
@@ -251,7 +255,13 @@ class UpdateStage:
                     have = self._wide_kids.get(key, [])
                     if have is not None:
                         jobid = meta.jobid
-                        have.extend(dst[e] for e in out if tags[dst[e]] is not None and jobid in tags[dst[e]])
+                        have.extend(
+                            dst[e]
+                            for e in out
+                            if (not scan or e_token[e] == token)
+                            and tags[dst[e]] is not None
+                            and jobid in tags[dst[e]]
+                        )
                         self._wide_kids[key] = have
         if leaf_t is not None:
             acc[leaf_t] = acc.get(leaf_t, 0) + leaf_units

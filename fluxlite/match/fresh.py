@@ -47,6 +47,9 @@ from fluxlite.writers.simple import SimpleWriter
 FRESH_MIN = 8
 #: children of one vertex above which the walks use other indexes (never templated)
 _WIDE = 64
+#: a template is recorded only where the request wants this many of the type at least
+#: (recording costs about what two replays save)
+_TWINS_MIN = 3
 #: record attempts per request and select/update pass before giving up
 _ATTEMPTS = 3
 _NOPE = object()
@@ -280,7 +283,7 @@ class FreshStage:
                 return None
             return self._sel_replay(tm, u, e0, to_parent)
         t = g.v_type[u]
-        if not any(r.type == t and calc_effective_max(r) > 1 for r in resources):
+        if not any(r.type == t and calc_effective_max(r) >= _TWINS_MIN for r in resources):
             return None
         got = self._fresh_shape(u)
         if got is None:

@@ -97,6 +97,17 @@ def _matches(values: list[int], base: int, pat: tuple[bool, list]) -> bool:
     return True
 
 
+def _wants_twins(resources: Sequence[Any]) -> bool:
+    """Does some request with children below it (so an internal vertex) want ``_TWINS_MIN`` or more?"""
+    for r in resources:
+        if r.with_:
+            if r.type != "slot" and calc_effective_max(r) >= _TWINS_MIN:
+                return True
+            if _wants_twins(r.with_):
+                return True
+    return False
+
+
 class _Shape:
     """What the walks read of a subtree's structure, relative to its root ``a`` and first edge ``e0``."""
 
@@ -245,10 +256,12 @@ class FreshStage:
                 return False
         return True
 
-    def _fresh_ready(self, meta: JobMeta) -> bool:
-        """May this select pass use templates?  (Single subsystem, no constraint, id-monotone scores.)"""
+    def _fresh_ready(self, meta: JobMeta, resources: Sequence[Any]) -> bool:
+        """May this select pass use templates?  (Single subsystem, no constraint, id-monotone scores,
+        and a request wanting at least ``_TWINS_MIN`` of a type that has requests below it.)"""
         return (
             self.fresh
+            and _wants_twins(resources)
             and not getattr(self, "_alternatives", False)
             and len(self.subsystems) == 1
             and len(self.g.out) == 1
@@ -676,6 +689,11 @@ class FreshStage:
         return tm.n_ret
 
     def _fresh_upd_ready(self, writer: Any) -> bool:
+        """May this update walk use templates?  (Only if its select replayed some subtree.)"""
         return (
-            self.fresh and type(writer) is SimpleWriter and len(self.g.out) == 1 and len(self.subsystems) == 1
+            bool(self._fhint)
+            and self.fresh
+            and type(writer) is SimpleWriter
+            and len(self.g.out) == 1
+            and len(self.subsystems) == 1
         )

@@ -254,7 +254,7 @@ class SelectStage:
         dfu = Dfu()
         self._select_root = root
         self._fok, self._fok_token = set(), self.token
-        if self._fresh_ready(meta):
+        if self._fresh_ready(meta, resources):
             self._fsel, self._ftries, self._fhint = {}, {}, set()
         else:
             self._fsel = None

@@ -10,12 +10,16 @@ same thing up to vertex and edge ids.  This module owns that shortcut:
   too, and what the walks read of the structure (types, sizes, ids below the
   subtree root, relative uniq ids, children lists); a *twin* is a subtree
   whose structure equals a shape shifted by a vertex and an edge offset
-  (checked with list slices, cached per graph version);
+  (checked with list slices and ranges, cached per graph version).  The ids
+  below the root must be equal, as GRUG numbers sockets and cores per node,
+  so whole nodes are twins and the sockets of one node are not;
 - *freshness*: no state on any vertex of the subtree (no span, allocation,
   reservation, tag or exclusive window; every vertex up; no aggregate span),
   no edge marked yet by the current select, and the same edge weights;
 - the select template (:class:`_SelTmpl`), recorded for the first fresh
-  subtree a request visits in one select pass and replayed for its twins:
+  subtree a request visits in one select pass -- only for a request that
+  wants 3 or more of the subtree root's type, which is where twins pay for
+  the recording -- and replayed for its twins:
   the marks it leaves on its edges, its pre/postorder counts, and the score
   it reports up (its root's id enters the score; a score factor of the root's
   type is recomputed for the twin, as the plain walk does);
@@ -23,7 +27,8 @@ same thing up to vertex and edge ids.  This module owns that shortcut:
   subtree of one update walk (``simple`` output) and replayed for twins whose
   marks equal the recorded ones: the per-vertex dicts (leaf dicts shared by
   the allocation are the same objects; own dicts get the twin's span ids),
-  aggregate spans, epochs, the per-job vertex index and the output lines.
+  aggregate spans, epochs, the first policy's child order, the per-job
+  vertex index and the output lines (one string per twin).
 
 Anything outside these conditions takes the plain walk, so results and state
 are exactly the plain walk's (``Traverser.fresh = False`` turns the path off;

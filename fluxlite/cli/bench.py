@@ -201,6 +201,7 @@ def _worker(cfg: dict[str, Any]) -> int:
                 prune_filters=cfg["prune"],
                 traverser_policy=cfg.get("traverser", "simple"),
             )
+            eng.traverser.fresh = cfg.get("fresh", True)
             init_s = time.perf_counter() - t
             gc.collect()
             gc.freeze()  # what a long-running scheduler does after start-up
@@ -442,6 +443,11 @@ def main_match(argv: Sequence[str]) -> int:
         help="traverser policy, as resource-query -T (default simple; flexible explores or_slot alternatives)",
     )
     p.add_argument(
+        "--no-fresh",
+        action="store_true",
+        help="walk every subtree (no fresh-subtree templates): the plain walk's speed, same results",
+    )
+    p.add_argument(
         "--load-format",
         choices=["grug", "jgf", "both"],
         default="grug",
@@ -492,7 +498,7 @@ def main_match(argv: Sequence[str]) -> int:
     out = sys.stdout
     out.write(
         f"fluxlite bench match: inputs {bench_dir or '(generated)'}; traverser {a.traverser}; "
-        f"prune {a.prune}; output {a.format}; "
+        f"prune {a.prune}; output {a.format}; fresh templates {'off' if a.no_fresh else 'on'}; "
         f"budget {a.budget:g} s per run\n\n"
     )
     rows: list[dict[str, Any]] = []
@@ -514,6 +520,7 @@ def main_match(argv: Sequence[str]) -> int:
                 "budget": a.budget,
                 "load_only": a.load_only,
                 "traverser": a.traverser,
+                "fresh": not a.no_fresh,
             }
             header = [False]
 

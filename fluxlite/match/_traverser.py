@@ -17,6 +17,7 @@ own module, as Fluxion splits ``dfu_impl.cpp`` / ``dfu_impl_update.cpp``:
 - :mod:`fluxlite.match.shortcuts` -- skip index, best-first, memo (exact shortcuts);
 - :mod:`fluxlite.match.select` -- per-vertex tests, scoring, slots, resolve/enforce;
 - :mod:`fluxlite.match.update` -- the allocation recorded and emitted;
+- :mod:`fluxlite.match.fresh` -- fresh-subtree templates (exact replays of twin subtrees);
 - :mod:`fluxlite.match.release` -- cancel, partial release, shrink.
 
 State per vertex (columns indexed by the vertex handle, kept aligned with the
@@ -56,6 +57,7 @@ from fluxlite.match._common import (
 )
 from fluxlite.match._prune import PruneFilters, TypeOrder
 from fluxlite.match.explore import ExploreStage
+from fluxlite.match.fresh import FreshStage
 from fluxlite.match.labels import LabelWriter, labels_by_type
 from fluxlite.match.policies import MatchPolicy
 from fluxlite.match.release import ReleaseStage
@@ -100,7 +102,9 @@ def _exclusive_types_of(resources: Any) -> set[str]:
     return out
 
 
-class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, UpdateStage, ReleaseStage):
+class Traverser(
+    GraphStateStage, ExploreStage, ShortcutsStage, FreshStage, SelectStage, UpdateStage, ReleaseStage
+):
     """Fluxion-compatible DFU traverser over a :class:`ResourceGraph`."""
 
     def __init__(
@@ -133,6 +137,23 @@ class Traverser(GraphStateStage, ExploreStage, ShortcutsStage, SelectStage, Upda
         #: skipping subtrees the aggregates rule out, memoized child evaluations);
         #: False gives the plain walk -- the same results, slower (tests compare them)
         self.shortcuts = True
+        #: fresh-subtree templates: an entirely free subtree shaped like one already walked in
+        #: this select/update pass is replayed from that walk (fluxlite.match.fresh); False
+        #: walks every subtree -- the same results and state, slower (tests compare them)
+        self.fresh = True
+        #: subtrees replayed so far: [in select, in update]
+        self.fresh_stats = [0, 0]
+        self._fsel: dict[tuple, Any] | None = None
+        self._fupd: dict[tuple, Any] | None = None
+        self._ftries: dict[tuple, int] = {}
+        self._futries: dict[tuple, int] = {}
+        self._fhint: set[str] = set()
+        #: vertices whose subtree the select of token ``_fok_token`` found fresh
+        self._fok: set[int] = set()
+        self._fok_token = -1
+        self._fshape: dict[int, Any] = {}
+        self._fver = -1
+        self._jv: list[int] = []
         self.multilevel = 0
         # traversal bookkeeping
         self.token = 0

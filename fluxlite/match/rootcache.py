@@ -89,6 +89,14 @@ class _Deferred:
     def __bool__(self) -> bool:
         return True
 
+    def __contains__(self, u: int) -> bool:
+        """Would :meth:`pop` give marks for ``u``?"""
+        j = self.cache.pos.get(u)
+        if j is None or u in self.done:
+            return False
+        ent = self.cache.entries[j]
+        return bool(ent and ent[3])
+
     def pop(self, u: int, default: Any = None) -> Any:
         c = self.cache
         j = c.pos.get(u)

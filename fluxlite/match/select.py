@@ -265,7 +265,14 @@ class SelectStage:
         self.postorder = 0
         dfu = Dfu()
         self._select_root = root
-        rc, x_in = self._dom_dfv(meta, root, resources, True, excl, dfu)
+        self._fok, self._fok_token = set(), self.token
+        if self._fresh_ready(meta, resources):
+            self._fsel, self._ftries, self._fhint = {}, {}, set()
+        else:
+            self._fsel = None
+            self._fhint = set()
+        rc, x_in = self._dom_dfv_plain(meta, root, resources, True, excl, dfu)
+        self._fsel = None
         if rc == 0:
             avail = dfu.avail
             dfu.add(self.g.v_type[root], (dfu.overall_score, avail, excl, True, ((avail, avail, excl, -1),)))
@@ -274,6 +281,15 @@ class SelectStage:
         return rc
 
     def _dom_dfv(
+        self, meta: JobMeta, u: int, resources: Sequence[Any], pristine: bool, excl: bool, to_parent: Dfu
+    ) -> tuple[int, bool]:
+        if self._fsel is not None:
+            got = self._fresh_dfv(meta, u, resources, pristine, excl, to_parent)
+            if got is not None:
+                return got
+        return self._dom_dfv_plain(meta, u, resources, pristine, excl, to_parent)
+
+    def _dom_dfv_plain(
         self, meta: JobMeta, u: int, resources: Sequence[Any], pristine: bool, excl: bool, to_parent: Dfu
     ) -> tuple[int, bool]:
         x_in = excl or self._exclusivity(resources, u)

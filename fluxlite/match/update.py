@@ -47,11 +47,18 @@ class UpdateStage:
         if jv is None:
             jv = self.job_vtx[meta.jobid] = []
         self._jv_add = jv.append
+        self._jv = jv
         self._span_seq += 1
         self._leaf_sid = self._span_seq
         emit_shadow = self.g.v_type[root] in self.exclusive_types
         self.trav_level = 0
-        n = self._upd_dfv(root, writer, needs, excl, meta, True, {}, emit_shadow)
+        if self._fresh_upd_ready(writer):
+            self._fupd, self._futries = {}, {}
+        try:
+            n = self._upd_dfv_plain(root, writer, needs, excl, meta, True, {}, emit_shadow)
+        finally:
+            self._fupd = None
+            self._fhint = set()
         if n == 0:
             # Fluxion reports nothing here and prints the job as allocated;
             # say what went wrong instead.
@@ -67,6 +74,24 @@ class UpdateStage:
         return 0 if n > 0 else -1
 
     def _upd_dfv(
+        self,
+        u: int,
+        writer: Any,
+        needs: int,
+        excl: bool,
+        meta: JobMeta,
+        full: bool,
+        to_parent: dict[str, int],
+        emit_shadow: bool,
+        excl_parent: bool = False,
+    ) -> int:
+        if self._fupd is not None:
+            got = self._fresh_upd(u, writer, needs, excl, meta, full, to_parent, emit_shadow, excl_parent)
+            if got is not None:
+                return got
+        return self._upd_dfv_plain(u, writer, needs, excl, meta, full, to_parent, emit_shadow, excl_parent)
+
+    def _upd_dfv_plain(
         self,
         u: int,
         writer: Any,
@@ -160,8 +185,12 @@ class UpdateStage:
             if col is None:
                 continue
             out = col[u]
+            scan = False  # out is every child (the loop skips unmarked ones), not only the marked
             if not mod and len(out) > 64:
-                out = self._marked_out(u)
+                if self._marked_by is None and len(out) <= 2 * len(self._marked):
+                    scan = True  # cheaper than indexing every mark by its source (same order)
+                else:
+                    out = self._marked_out(u)
             for e in out:
                 if e_token[e] != token and not mod:
                     continue
@@ -227,7 +256,13 @@ class UpdateStage:
                     have = self._wide_kids.get(key, [])
                     if have is not None:
                         jobid = meta.jobid
-                        have.extend(dst[e] for e in out if tags[dst[e]] is not None and jobid in tags[dst[e]])
+                        have.extend(
+                            dst[e]
+                            for e in out
+                            if (not scan or e_token[e] == token)
+                            and tags[dst[e]] is not None
+                            and jobid in tags[dst[e]]
+                        )
                         self._wide_kids[key] = have
         if leaf_t is not None:
             acc[leaf_t] = acc.get(leaf_t, 0) + leaf_units

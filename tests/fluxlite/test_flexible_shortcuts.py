@@ -72,6 +72,7 @@ class FlexibleDifferential(base.Differential):
         )
         assert isinstance(self.fast.traverser, FlexibleTraverser)
         self.plain.traverser.shortcuts = False
+        self.plain.traverser.fresh = False
         self.nodes = sorted(p for p in self.fast.graph.by_path if p.rsplit("/", 1)[-1].startswith("node"))
 
     @rule(req=st.sampled_from(REQUESTS), op=st.sampled_from(base.OPS), repeat=st.integers(1, 6))

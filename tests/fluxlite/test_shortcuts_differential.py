@@ -3,8 +3,9 @@
 fluxlite visits candidates best-first and stops early, skips subtrees the
 aggregates rule out and reuses evaluations of untouched subtrees.  Each of
 these must give exactly what Fluxion's plain walk gives, tie-breaking
-included.  Two engines on the same graph -- one with the shortcuts, one
-without (``traverser.shortcuts = False``) -- receive the same random
+included, and so must the fresh-subtree templates (``fluxlite.match.fresh``).
+Two engines on the same graph -- one with the shortcuts and templates, one
+without (``traverser.shortcuts = False``, ``traverser.fresh = False``) -- receive the same random
 operations; every output and the whole state must stay identical.
 
 The graphs have more than 64 children under one vertex (where the skip index
@@ -91,6 +92,7 @@ class Differential(RuleBasedStateMachine):
         self.fast = Engine(generate_graph(racks=racks, nodes=nodes, sockets=2, cores=4), policy=policy)
         self.plain = Engine(generate_graph(racks=racks, nodes=nodes, sockets=2, cores=4), policy=policy)
         self.plain.traverser.shortcuts = False
+        self.plain.traverser.fresh = False  # no fresh-subtree templates either: the plain walk
         self.nodes = sorted(p for p in self.fast.graph.by_path if p.rsplit("/", 1)[-1].startswith("node"))
 
     def _both(self, fn_name: str, *args: object, **kw: object) -> None:

@@ -1,0 +1,704 @@
+"""Fresh-subtree templates: one walk of an untouched subtree, replayed for its structural twins.
+
+A large match (64 whole nodes) walks many subtrees that are entirely free and
+shaped alike.  For such a subtree the select walk (scores, slots, marks) and
+the update walk (spans, tags, aggregate spans, output lines) compute the
+same thing up to vertex and edge ids.  This module owns that shortcut:
+
+- the *shape* of a subtree (:class:`_Shape`): its vertices in preorder,
+  which must be a contiguous range of handles, its edges, a contiguous range
+  too, and what the walks read of the structure (types, sizes, ids below the
+  subtree root, relative uniq ids, children lists); a *twin* is a subtree
+  whose structure equals a shape shifted by a vertex and an edge offset
+  (checked with list slices and ranges, cached per graph version).  The ids
+  below the root must be equal, as GRUG numbers sockets and cores per node,
+  so whole nodes are twins and the sockets of one node are not;
+- *freshness*: no state on any vertex of the subtree (no span, allocation,
+  reservation, tag or exclusive window; every vertex up; no aggregate span),
+  no edge marked yet by the current select, and the same edge weights;
+- the select template (:class:`_SelTmpl`), recorded for the first fresh
+  subtree a request visits in one select pass -- only for a request that
+  wants 3 or more of the subtree root's type, which is where twins pay for
+  the recording -- and replayed for its twins:
+  the marks it leaves on its edges, its pre/postorder counts, and the score
+  it reports up (its root's id enters the score; a score factor of the root's
+  type is recomputed for the twin, as the plain walk does);
+- the update template (:class:`_UpdTmpl`), recorded for the first such
+  subtree of one update walk (``simple`` output) and replayed for twins whose
+  marks equal the recorded ones: the per-vertex dicts (leaf dicts shared by
+  the allocation are the same objects; own dicts get the twin's span ids),
+  aggregate spans, epochs, the first policy's child order, the per-job
+  vertex index and the output lines (one string per twin).
+
+Anything outside these conditions takes the plain walk, so results and state
+are exactly the plain walk's (``Traverser.fresh = False`` turns the path off;
+``tests/fluxlite/test_fresh.py`` compares the two).  Costs: recording is
+O(subtree) once per request per select/update; a replay is O(subtree) in
+C-level slice operations plus O(internal vertices) in Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from operator import itemgetter
+from typing import Any
+
+from fluxlite.graph import UP
+from fluxlite.match._common import JobMeta, _Shared, calc_effective_max
+from fluxlite.match._scoring import MATCH_MET, Dfu
+from fluxlite.writers.simple import SimpleWriter
+
+#: subtrees with fewer vertices are walked plainly (a replay would not pay for its checks)
+FRESH_MIN = 8
+#: children of one vertex above which the walks use other indexes (never templated)
+_WIDE = 64
+#: a template is recorded only where the request wants this many of the type at least
+#: (recording costs about what two replays save)
+_TWINS_MIN = 3
+#: record attempts per request and select/update pass before giving up
+_ATTEMPTS = 3
+_NOPE = object()
+
+
+def _runs(rel: list[int]) -> list[tuple[int, int, int]]:
+    """``rel`` as ranges (start, stop, step) of consecutive values, ascending or descending, in order."""
+    out: list[list[int]] = []
+    for r in rel:
+        if out:
+            last = out[-1]
+            step = r - (last[1] - last[2])
+            if (step == 1 or step == -1) and (last[1] - last[0] == last[2] or step == last[2]):
+                last[2] = step
+                last[1] = r + step
+                continue
+        out.append([r, r + 1, 1])
+    return [tuple(x) for x in out]  # type: ignore[misc]
+
+
+def _pattern(rel: list[int]) -> tuple[bool, list]:
+    """A relative int pattern as a few ascending runs (checked with ranges), or the list itself."""
+    runs: list[list[int]] = []  # [k0, k1, v0]: rel[k0:k1] == range(v0, v0 + k1 - k0)
+    for k, v in enumerate(rel):
+        if runs and runs[-1][2] + k - runs[-1][0] == v:
+            runs[-1][1] = k + 1
+        else:
+            runs.append([k, k + 1, v])
+    if len(runs) <= 4:
+        return True, [tuple(r) for r in runs]
+    return False, rel
+
+
+def _matches(values: list[int], base: int, pat: tuple[bool, list]) -> bool:
+    """``values == [base + r for r in rel]`` for the pattern of ``rel``, by C-level compares."""
+    as_runs, data = pat
+    if not as_runs:
+        return list(map(base.__add__, data)) == values
+    if len(values) != (data[-1][1] if data else 0):
+        return False
+    for k0, k1, v0 in data:
+        v = base + v0
+        if values[k0:k1] != list(range(v, v + k1 - k0)):
+            return False
+    return True
+
+
+def _wants_twins(resources: Sequence[Any]) -> bool:
+    """Does some request with children below it (so an internal vertex) want ``_TWINS_MIN`` or more?"""
+    for r in resources:
+        if r.with_:
+            if r.type != "slot" and calc_effective_max(r) >= _TWINS_MIN:
+                return True
+            if _wants_twins(r.with_):
+                return True
+    return False
+
+
+class _Shape:
+    """What the walks read of a subtree's structure, relative to its root ``a`` and first edge ``e0``."""
+
+    __slots__ = (
+        "dst_rel",
+        "internal",
+        "kid_pats",
+        "kids",
+        "m",
+        "n",
+        "sizes",
+        "types",
+        "uniq_rel",
+        "vid_inner",
+    )
+
+    def __init__(self, g: Any, col: list[list[int]], a: int, n: int, e0: int) -> None:
+        self.n = n
+        self.m = n - 1
+        self.types = g.v_type[a : a + n]
+        self.sizes = g.v_size[a : a + n]
+        self.vid_inner = g.v_id[a + 1 : a + n]
+        ua = g.v_uniq[a]
+        self.uniq_rel = [x - ua for x in g.v_uniq[a : a + n]]
+        #: internal positions (with children) in preorder
+        self.internal = [i for i in range(n) if col[a + i]]
+        #: per internal position: its out-edges relative to e0, in order
+        self.kids = [(i, [e - e0 for e in col[a + i]]) for i in self.internal]
+        self.kid_pats = [(i, _pattern(erel)) for i, erel in self.kids]
+        #: the target of every inner edge, relative to a
+        self.dst_rel = _pattern([v - a for v in g.e_dst[e0 : e0 + n - 1]])
+        self.uniq_rel = _pattern(self.uniq_rel)
+
+
+class _SelTmpl:
+    __slots__ = ("avail", "factor", "morder", "mruns", "post", "pre", "score_off", "shape", "weights", "x_in")
+
+
+class _UpdTmpl:
+    __slots__ = (
+        "acc",
+        "fmt",
+        "jv_rel",
+        "marks",
+        "n_ret",
+        "okeys",
+        "oweights",
+        "own",
+        "pick",
+        "plans",
+        "runs",
+        "seq0",
+        "seq_delta",
+        "shape",
+        "visited",
+        "w_before",
+    )
+
+
+class FreshStage:
+    """Fresh-subtree templates of :class:`~fluxlite.match.Traverser` (a mixin over its state)."""
+
+    # ------------------------------------------------------------ shapes and twins
+    def _fresh_shape(self, a: int) -> tuple[_Shape, int] | None:
+        """The shape of ``a``'s subtree and its first edge, or None if it cannot be templated.  Cached."""
+        g = self.g
+        if self._fver != g.version:
+            self._fshape = {}
+            self._fver = g.version
+        got = self._fshape.get(a, False)
+        if got is not False:
+            return got
+        self._fshape[a] = None
+        col = g.out[self.dom]
+        dst = g.e_dst
+        order = []
+        edges: list[int] = []
+        stack = [a]
+        while stack:
+            v = stack.pop()
+            order.append(v)
+            kids = col[v]
+            if kids:
+                if len(kids) > _WIDE:
+                    return None
+                edges.extend(kids)
+                stack.extend(dst[e] for e in reversed(kids))
+        n = len(order)
+        if n < FRESH_MIN or order != list(range(a, a + n)):
+            return None
+        e0 = min(edges)
+        if sorted(edges) != list(range(e0, e0 + n - 1)):
+            return None
+        got = (_Shape(g, col, a, n, e0), e0)
+        self._fshape[a] = got
+        return got
+
+    def _fresh_twin(self, shape: _Shape, b: int) -> int | None:
+        """The first edge of ``b``'s subtree if it has exactly ``shape`` (shifted), else None.  Cached."""
+        g = self.g
+        if self._fver != g.version:
+            self._fshape = {}
+            self._fver = g.version
+        got = self._fshape.get(b)
+        if got is not None and got[0] is shape:
+            return got[1]
+        n = shape.n
+        hi = b + n
+        col = g.out[self.dom]
+        out_b = col[b]
+        if (
+            not out_b
+            or g.v_type[b:hi] != shape.types
+            or g.v_size[b:hi] != shape.sizes
+            or g.v_id[b + 1 : hi] != shape.vid_inner
+            or sum(map(len, col[b:hi])) != shape.m
+        ):
+            return None
+        e0 = out_b[0] - shape.kids[0][1][0]
+        if e0 < 0 or not _matches(g.e_dst[e0 : e0 + shape.m], b, shape.dst_rel):
+            return None
+        for i, pat in shape.kid_pats:
+            if not _matches(col[b + i], e0, pat):
+                return None
+        if self.stop_on_k and not _matches(g.v_uniq[b:hi], g.v_uniq[b], shape.uniq_rel):
+            return None
+        self._fshape[b] = (shape, e0)
+        return e0
+
+    def _fresh_state(self, shape: _Shape, b: int) -> bool:
+        """Is ``b``'s subtree untouched: no state on any vertex, all up, no aggregate span?  O(subtree) in C."""
+        n = shape.n
+        hi = b + n
+        for col in (self.vspans, self.allocs, self.resvs, self.tags, self.xspans):
+            if col[b:hi].count(None) != n:
+                return False
+        if self.g.v_status[b:hi].count(UP) != n:
+            return False
+        sub = self.subplan.get(self.dom)
+        j2s = self.job2span.get(self.dom)
+        for i in shape.internal:
+            v = b + i
+            if sub is not None and (p := sub[v]) is not None and p.span_size:
+                return False
+            if j2s is not None and j2s[v]:
+                return False
+        return True
+
+    def _fresh_ready(self, meta: JobMeta, resources: Sequence[Any]) -> bool:
+        """May this select pass use templates?  (Single subsystem, no constraint, id-monotone scores,
+        and a request wanting at least ``_TWINS_MIN`` of a type that has requests below it.)"""
+        return (
+            self.fresh
+            and _wants_twins(resources)
+            and not getattr(self, "_alternatives", False)
+            and len(self.subsystems) == 1
+            and len(self.g.out) == 1
+            and not self._variation
+            and not self._locality
+            and meta.constraint is None
+        )
+
+    # ------------------------------------------------------------ select
+    def _sel_clean(self, shape: _Shape, b: int, e0: int) -> bool:
+        """Fresh, and no edge of the subtree marked by this select pass yet."""
+        return self.token not in self.e_token[e0 : e0 + shape.m] and self._fresh_state(shape, b)
+
+    def _fresh_dfv(
+        self, meta: JobMeta, u: int, resources: Sequence[Any], pristine: bool, excl: bool, to_parent: Dfu
+    ) -> tuple[int, bool] | None:
+        """``_dom_dfv`` of ``u`` from a template (or recording one); None: take the plain walk."""
+        g = self.g
+        if self.tags[u] is not None or not g.out[self.dom][u]:
+            return None  # a job uses u or something below it (cheap test before any other)
+        key = (id(resources), pristine, excl)
+        tm = self._fsel.get(key)
+        if tm is _NOPE:
+            return None
+        if tm is not None:
+            e0 = self._fresh_twin(tm.shape, u)
+            if (
+                e0 is None
+                or not self._sel_clean(tm.shape, u, e0)
+                or self.e_weight[e0 : e0 + tm.shape.m] != tm.weights
+            ):
+                return None
+            return self._sel_replay(tm, u, e0, to_parent)
+        t = g.v_type[u]
+        if not any(r.type == t and calc_effective_max(r) >= _TWINS_MIN for r in resources):
+            return None
+        got = self._fresh_shape(u)
+        if got is None:
+            return None
+        shape, e0 = got
+        if not self._sel_clean(shape, u, e0) or any(
+            g.v_type[u + i] in self.factors for i in range(1, shape.n)
+        ):
+            return None
+        return self._sel_record(meta, u, resources, pristine, excl, to_parent, key, shape, e0)
+
+    def _sel_record(
+        self,
+        meta: JobMeta,
+        u: int,
+        resources: Sequence[Any],
+        pristine: bool,
+        excl: bool,
+        to_parent: Dfu,
+        key: tuple,
+        shape: _Shape,
+        e0: int,
+    ) -> tuple[int, bool]:
+        marked = self._marked
+        m0, pre0, post0, ml0 = len(marked), self.preorder, self.postorder, self.multilevel
+        err0 = (self.err_msg, self.errno)
+        weights = self.e_weight[e0 : e0 + shape.m]
+        cd = Dfu()
+        rc, x_in = self._dom_dfv_plain(meta, u, resources, pristine, excl, cd)
+        if rc == 0:
+            if cd.evals:
+                to_parent.merge(cd)
+            to_parent.avail = cd.avail
+            to_parent.overall_score = cd.overall_score
+        tries = self._ftries.get(key, 0) + 1
+        self._ftries[key] = tries
+        new = marked[m0:]
+        hi = e0 + shape.m
+        if (
+            rc != 0
+            or cd.evals
+            or (self.err_msg, self.errno) != err0
+            or self.multilevel != ml0
+            or cd.overall_score != MATCH_MET + ml0 + self.g.v_id[u] + 1
+            or not all(e0 <= e < hi for e in new)
+            or self.e_token[e0:hi].count(self.token) != len(new)
+        ):
+            if tries >= _ATTEMPTS:
+                self._fsel[key] = _NOPE
+            return rc, x_in
+        tm = _SelTmpl()
+        tm.shape = shape
+        tm.weights = weights
+        tm.pre = self.preorder - pre0
+        tm.post = self.postorder - post0
+        tm.x_in = x_in
+        tm.avail = cd.avail
+        tm.score_off = cd.overall_score - ml0 - self.g.v_id[u]
+        tm.factor = self.g.v_type[u] in self.factors
+        # the marks as runs of consecutive edges (replayed by slices) and their order in _marked
+        e_needs, e_excl = self.e_needs, self.e_excl
+        pos = sorted(e - e0 for e in new)
+        runs = []
+        i = 0
+        while i < len(pos):
+            j = i + 1
+            while j < len(pos) and pos[j] == pos[j - 1] + 1:
+                j += 1
+            lo, hi = pos[i], pos[j - 1] + 1
+            runs.append((lo, hi, e_needs[e0 + lo : e0 + hi], e_excl[e0 + lo : e0 + hi]))
+            i = j
+        tm.mruns = runs
+        tm.morder = _runs([e - e0 for e in new])
+        self._fsel[key] = tm
+        self._fok.add(u)
+        return rc, x_in
+
+    def _sel_replay(self, tm: _SelTmpl, u: int, e0: int, to_parent: Dfu) -> tuple[int, bool] | None:
+        g = self.g
+        vid = g.v_id[u]
+        if tm.factor:
+            if vid < -1:
+                return None
+            f = self.factors[g.v_type[u]]
+            self.multilevel += f.calc(vid + 1, g.v_uniq[u])
+            self.multilevel -= f.factor
+        self.preorder += tm.pre
+        self.postorder += tm.post
+        token = self.token
+        e_needs, e_excl, e_token = self.e_needs, self.e_excl, self.e_token
+        for lo, hi, nds, xs in tm.mruns:
+            lo += e0
+            hi += e0
+            e_needs[lo:hi] = nds
+            e_excl[lo:hi] = xs
+            e_token[lo:hi] = [token] * (hi - lo)
+        ext = self._marked.extend
+        for lo, hi, step in tm.morder:
+            ext(range(e0 + lo, e0 + hi, step))
+        self._fok.add(u)
+        to_parent.avail = tm.avail
+        to_parent.overall_score = tm.score_off + self.multilevel + vid
+        self._fhint.add(g.v_type[u])
+        self.fresh_stats[0] += 1
+        return 0, tm.x_in
+
+    # ------------------------------------------------------------ update
+    def _marks_of(self, e0: int, m: int) -> tuple:
+        """The marks of the last select on edges ``e0 .. e0+m-1`` (what the update walk reads of them)."""
+        token = self.token
+        hi = e0 + m
+        toks = self.e_token[e0:hi]
+        if toks.count(token) == m:
+            return (True, self.e_needs[e0:hi], self.e_excl[e0:hi])
+        needs = [nd if t == token else -1 for t, nd in zip(toks, self.e_needs[e0:hi], strict=True)]
+        excl = [x if t == token else None for t, x in zip(toks, self.e_excl[e0:hi], strict=True)]
+        return (False, needs, excl)
+
+    def _upd_clean(self, shape: _Shape, b: int) -> bool:
+        """Fresh, and no memoized marks wait inside (they are applied when the walk enters a vertex).
+
+        Freshness seen by this token's select still holds: nothing changes the
+        state between a select and its update but the update walk, which
+        writes only the subtrees it walks (disjoint from ``b``'s before it
+        enters ``b``).
+        """
+        if not (self._fok_token == self.token and b in self._fok) and not self._fresh_state(shape, b):
+            return False
+        d = self._deferred
+        return not (d and any(b + i in d for i in shape.internal))
+
+    def _fresh_upd(
+        self,
+        u: int,
+        writer: Any,
+        needs: int,
+        excl: bool,
+        meta: JobMeta,
+        full: bool,
+        to_parent: dict[str, int],
+        emit_shadow: bool,
+        excl_parent: bool,
+    ) -> int | None:
+        """``_upd_dfv`` of ``u`` from a template (or recording one); None: take the plain walk."""
+        if self._deferred:
+            marks = self._deferred.pop(u, None)
+            if marks:
+                self._replay(marks)
+        if self.tags[u] is not None:
+            return None
+        key = (needs, excl, full, emit_shadow, excl_parent, self.trav_level)
+        tm = self._fupd.get(key)
+        if tm is _NOPE:
+            return None
+        if tm is not None:
+            shape = tm.shape
+            e0 = self._fresh_twin(shape, u)
+            if (
+                e0 is None
+                or not self._upd_clean(shape, u)
+                or self._marks_of(e0, shape.m) != tm.marks
+                or (self.stop_on_k and self.e_weight[e0 : e0 + shape.m] != tm.w_before)
+            ):
+                return None
+            return self._upd_replay(tm, u, e0, meta, writer, to_parent)
+        if self.g.v_type[u] not in self._fhint:
+            return None
+        got = self._fresh_shape(u)
+        if got is None:
+            return None
+        shape, e0 = got
+        if not self._upd_clean(shape, u):
+            return None
+        return self._upd_record(
+            u, writer, needs, excl, meta, full, to_parent, emit_shadow, excl_parent, key, shape, e0
+        )
+
+    def _upd_record(
+        self,
+        u: int,
+        writer: Any,
+        needs: int,
+        excl: bool,
+        meta: JobMeta,
+        full: bool,
+        to_parent: dict[str, int],
+        emit_shadow: bool,
+        excl_parent: bool,
+        key: tuple,
+        shape: _Shape,
+        e0: int,
+    ) -> int:
+        a = u
+        marks = self._marks_of(e0, shape.m)
+        w_before = self.e_weight[e0 : e0 + shape.m]
+        seq0 = self._span_seq
+        jv = self._jv
+        jv0, out0 = len(jv), len(writer._out)
+        acc0 = dict(to_parent)
+        ep = self._epoch
+        ep0 = [ep.get(a + i, 0) for i in shape.internal]
+        log = self._ep_log
+        log0 = len(log) if log is not None else 0
+        n_ret = self._upd_dfv_plain(u, writer, needs, excl, meta, full, to_parent, emit_shadow, excl_parent)
+        tries = self._futries.get(key, 0) + 1
+        self._futries[key] = tries
+        tm = self._upd_extract(
+            shape, a, e0, meta, writer, seq0, jv0, out0, acc0, ep0, log0, to_parent, w_before
+        )
+        if tm is None or n_ret <= 0:
+            if tries >= _ATTEMPTS:
+                self._fupd[key] = _NOPE
+            return n_ret
+        tm.marks = marks
+        tm.w_before = w_before
+        tm.n_ret = n_ret
+        self._fupd[key] = tm
+        return n_ret
+
+    def _upd_extract(
+        self,
+        shape: _Shape,
+        a: int,
+        e0: int,
+        meta: JobMeta,
+        writer: Any,
+        seq0: int,
+        jv0: int,
+        out0: int,
+        acc0: dict[str, int],
+        ep0: list[int],
+        log0: int,
+        to_parent: dict[str, int],
+        w_before: list[int],
+    ) -> _UpdTmpl | None:
+        """What the plain update walk of the fresh subtree at ``a`` did, relative to ``a`` and ``e0``."""
+        g = self.g
+        n = shape.n
+        seq1 = self._span_seq
+        tm = _UpdTmpl()
+        tm.shape = shape
+        tm.seq0 = seq0
+        tm.seq_delta = seq1 - seq0
+        tm.w_before = w_before
+        runs: list[tuple[int, int, int, Any]] = []
+        own: list[tuple[int, int, dict]] = []
+        cols = (self.vspans, self.allocs, self.resvs, self.tags, self.xspans)
+        for ci, col in enumerate(cols):
+            vals = col[a : a + n]
+            lo = -1
+            obj = None
+            for pos, d in enumerate(vals):
+                if d is not None and type(d) is _Shared:
+                    if lo >= 0 and d is obj:
+                        continue
+                    if lo >= 0:
+                        runs.append((ci, lo, pos, obj))
+                    lo, obj = pos, d
+                    continue
+                if lo >= 0:
+                    runs.append((ci, lo, pos, obj))
+                    lo = -1
+                if d is None:
+                    continue
+                # an own dict: its span ids must all be new
+                sids = d.keys() if ci == 0 else (d.values() if ci in (1, 2) else ())
+                if not all(seq0 < s <= seq1 for s in sids):
+                    return None
+                own.append((ci, pos, dict(d)))
+            if lo >= 0:
+                runs.append((ci, lo, n, obj))
+        tm.runs = runs
+        tm.own = own
+        sub = self.subplan.get(self.dom)
+        j2s = self.job2span.get(self.dom)
+        jobid = meta.jobid
+        plans = []
+        for i in shape.internal:
+            d = j2s[a + i] if j2s is not None else None
+            if not d:
+                continue
+            p = sub[a + i] if sub is not None else None
+            if p is None or len(d) != 1 or jobid not in d or p.span_size != 1:
+                return None
+            plans.append((i, p.span_counts(d[jobid])))
+        tm.plans = plans
+        ep = self._epoch
+        tm.visited = [i for i, old in zip(shape.internal, ep0, strict=True) if ep.get(a + i, 0) != old]
+        log = self._ep_log
+        if log is not None and log[log0:] != [a + i for i in tm.visited]:
+            return None
+        # the first policy's child order: final weights of the inner edges, final keys of their sources
+        oweights: list[tuple[int, int]] = []
+        okeys: list[tuple[int, list[tuple[int, int, int]]]] = []
+        if self.stop_on_k:
+            if not self._outedges_built:
+                return None
+            e_weight = self.e_weight
+            oweights = [
+                (k, w) for k, (w, w0) in enumerate(zip(e_weight[e0 : e0 + shape.m], tm.w_before)) if w != w0
+            ]
+            ua = g.v_uniq[a]
+            src = g.e_src
+            for i in sorted({src[e0 + k] - a for k, _w in oweights}):
+                keys = self._outedges.get(a + i)
+                if keys is None:
+                    return None
+                okeys.append((i, [(k0, k1 + ua, k2 - e0) for k0, k1, k2 in keys]))
+        tm.oweights = oweights
+        tm.okeys = okeys
+        jv = self._jv
+        rel = [v - a for v in jv[jv0:]]
+        if not rel or not all(0 <= r < n for r in rel):
+            return None
+        tm.jv_rel = _runs(rel)
+        lines = writer._out[out0:]
+        if len(lines) != len(rel):
+            return None
+        # the lines as their pieces around the names; a twin's names fill the odd slots
+        vname = g.v_name
+        fmt: list[str] = []
+        for r, line in zip(rel, lines, strict=True):
+            name = vname[a + r]
+            k = len(line) - len(line.lstrip(" -"))
+            if not name or name[0] in " -" or not line.startswith(name, k):
+                return None
+            fmt.append(line[:k])
+            fmt.append(name)
+            fmt.append(line[k + len(name) :])
+        tm.fmt = fmt
+        tm.pick = itemgetter(*rel) if len(rel) > 1 else (lambda names, r=rel[0]: (names[r],))
+        tm.acc = [(t, c - acc0.get(t, 0)) for t, c in to_parent.items() if c != acc0.get(t, 0)]
+        return tm
+
+    def _upd_replay(
+        self, tm: _UpdTmpl, b: int, e0: int, meta: JobMeta, writer: Any, to_parent: dict[str, int]
+    ) -> int:
+        ep = self._epoch
+        for i in tm.visited:
+            v = b + i
+            ep[v] = ep.get(v, 0) + 1
+        if self._ep_log is not None:
+            self._ep_log.extend([b + i for i in tm.visited])
+        cols = (self.vspans, self.allocs, self.resvs, self.tags, self.xspans)
+        for ci, lo, hi, obj in tm.runs:
+            cols[ci][b + lo : b + hi] = [obj] * (hi - lo)
+        shift = self._span_seq - tm.seq0
+        for ci, pos, d in tm.own:
+            if ci >= 3:
+                cols[ci][b + pos] = d.copy()
+            elif len(d) == 1:
+                ((k, v),) = d.items()
+                cols[ci][b + pos] = {k + shift: v} if ci == 0 else {k: v + shift}
+            elif ci == 0:
+                cols[0][b + pos] = {k + shift: v for k, v in d.items()}
+            else:
+                cols[ci][b + pos] = {k: v + shift for k, v in d.items()}
+        self._span_seq += tm.seq_delta
+        if tm.plans:
+            # _add_job_span for a vertex without a span of this job (it was fresh)
+            dom = self.dom
+            sub = self.subplan[dom]
+            j2s = self.job2span[dom]
+            jobid, at, dur = meta.jobid, meta.at, meta.duration
+            for i, counts in tm.plans:
+                v = b + i
+                d2 = j2s[v]
+                if d2 is None:
+                    d2 = j2s[v] = {}
+                d2[jobid] = sub[v].add_span(at, dur, counts)
+                self._agg_touched(dom, v)
+        if tm.oweights:
+            e_weight = self.e_weight
+            for k, w in tm.oweights:
+                e_weight[e0 + k] = w
+            ub = self.g.v_uniq[b]
+            oe = self._outedges
+            for i, keys in tm.okeys:
+                oe[b + i] = [(k0, k1 - ub, k2 + e0) for k0, k1, k2 in keys]
+        ext = self._jv.extend
+        for lo, hi, step in tm.jv_rel:
+            ext(range(b + lo, b + hi, step))
+        # one string for the subtree's lines (the writer joins its pieces: same text)
+        parts = tm.fmt
+        parts[1::3] = tm.pick(self.g.v_name[b : b + tm.shape.n])
+        writer._add("".join(parts))
+        for t, c in tm.acc:
+            to_parent[t] = to_parent.get(t, 0) + c
+        self.fresh_stats[1] += 1
+        return tm.n_ret
+
+    def _fresh_upd_ready(self, writer: Any) -> bool:
+        """May this update walk use templates?  (Only if its select replayed some subtree.)"""
+        return (
+            bool(self._fhint)
+            and self.fresh
+            and type(writer) is SimpleWriter
+            and len(self.g.out) == 1
+            and len(self.subsystems) == 1
+        )

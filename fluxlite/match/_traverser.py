@@ -43,6 +43,7 @@ from typing import Any
 
 from fluxlite.graph import UP, ResourceGraph
 from fluxlite.match._common import (
+    _TRISTATE_FALSE,
     _TRISTATE_TRUE,
     AT_ALLOC,
     AT_RESERVE,
@@ -90,6 +91,22 @@ def _frozen_tree(resources: Any) -> bool:
         if not _frozen_tree(r.with_):
             return False
     return True
+
+
+def _walk_may_report(resources: Any) -> bool:
+    """Could a walk of this request print a diagnostic on the way, whatever the state?
+
+    The plain walk tests every vertex it visits against the request level
+    (``_test``, ``_by_excl``): two requests of one type side by side, a slot
+    beside another request, or ``exclusive: false`` (which conflicts under an
+    exclusive parent) make it add "siblings in jobspec request same resource
+    type" or "exclusivity conflicts" to the error even when nothing fits.  A
+    shortcut that skips the walk must not skip those.  O(jobspec).
+    """
+    types = [r.type for r in resources]
+    if len(set(types)) != len(types) or ("slot" in types and len(types) > 1):
+        return True
+    return any(r.exclusive is _TRISTATE_FALSE or _walk_may_report(r.with_) for r in resources)
 
 
 def _exclusive_types_of(resources: Any) -> set[str]:
@@ -451,7 +468,7 @@ class Traverser(
         resources = jobspec.resources
         if self._request_feasible(meta, op, dfv) < 0:
             return -1
-        if not self.shortcuts or self._root_has_room(root, meta, dfv):
+        if not self.shortcuts or self._root_has_room(root, meta, dfv) or _walk_may_report(resources):
             rc = self.select(resources, root, meta, x)
         else:
             # The root's aggregate already shows too few free units: no walk

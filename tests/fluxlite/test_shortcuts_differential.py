@@ -14,6 +14,7 @@ starts) and GRUG's local socket/core ids, so many candidates tie on score.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -156,3 +157,28 @@ def test_settled_needs_a_unique_boundary_better_than_any_unvisited() -> None:
     # lower is better
     assert settled([(3, 1), (5, 1)], 1, 4, False)
     assert not settled([(3, 1), (5, 1)], 1, 3, False)
+
+
+@pytest.mark.parametrize(
+    "req", [SIBLING_NODES, SIBLING_SOCKETS, SIBLING_CORES], ids=["nodes", "sockets", "cores"]
+)
+def test_a_full_graph_still_reports_siblings_as_the_walk_does(req: object) -> None:
+    """The root's aggregate shows no room, yet the plain walk visits the children and reports the siblings.
+
+    Found by the root-cache differential (hinodex, all cores taken): the
+    shortcut that skips the walk on a full root returned EBUSY with no message.
+    """
+    engines = []
+    for shortcuts in (True, False):
+        eng = Engine(generate_graph(racks=0, nodes=6, sockets=2, cores=4), policy="hinodex")
+        eng.traverser.shortcuts = shortcuts
+        eng.traverser.fresh = shortcuts
+        while eng.match(NODE, op="allocate").ok:
+            pass
+        engines.append(eng)
+    a, b = (eng.match(req, op="allocate") for eng in engines)
+    assert not a.ok and not b.ok
+    if req is SIBLING_NODES:  # the walk meets them at the root's children (deeper ones are pruned first)
+        assert "siblings in jobspec request same resource type : node" in b.error
+    assert (a.errno, a.error) == (b.errno, b.error)
+    assert snapshot(engines[0]) == snapshot(engines[1])

@@ -204,7 +204,7 @@ class FlexibleTraverser(Traverser):
     # request and keeps its exact shortcuts (tests/fluxlite/test_flexible_shortcuts.py).
     @property
     def shortcuts(self) -> bool:  # type: ignore[override]
-        return self._want_shortcuts and not self._alternatives
+        return self._want_shortcuts  # GUARD OFF (experiment)
 
     @shortcuts.setter
     def shortcuts(self, on: bool) -> None:
@@ -212,10 +212,47 @@ class FlexibleTraverser(Traverser):
 
     def _schedule(self, jobspec: Any, meta: JobMeta, x: bool, op: str, root: int, dfv: dict[str, int]) -> int:
         self._alternatives = has_alternatives(jobspec.resources)
+        self._jobspec_resources = jobspec.resources
         try:
             return super()._schedule(jobspec, meta, x, op, root, dfv)
         finally:
             self._alternatives = False
+
+    def _root_has_room(self, root: int, meta: JobMeta, dfv: dict[str, int]) -> bool:
+        if self._alternatives:
+            dfv = self.lower_bound(self._jobspec_resources)
+        return super()._root_has_room(root, meta, dfv)
+
+    def lower_bound(self, resources: Sequence[Any]) -> dict[str, int]:
+        """Free units of each pruning type that any successful match of ``resources`` needs.
+
+        Unlike Fluxion's priming (:meth:`_prime_combine`), which folds slot
+        alternatives by a running minimum that depends on their order (a type
+        only a later alternative asks for keeps that alternative's count),
+        alternatives combine here by the minimum over *all* of them, a type
+        that one of them does not ask for counting 0.  That is a true lower
+        bound: a match forms at least ``max(count.min)`` disjoint slots, each
+        holding at least the smallest alternative's units.  O(jobspec).
+        """
+        out: dict[str, int] = {}
+        alts: dict[str, int] | None = None
+        for r in resources:
+            mine = self.lower_bound(r.with_)
+            if r.type in ("slot", "xor_slot"):
+                units = {t: r.count.min * c for t, c in mine.items()}
+                if r.type in self.prune.total:
+                    units[r.type] = r.count.min
+                if alts is None:
+                    alts = units
+                else:
+                    alts = {t: min(c, units[t]) for t, c in alts.items() if t in units}
+                continue
+            self._accum_if(r.type, r.count.min, out)
+            for t, c in mine.items():
+                self._accum_if(t, r.count.min * c, out)
+        for t, c in (alts or {}).items():
+            self._accum_if(t, c, out)
+        return out
 
     # ------------------------------------------------------------ jobspec priming
     def _min_if(self, t: str, count: int, lowest: dict[str, int]) -> None:

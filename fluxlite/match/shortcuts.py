@@ -250,7 +250,7 @@ class ShortcutsStage:
         # A child's evaluation depends only on its subtree's state and on the
         # request: reuse it while no update/cancel walk went through the child.
         ctx = (
-            _request_sig(resources),
+            _request_sig(resources, self._ud),
             meta.at,
             meta.duration,
             meta.alloc_type,

@@ -18,6 +18,7 @@ counts (an xor_slot variant keeps the whole jobspec's).
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
@@ -236,3 +237,30 @@ def test_memo_keys_include_the_pruning_counts_of_xor_variants() -> None:
         assert _same(fast, plain, req).ok  # type: ignore[attr-defined]
     got = _same(fast, plain, alone)
     assert "node0" in got.text  # type: ignore[attr-defined]  # low: the first node, whose GPU is taken
+
+
+@pytest.mark.parametrize("traverser", ["simple", "flexible"])
+def test_skip_index_keeps_the_sibling_refusals_of_the_plain_walk(traverser: str) -> None:
+    """``first`` on 70 nodes, most of them taken: a node request beside slot(s) at the top level.
+
+    Every node the walk visits refuses the request ("siblings in jobspec
+    request same resource type", once per node); the skip index of the
+    dynamic exploration must not pass over full nodes, or the message differs.
+    """
+    fast, plain = (
+        Engine(generate_graph(nodes=70, sockets=2, cores=4), policy="first", traverser_policy=traverser)
+        for _ in range(2)
+    )
+    plain.traverser.shortcuts = False
+    ten = _nodes(10, _slot("x", {"socket": 2}), exclusive=True)
+    for _ in range(6):
+        assert _same(fast, plain, ten).ok  # type: ignore[attr-defined]
+    slots = [_slot("a", {"core": 1}, indent=2)]
+    if traverser == "flexible":
+        slots.append(_slot("b", {"core": 2}, indent=2))
+    req = jobspec(
+        "  - type: node\n    count: 1\n    with:\n      - type: core\n        count: 1\n" + "\n".join(slots)
+    )
+    for op in ("allocate", "allocate_with_satisfiability"):
+        got = _same(fast, plain, req, op)
+        assert not got.ok and got.error.count("siblings in jobspec request same resource type") >= 70  # type: ignore[attr-defined]

@@ -9,11 +9,14 @@ random operations (allocate, reserve, satisfiability, cancel, partial
 release, status changes), mixing plain jobspecs, or_slot and xor_slot
 alternatives at every level, and an xor_slot jobspec followed by one of its
 variants as a plain jobspec; every output and the whole state must stay
-identical.  Two causes of disagreement were found this way and are pinned by
-the regression tests below: the root's aggregate check read Fluxion's
-order-dependent priming of alternatives as a lower bound, and the memo of the
-root's children was keyed by the request's structure without its pruning
-counts (an xor_slot variant keeps the whole jobspec's).
+identical.  Three causes of disagreement were found this way (with an
+ad-hoc fuzzer of longer sessions) and are pinned by the regression tests
+below: the root's aggregate check read Fluxion's order-dependent priming of
+alternatives as a lower bound; the memo of the root's children was keyed by
+the request's structure without its pruning counts (an xor_slot variant
+keeps the whole jobspec's); and with ``first`` the skip index passed over
+children that the plain walk visits only to refuse a request with a slot
+sibling, once per child, so the error text differed (simple traverser too).
 """
 
 from __future__ import annotations

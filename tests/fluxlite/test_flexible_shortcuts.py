@@ -100,7 +100,7 @@ def _pair(engine_kw: dict[str, object]) -> tuple[Engine, Engine]:
 class FlexibleDifferential(base.Differential):
     @initialize(
         policy=st.sampled_from(["low", "high", "first", "lonode", "hinodex", "locality"]),
-        shape=st.sampled_from([*sorted(base.SHAPES), "small"]),
+        shape=st.sampled_from([*sorted(base.SHAPES), "small", "small"]),
         gpus=st.integers(1, 2),
         prune=st.sampled_from(["ALL:core,ALL:node", "ALL:core,ALL:node,ALL:gpu"]),
     )
@@ -144,8 +144,9 @@ class FlexibleDifferential(base.Differential):
             # one alternative alone, as a plain slot: same structure as that variant
             self.variants.append(build([alts[keep % len(alts)]], "slot"))
 
-    @rule(n=st.integers(1, 4), op=st.sampled_from(["allocate", "allocate_orelse_reserve"]))
+    @rule(n=st.integers(1, 16), op=st.sampled_from(["allocate", "allocate_orelse_reserve"]))
     def take_gpus(self, n: int, op: str) -> None:
+        # GPUs are the type that only some alternatives ask for: run them out
         super().match(_top(_slot("g", {"gpu": 1}, count=n, indent=2)), op, 1)
 
     @precondition(lambda self: bool(self.variants))
@@ -155,7 +156,7 @@ class FlexibleDifferential(base.Differential):
 
 
 FlexibleDifferential.TestCase.settings = settings(
-    max_examples=12, stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=20, stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 TestFlexibleDifferential = FlexibleDifferential.TestCase
 

@@ -48,9 +48,10 @@ BENCH_GRAPHS = {"L0": 128, "N1024": 1024, "N8192": 8192, "N16384": 16384}
 #: request name -> nodes (0: one socket of 16 cores)
 BENCH_REQUESTS = {"T1": 64, "T2": 32, "T3": 16, "T4": 8, "T5": 4, "T6": 2, "T7": 1, "T8": 0}
 #: requests with or_slot alternatives (``--traverser flexible`` only; not run unless named):
-#: A4 is T4's 8 nodes, each with a slot of both sockets or of one socket (the
-#: flexible traverser takes the alternative that places more slots: one socket
-#: per slot, both sockets); A8 is T8's socket with a slot of 16 or of 8 cores
+#: A4 is T4's 8 nodes, each with a slot of both sockets or of one socket; A8 is
+#: T8's socket with a slot of 16 or of 8 cores.  The flexible traverser prefers
+#: the alternative that places more slots, and keeps the slot count (1): one
+#: 16-core socket per node for A4, 8 cores of a socket for A8
 BENCH_ALT_REQUESTS = {"A4": 8, "A8": 0}
 
 _REQUEST_TAIL = """attributes:

@@ -47,6 +47,12 @@ __all__ = ["BENCH_GRAPHS", "BENCH_REQUESTS", "find_bench_dir", "main", "main_ben
 BENCH_GRAPHS = {"L0": 128, "N1024": 1024, "N8192": 8192, "N16384": 16384}
 #: request name -> nodes (0: one socket of 16 cores)
 BENCH_REQUESTS = {"T1": 64, "T2": 32, "T3": 16, "T4": 8, "T5": 4, "T6": 2, "T7": 1, "T8": 0}
+#: requests with or_slot alternatives (``--traverser flexible`` only; not run unless named):
+#: A4 is T4's 8 nodes, each with a slot of both sockets or of one socket; A8 is
+#: T8's socket with a slot of 16 or of 8 cores.  The flexible traverser prefers
+#: the alternative that places more slots, and keeps the slot count (1): one
+#: 16-core socket per node for A4, 8 cores of a socket for A8
+BENCH_ALT_REQUESTS = {"A4": 8, "A8": 0}
 
 _REQUEST_TAIL = """attributes:
   system:
@@ -90,6 +96,50 @@ resources:
 """
     + _REQUEST_TAIL
 )
+
+
+_ALT_NODE_REQUEST = """version: 1
+resources:
+  - type: node
+    count: {n}
+    with:
+      - type: slot
+        count: 1
+        label: both
+        with:
+          - type: socket
+            count: 2
+            with:
+              - type: core
+                count: 16
+      - type: slot
+        count: 1
+        label: one
+        with:
+          - type: socket
+            count: 1
+            with:
+              - type: core
+                count: 16
+""" + _REQUEST_TAIL.replace("slot: default", "slot: one")
+_ALT_SOCKET_REQUEST = """version: 1
+resources:
+  - type: socket
+    count: 1
+    with:
+      - type: slot
+        count: 1
+        label: whole
+        with:
+          - type: core
+            count: 16
+      - type: slot
+        count: 1
+        label: half
+        with:
+          - type: core
+            count: 8
+""" + _REQUEST_TAIL.replace("slot: default", "slot: half")
 
 
 def find_bench_dir(given: str | os.PathLike[str] | None = None) -> Path | None:
@@ -299,6 +349,12 @@ def _graph_source(name: str, bench_dir: Path | None, fmt: str, tmp: Path) -> tup
 def _request_files(names: Sequence[str], bench_dir: Path | None, tmp: Path) -> list[tuple[str, str]]:
     out = []
     for name in names:
+        if name in BENCH_ALT_REQUESTS:
+            n = BENCH_ALT_REQUESTS[name]
+            path = tmp / f"{name}.yaml"
+            path.write_text(_ALT_NODE_REQUEST.format(n=n) if n else _ALT_SOCKET_REQUEST)
+            out.append((name, str(path)))
+            continue
         path = bench_dir / "jobspecs" / f"{name}.yaml" if bench_dir is not None else None
         if path is None or not path.is_file():
             n = BENCH_REQUESTS[name]
@@ -429,7 +485,12 @@ def main_match(argv: Sequence[str]) -> int:
         "us/vertex is the median match time per vertex the job holds.",
     )
     p.add_argument("--graphs", default="L0,N1024,N16384", help="comma-separated: L0, N1024, N8192, N16384")
-    p.add_argument("--requests", default=",".join(BENCH_REQUESTS), help="comma-separated subset of T1..T8")
+    p.add_argument(
+        "--requests",
+        default=",".join(BENCH_REQUESTS),
+        help="comma-separated subset of T1..T8, or A4 / A8: T4 / T8 with or_slot alternatives "
+        "(needs --traverser flexible; not run unless named)",
+    )
     p.add_argument(
         "--policies", default="first,low", help="comma-separated match policies (default first,low)"
     )
@@ -480,9 +541,12 @@ def main_match(argv: Sequence[str]) -> int:
         p.error("--repeat must be at least 1")
     graphs = [x for x in a.graphs.split(",") if x]
     reqs = [x for x in a.requests.split(",") if x]
-    bad = [x for x in graphs if x not in BENCH_GRAPHS] + [x for x in reqs if x not in BENCH_REQUESTS]
+    known = {**BENCH_REQUESTS, **BENCH_ALT_REQUESTS}
+    bad = [x for x in graphs if x not in BENCH_GRAPHS] + [x for x in reqs if x not in known]
     if bad:
         p.error(f"unknown graph or request: {', '.join(bad)}")
+    if a.traverser != "flexible" and any(x in BENCH_ALT_REQUESTS for x in reqs):
+        p.error("requests A4 / A8 have or_slot alternatives: add --traverser flexible")
     from fluxlite.match import parse_policy
 
     policies = [x for x in a.policies.split(",") if x]

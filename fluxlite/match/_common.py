@@ -76,11 +76,31 @@ def calc_count(r: Any, qc: int) -> int:
 _NO_MEMO = (-1,)
 
 
-def _request_sig(resources: Sequence[Any]) -> tuple:
-    """A hashable value equal for structurally equal requests."""
-    return tuple(
-        (r.type, r.count, r.unit, r.label, r.id, r.exclusive, _request_sig(r.with_)) for r in resources
-    )
+def _request_sig(resources: Sequence[Any], ud: dict[int, dict[str, int]]) -> tuple:
+    """A hashable value equal for requests that every walk treats alike.
+
+    The structure, and the pruning counts ``ud`` (the traverser's primed
+    ``user_data``) of each request: those are not always a function of the
+    structure -- an xor_slot variant keeps the counts primed for the whole
+    jobspec, minimum over all its alternatives -- and they decide which
+    subtrees a walk skips.
+    """
+    out = []
+    for r in resources:
+        d = ud.get(id(r))
+        out.append(
+            (
+                r.type,
+                r.count,
+                r.unit,
+                r.label,
+                r.id,
+                r.exclusive,
+                tuple(sorted(d.items())) if d else (),
+                _request_sig(r.with_, ud),
+            )
+        )
+    return tuple(out)
 
 
 def calc_effective_max(r: Any) -> int:

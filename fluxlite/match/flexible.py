@@ -28,10 +28,24 @@ step, so that the same jobspec picks the same resources:
 
 Everything else (update, cancel, info, find, reservations, satisfiability)
 is the simple traverser's, so a failed match leaves the state as it was.
-The exact shortcuts of :mod:`fluxlite.match.shortcuts` are turned off for
-a jobspec with alternatives: it takes the plain walk (O(graph) per match
-for policies that walk everything, e.g. ~40-60 ms with ``low``/``high`` on
-128 nodes).  A jobspec without alternatives keeps them.
+The exact shortcuts of :mod:`fluxlite.match.shortcuts` and
+:mod:`fluxlite.match.rootcache` stay on for every jobspec, with or without
+alternatives, and give the plain walk's results (checked by the differential
+test ``tests/fluxlite/test_flexible_shortcuts.py``, shortcuts on vs off):
+
+* the root's aggregate check (no walk when the root has too few free units)
+  reads :meth:`FlexibleTraverser.lower_bound`, the minimum over *all*
+  alternatives, not Fluxion's primed counts, whose running minimum depends on
+  the alternatives' order and is no lower bound;
+* the skip index reads the same primed counts per request as the walk's own
+  pruning (the ``min_if`` counts above), so it skips only what the walk prunes;
+* the memo of the pass-through root's children (and the root cache) is keyed
+  by the request's structure *and* its primed counts: an xor_slot variant
+  keeps the whole jobspec's counts, a plain jobspec of the same shape not;
+* best-first with early stop never plans over slot requests, and or_slot
+  slots are formed from a full exploration of the vertex's children (the
+  number of slots to place is not known before :meth:`select_or_config`),
+  so there the walk is the plain one.
 
 :func:`check_jobspec` refuses, for the Python API, slot alternatives the
 chosen traverser cannot honour (a
@@ -191,31 +205,58 @@ class FlexibleTraverser(Traverser):
     """The DFU traverser with Fluxion's flexible matching of or_slot/xor_slot alternatives."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        #: the jobspec being matched has slot alternatives (or_slot / xor_slot)
+        #: the jobspec being matched has slot alternatives (or_slot / xor_slot), and its requests
         self._alternatives = False
+        self._jobspec_resources: Sequence[Any] = ()
         super().__init__(*args, **kwargs)
         #: the xor_slot variant that matched last (its requests), or None
         self.chosen_variant: tuple[Any, ...] | None = None
         self._variant_keep: list[Any] = []
 
-    # The shortcuts assume one slot shape per level (a differential run of shortcuts on/off
-    # over random or_slot jobspecs disagreed, e.g. socket[3] -> 2 alternatives), so a jobspec
-    # with alternatives takes the plain walk; one without them is the simple traverser's
-    # request and keeps its exact shortcuts (tests/fluxlite/test_flexible_shortcuts.py).
-    @property
-    def shortcuts(self) -> bool:  # type: ignore[override]
-        return self._want_shortcuts and not self._alternatives
-
-    @shortcuts.setter
-    def shortcuts(self, on: bool) -> None:
-        self._want_shortcuts = on
-
     def _schedule(self, jobspec: Any, meta: JobMeta, x: bool, op: str, root: int, dfv: dict[str, int]) -> int:
         self._alternatives = has_alternatives(jobspec.resources)
+        self._jobspec_resources = jobspec.resources
         try:
             return super()._schedule(jobspec, meta, x, op, root, dfv)
         finally:
             self._alternatives = False
+            self._jobspec_resources = ()
+
+    def _root_has_room(self, root: int, meta: JobMeta, dfv: dict[str, int]) -> bool:
+        if self._alternatives:
+            dfv = self.lower_bound(self._jobspec_resources)
+        return super()._root_has_room(root, meta, dfv)
+
+    def lower_bound(self, resources: Sequence[Any]) -> dict[str, int]:
+        """Free units of each pruning type that any successful match of ``resources`` needs.
+
+        Unlike Fluxion's priming (:meth:`_prime_combine`), which folds slot
+        alternatives by a running minimum that depends on their order (a type
+        only a later alternative asks for keeps that alternative's count),
+        alternatives combine here by the minimum over *all* of them, a type
+        that one of them does not ask for counting 0.  That is a true lower
+        bound: a match forms at least ``max(count.min)`` disjoint slots, each
+        holding at least the smallest alternative's units.  O(jobspec).
+        """
+        out: dict[str, int] = {}
+        alts: dict[str, int] | None = None
+        for r in resources:
+            mine = self.lower_bound(r.with_)
+            if r.type in ("slot", "xor_slot"):
+                units = {t: r.count.min * c for t, c in mine.items()}
+                if r.type in self.prune.total:
+                    units[r.type] = r.count.min
+                if alts is None:
+                    alts = units
+                else:
+                    alts = {t: min(c, units[t]) for t, c in alts.items() if t in units}
+                continue
+            self._accum_if(r.type, r.count.min, out)
+            for t, c in mine.items():
+                self._accum_if(t, r.count.min * c, out)
+        for t, c in (alts or {}).items():
+            self._accum_if(t, c, out)
+        return out
 
     # ------------------------------------------------------------ jobspec priming
     def _min_if(self, t: str, count: int, lowest: dict[str, int]) -> None:

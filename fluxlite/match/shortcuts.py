@@ -113,7 +113,10 @@ class ShortcutsStage:
             return None
         (kt,) = kids
         rs = [r for r in resources if r.type == kt]
-        if len(rs) != 1:
+        if len(rs) != 1 or any(r.type in ("slot", "xor_slot") for r in resources):
+            # a slot sibling of the request: _test refuses every child of that type with
+            # "siblings in jobspec request same resource type", once per child visited, so
+            # the plain walk's message depends on visiting every child
             return None
         eids = kids[kt][0]
         mask = self._alive_mask(meta, u, ss, rs[0], kt, eids)
@@ -250,7 +253,7 @@ class ShortcutsStage:
         # A child's evaluation depends only on its subtree's state and on the
         # request: reuse it while no update/cancel walk went through the child.
         ctx = (
-            _request_sig(resources),
+            _request_sig(resources, self._ud),
             meta.at,
             meta.duration,
             meta.alloc_type,

@@ -28,3 +28,31 @@ def test_bench_match_reports_vertices_and_us_per_vertex(
         assert r["us_per_vertex"] == pytest.approx(r["median_ms"] * 1000.0 / r["vertices"])
     text = capsys.readouterr().out
     assert "us/vertex" in text
+
+
+@pytest.mark.skipif(find_bench_dir(None) is None, reason="needs ../shared/bench")
+def test_bench_match_alternatives_need_the_flexible_traverser(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main_match(["--graphs", "L0", "--requests", "A4"])
+    assert exc.value.code == 2
+    out = tmp_path / "rows.json"
+    rc = main_match(
+        [
+            "--graphs",
+            "L0",
+            "--requests",
+            "A4",
+            "--policies",
+            "low",
+            "--traverser",
+            "flexible",
+            "--json",
+            str(out),
+        ]
+    )
+    assert rc == 0
+    (row,) = [json.loads(line) for line in out.read_text().splitlines() if '"match"' in line]
+    # 8 nodes, each giving one slot of one 16-core socket (the alternative that places more
+    # slots, 2 per node, and the slot count keeps one): 256 sockets fill after 32 matches
+    assert row["traverser"] == "flexible" and row["full"] and row["matches"] == 32
+    assert row["vertices"] == 8 * (1 + 1 + 16) + 1

@@ -68,6 +68,7 @@ class SelectStage:
         return 0
 
     def _by_subplan(self, meta: JobMeta, ss: str, u: int, r: Any) -> int:
+        """Does ``u``'s subtree aggregate hold what request ``r`` needs below here?  O(types)."""
         col = self.subplan.get(ss)
         p = col[u] if col is not None else None
         if p is None:
@@ -87,23 +88,14 @@ class SelectStage:
         sp = self.vspans[u]
         if (avail_during(sp, g.v_size[u], meta.at, meta.duration) if sp else g.v_size[u]) == 0:
             return -1
-        p = None
         for r in resources:
             rt = r.type
             if t != rt and rt != "slot":
                 continue
             if rt != "slot" and self._by_excl(meta, u, excl, r) == -1:
                 return -1
-            # _by_subplan inlined
-            if p is None:
-                col = self.subplan.get(ss)
-                p = col[u] if col is not None else None
-                if p is None:
-                    p = False
-            if p is not False:
-                ud = self._ud.get(id(r))
-                if ud and not p.avail_during(meta.at, meta.duration, p.counts_for(ud)):
-                    return -1
+            if self._by_subplan(meta, ss, u, r) == -1:
+                return -1
         return 0
 
     def _constraint_match(self, constraint: Any, u: int) -> bool:

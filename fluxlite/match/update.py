@@ -361,38 +361,14 @@ class UpdateStage:
         jobid = meta.jobid
         table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
         at, end = meta.at, meta.at + meta.duration
-        # _own(col, v)[key] = value, inlined for each column (one leaf, four columns)
         if full and meta.alloc_type != AT_SATISFIABILITY:
             self._span_seq += 1
             sid = self._span_seq
-            col = self.vspans
-            d = col[v]
-            if d is None:
-                d = col[v] = {}
-            elif type(d) is _Shared:
-                d = col[v] = dict(d)
-            d[sid] = (at, end, needs)
-            d = table[v]
-            if d is None:
-                d = table[v] = {}
-            elif type(d) is _Shared:
-                d = table[v] = dict(d)
-            d[jobid] = sid
-        col = self.tags
-        d = col[v]
-        if d is None:
-            d = col[v] = {}
-        elif type(d) is _Shared:
-            d = col[v] = dict(d)
-        d[jobid] = jobid
+            _own(self.vspans, v)[sid] = (at, end, needs)
+            _own(table, v)[jobid] = sid
+        _own(self.tags, v)[jobid] = jobid
         self._jv_add(v)
-        col = self.xspans
-        d = col[v]
-        if d is None:
-            d = col[v] = {}
-        elif type(d) is _Shared:
-            d = col[v] = dict(d)
-        d[jobid] = (at, end)
+        _own(self.xspans, v)[jobid] = (at, end)
         g = self.g
         t = g.v_type[v]
         if t in self.prune.total:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from fluxlite.api import Engine
-from fluxlite.errors import FluxliteError
 from fluxlite.readers.generate import generate_graph
+from tests.fluxlite import test_shortcuts_differential as base
 from tests.fluxlite.helpers import jobspec, snapshot
 
 
@@ -64,42 +64,18 @@ def full_state(eng: Engine) -> tuple:
     )
 
 
-class FreshDifferential(RuleBasedStateMachine):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fast: Engine
-        self.plain: Engine
+class FreshDifferential(base.Differential):
+    """The shortcuts differential's rules (cancel, set_status via ``_both``) on templates on vs off."""
 
     @initialize(policy=st.sampled_from(["first", "low", "high", "lonodex"]), racks=st.sampled_from([0, 3]))
-    def build(self, policy: str, racks: int) -> None:
+    def build(self, policy: str, racks: int) -> None:  # type: ignore[override]
         self.fast = engine(policy, racks)
         self.plain = engine(policy, racks, fresh=False)
         self.nodes = sorted(p for p in self.fast.graph.by_path if p.rsplit("/", 1)[-1].startswith("node"))
 
-    def _both(self, fn_name: str, *args: object, **kw: object) -> None:
-        outs = []
-        for eng in (self.fast, self.plain):
-            try:
-                outs.append(("ok", getattr(eng, fn_name)(*args, **kw)))
-            except FluxliteError as exc:
-                outs.append(("err", type(exc).__name__, str(exc)))
-        assert outs[0] == outs[1]
-
     @rule(req=st.sampled_from(REQUESTS), op=st.sampled_from(OPS), repeat=st.integers(1, 3))
     def match(self, req: object, op: str, repeat: int) -> None:
-        for _ in range(repeat):
-            a = self.fast.match(req, op=op)
-            b = self.plain.match(req, op=op)
-            assert (a.ok, a.at, a.errno, a.text, a.error) == (b.ok, b.at, b.errno, b.text, b.error)
-
-    @precondition(lambda self: bool(self.fast.jobs))
-    @rule(data=st.data())
-    def cancel(self, data: st.DataObject) -> None:
-        self._both("cancel", data.draw(st.sampled_from(sorted(self.fast.jobs))))
-
-    @rule(data=st.data(), up=st.booleans())
-    def set_status(self, data: st.DataObject, up: bool) -> None:
-        self._both("set_status", data.draw(st.sampled_from(self.nodes)), "up" if up else "down")
+        super().match(req, op, repeat)
 
     @precondition(lambda self: any(s == "allocated" for s in self.fast.jobs.values()))
     @rule(data=st.data(), rank=st.integers(min_value=0, max_value=23))

@@ -154,8 +154,8 @@ class Traverser(
         #: skipping subtrees the aggregates rule out, memoized child evaluations);
         #: False gives the plain walk -- the same results, slower (tests compare them)
         self.shortcuts = True
-        #: fresh-subtree templates: an entirely free subtree shaped like one already walked in
-        #: this select/update pass is replayed from that walk (fluxlite.match.fresh); False
+        #: fresh-subtree templates: an entirely free subtree shaped like one already walked
+        #: (in this match or an earlier one) is replayed from that walk (fluxlite.match.fresh); False
         #: walks every subtree -- the same results and state, slower (tests compare them)
         self.fresh = True
         #: subtrees replayed so far: [in select, in update]
@@ -169,6 +169,9 @@ class Traverser(
         self._fok: set[int] = set()
         self._fok_token = -1
         self._fshape: dict[int, Any] = {}
+        self._fshapes: list[Any] = []
+        #: the template library: walk context -> (templates by key, failed recordings by key)
+        self._flib: dict[tuple, tuple[dict[tuple, Any], dict[tuple, int]]] = {}
         self._fver = -1
         self._jv: list[int] = []
         self.multilevel = 0

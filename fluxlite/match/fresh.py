@@ -17,18 +17,29 @@ same thing up to vertex and edge ids.  This module owns that shortcut:
   reservation, tag or exclusive window; every vertex up; no aggregate span),
   no edge marked yet by the current select, and the same edge weights;
 - the select template (:class:`_SelTmpl`), recorded for the first fresh
-  subtree a request visits in one select pass -- only for a request that
-  wants 3 or more of the subtree root's type, which is where twins pay for
-  the recording -- and replayed for its twins:
+  subtree of a shape that a request visits and replayed for its twins, in
+  this select pass and in later ones (see *the library* below):
   the marks it leaves on its edges, its pre/postorder counts, and the score
   it reports up (its root's id enters the score; a score factor of the root's
   type is recomputed for the twin, as the plain walk does);
 - the update template (:class:`_UpdTmpl`), recorded for the first such
-  subtree of one update walk (``simple`` output) and replayed for twins whose
+  subtree of an update walk (``simple`` output) and replayed for twins whose
   marks equal the recorded ones: the per-vertex dicts (leaf dicts shared by
-  the allocation are the same objects; own dicts get the twin's span ids),
-  aggregate spans, epochs, the first policy's child order, the per-job
-  vertex index and the output lines (one string per twin).
+  the allocation are the job's shared objects; own dicts are rebuilt with
+  the job's id, window and span ids), aggregate spans, epochs, the first
+  policy's child order, the per-job vertex index and the output lines (one
+  string per twin);
+- the library: templates are kept across matches, keyed by what the walks
+  read besides the subtree -- for select the request tree (held, so its
+  identity is not reused), pristine/exclusive flags, start time, duration,
+  allocation kind and root; for update the marks' context (needs,
+  exclusivity, level), allocation kind and the exclusive types -- with a
+  few templates per key (a node's sockets are not twins of each other;
+  edge weights left by earlier jobs differ from a new graph's).  A
+  one-node match on a graph of identical nodes is then a replay from the
+  second match on.  The library is dropped when the graph changes and
+  bounded in size; a key whose recordings fail ``_ATTEMPTS`` times is given
+  up.
 
 Anything outside these conditions takes the plain walk, so results and state
 are exactly the plain walk's (``Traverser.fresh = False`` turns the path off;
@@ -44,7 +55,7 @@ from operator import itemgetter
 from typing import Any
 
 from fluxlite.graph import UP
-from fluxlite.match._common import JobMeta, _Shared, calc_effective_max
+from fluxlite.match._common import JobMeta, _Shared
 from fluxlite.match._scoring import MATCH_MET, Dfu
 from fluxlite.writers.simple import SimpleWriter
 
@@ -52,11 +63,14 @@ from fluxlite.writers.simple import SimpleWriter
 FRESH_MIN = 8
 #: children of one vertex above which the walks use other indexes (never templated)
 _WIDE = 64
-#: a template is recorded only where the request wants this many of the type at least
-#: (recording costs about what two replays save)
-_TWINS_MIN = 3
-#: record attempts per request and select/update pass before giving up
+#: failed recordings per library key before giving up on the key
 _ATTEMPTS = 3
+#: templates kept per library key (shapes, or edge weights and marks that differ)
+_TMPLS_MAX = 6
+#: distinct subtree structures known (one object each)
+_SHAPES_KNOWN = 32
+#: library contexts (start time, duration, ...) kept before the library is dropped
+_LIB_MAX = 64
 _NOPE = object()
 
 
@@ -102,13 +116,13 @@ def _matches(values: list[int], base: int, pat: tuple[bool, list]) -> bool:
     return True
 
 
-def _wants_twins(resources: Sequence[Any]) -> bool:
-    """Does some request with children below it (so an internal vertex) want ``_TWINS_MIN`` or more?"""
+def _wants_subtrees(resources: Sequence[Any]) -> bool:
+    """Does some request (not a slot) have requests below it, so that it matches an internal vertex?"""
     for r in resources:
         if r.with_:
-            if r.type != "slot" and calc_effective_max(r) >= _TWINS_MIN:
+            if r.type != "slot":
                 return True
-            if _wants_twins(r.with_):
+            if _wants_subtrees(r.with_):
                 return True
     return False
 
@@ -148,7 +162,19 @@ class _Shape:
 
 
 class _SelTmpl:
-    __slots__ = ("avail", "factor", "morder", "mruns", "post", "pre", "score_off", "shape", "weights", "x_in")
+    __slots__ = (
+        "avail",
+        "factor",
+        "morder",
+        "mruns",
+        "post",
+        "pre",
+        "resources",
+        "score_off",
+        "shape",
+        "weights",
+        "x_in",
+    )
 
 
 class _UpdTmpl:
@@ -164,7 +190,6 @@ class _UpdTmpl:
         "pick",
         "plans",
         "runs",
-        "seq0",
         "seq_delta",
         "shape",
         "visited",
@@ -175,13 +200,43 @@ class _UpdTmpl:
 class FreshStage:
     """Fresh-subtree templates of :class:`~fluxlite.match.Traverser` (a mixin over its state)."""
 
-    # ------------------------------------------------------------ shapes and twins
+    # ------------------------------------------------------------ shapes, twins, the library
+    def _fresh_sync(self) -> None:
+        """Drop cached shapes and the template library when the graph changed."""
+        if self._fver != self.g.version:
+            self._fshape = {}
+            self._fshapes = []
+            self._flib = {}
+            self._fver = self.g.version
+
+    def _fresh_lib(self, ctx: tuple) -> tuple[dict[tuple, Any], dict[tuple, int]]:
+        """The library's (templates, failed recordings) for a walk context, created if new."""
+        self._fresh_sync()
+        lib = self._flib
+        got = lib.get(ctx)
+        if got is None:
+            if len(lib) >= _LIB_MAX:
+                lib.clear()
+            got = lib[ctx] = ({}, {})
+        return got
+
+    def _fresh_twins(self, tms: list[Any], u: int) -> tuple[list[Any], int]:
+        """The templates among ``tms`` whose shape ``u``'s subtree has, and ``u``'s first edge (-1: none)."""
+        got = self._fshape.get(u)
+        if got is not None:
+            shape, e0 = got
+            return [tm for tm in tms if tm.shape is shape], e0
+        for tm in tms:
+            e0 = self._fresh_twin(tm.shape, u)
+            if e0 is not None:
+                shape = tm.shape
+                return [tm for tm in tms if tm.shape is shape], e0
+        return [], -1
+
     def _fresh_shape(self, a: int) -> tuple[_Shape, int] | None:
         """The shape of ``a``'s subtree and its first edge, or None if it cannot be templated.  Cached."""
         g = self.g
-        if self._fver != g.version:
-            self._fshape = {}
-            self._fver = g.version
+        self._fresh_sync()
         got = self._fshape.get(a, False)
         if got is not False:
             return got
@@ -206,16 +261,20 @@ class FreshStage:
         e0 = min(edges)
         if sorted(edges) != list(range(e0, e0 + n - 1)):
             return None
-        got = (_Shape(g, col, a, n, e0), e0)
-        self._fshape[a] = got
+        for known in self._fshapes:  # one object per structure: templates of any key share it
+            e1 = self._fresh_twin(known, a)
+            if e1 is not None:
+                return known, e1
+        shape = _Shape(g, col, a, n, e0)
+        if len(self._fshapes) < _SHAPES_KNOWN:
+            self._fshapes.append(shape)
+        got = self._fshape[a] = (shape, e0)
         return got
 
     def _fresh_twin(self, shape: _Shape, b: int) -> int | None:
         """The first edge of ``b``'s subtree if it has exactly ``shape`` (shifted), else None.  Cached."""
         g = self.g
-        if self._fver != g.version:
-            self._fshape = {}
-            self._fver = g.version
+        self._fresh_sync()
         got = self._fshape.get(b)
         if got is not None and got[0] is shape:
             return got[1]
@@ -263,10 +322,10 @@ class FreshStage:
 
     def _fresh_ready(self, meta: JobMeta, resources: Sequence[Any]) -> bool:
         """May this select pass use templates?  (Single subsystem, no constraint, id-monotone scores,
-        and a request wanting at least ``_TWINS_MIN`` of a type that has requests below it.)"""
+        and a request with requests below it.)"""
         return (
             self.fresh
-            and _wants_twins(resources)
+            and _wants_subtrees(resources)
             and not getattr(self, "_alternatives", False)
             and len(self.subsystems) == 1
             and len(self.g.out) == 1
@@ -274,6 +333,13 @@ class FreshStage:
             and not self._locality
             and meta.constraint is None
         )
+
+    @staticmethod
+    def _fresh_failed(tmpls: dict[tuple, Any], tries: dict[tuple, int], key: tuple) -> None:
+        """Count a failed recording for ``key``; give the key up after ``_ATTEMPTS`` failures."""
+        n = tries[key] = tries.get(key, 0) + 1
+        if n >= _ATTEMPTS:
+            tmpls[key] = _NOPE
 
     # ------------------------------------------------------------ select
     def _sel_clean(self, shape: _Shape, b: int, e0: int) -> bool:
@@ -288,20 +354,23 @@ class FreshStage:
         if self.tags[u] is not None or not g.out[self.dom][u]:
             return None  # a job uses u or something below it (cheap test before any other)
         key = (id(resources), pristine, excl)
-        tm = self._fsel.get(key)
-        if tm is _NOPE:
+        tms = self._fsel.get(key)
+        if tms is _NOPE:
             return None
-        if tm is not None:
-            e0 = self._fresh_twin(tm.shape, u)
-            if (
-                e0 is None
-                or not self._sel_clean(tm.shape, u, e0)
-                or self.e_weight[e0 : e0 + tm.shape.m] != tm.weights
-            ):
+        if tms is not None:
+            twins, e0 = self._fresh_twins(tms, u)
+            if twins:
+                shape = twins[0].shape
+                if not self._sel_clean(shape, u, e0):
+                    return None
+                weights = self.e_weight[e0 : e0 + shape.m]
+                for tm in twins:
+                    if tm.weights == weights and tm.resources is resources:
+                        return self._sel_replay(tm, u, e0, to_parent)
+            if len(tms) >= _TMPLS_MAX:
                 return None
-            return self._sel_replay(tm, u, e0, to_parent)
         t = g.v_type[u]
-        if not any(r.type == t and calc_effective_max(r) >= _TWINS_MIN for r in resources):
+        if not any(r.type == t for r in resources):
             return None
         got = self._fresh_shape(u)
         if got is None:
@@ -336,8 +405,6 @@ class FreshStage:
                 to_parent.merge(cd)
             to_parent.avail = cd.avail
             to_parent.overall_score = cd.overall_score
-        tries = self._ftries.get(key, 0) + 1
-        self._ftries[key] = tries
         new = marked[m0:]
         hi = e0 + shape.m
         if (
@@ -349,10 +416,10 @@ class FreshStage:
             or not all(e0 <= e < hi for e in new)
             or self.e_token[e0:hi].count(self.token) != len(new)
         ):
-            if tries >= _ATTEMPTS:
-                self._fsel[key] = _NOPE
+            self._fresh_failed(self._fsel, self._ftries, key)
             return rc, x_in
         tm = _SelTmpl()
+        tm.resources = resources
         tm.shape = shape
         tm.weights = weights
         tm.pre = self.preorder - pre0
@@ -375,7 +442,7 @@ class FreshStage:
             i = j
         tm.mruns = runs
         tm.morder = _runs([e - e0 for e in new])
-        self._fsel[key] = tm
+        self._fsel.setdefault(key, []).append(tm)
         self._fok.add(u)
         return rc, x_in
 
@@ -453,20 +520,22 @@ class FreshStage:
         if self.tags[u] is not None:
             return None
         key = (needs, excl, full, emit_shadow, excl_parent, self.trav_level)
-        tm = self._fupd.get(key)
-        if tm is _NOPE:
+        tms = self._fupd.get(key)
+        if tms is _NOPE:
             return None
-        if tm is not None:
-            shape = tm.shape
-            e0 = self._fresh_twin(shape, u)
-            if (
-                e0 is None
-                or not self._upd_clean(shape, u)
-                or self._marks_of(e0, shape.m) != tm.marks
-                or (self.stop_on_k and self.e_weight[e0 : e0 + shape.m] != tm.w_before)
-            ):
+        if tms is not None:
+            twins, e0 = self._fresh_twins(tms, u)
+            if twins:
+                shape = twins[0].shape
+                if not self._upd_clean(shape, u):
+                    return None
+                marks = self._marks_of(e0, shape.m)
+                w = self.e_weight[e0 : e0 + shape.m] if self.stop_on_k else None
+                for tm in twins:
+                    if tm.marks == marks and (w is None or tm.w_before == w):
+                        return self._upd_replay(tm, u, e0, meta, writer, to_parent)
+            if len(tms) >= _TMPLS_MAX:
                 return None
-            return self._upd_replay(tm, u, e0, meta, writer, to_parent)
         if self.g.v_type[u] not in self._fhint:
             return None
         got = self._fresh_shape(u)
@@ -506,19 +575,16 @@ class FreshStage:
         log = self._ep_log
         log0 = len(log) if log is not None else 0
         n_ret = self._upd_dfv_plain(u, writer, needs, excl, meta, full, to_parent, emit_shadow, excl_parent)
-        tries = self._futries.get(key, 0) + 1
-        self._futries[key] = tries
         tm = self._upd_extract(
             shape, a, e0, meta, writer, seq0, jv0, out0, acc0, ep0, log0, to_parent, w_before
         )
         if tm is None or n_ret <= 0:
-            if tries >= _ATTEMPTS:
-                self._fupd[key] = _NOPE
+            self._fresh_failed(self._fupd, self._futries, key)
             return n_ret
         tm.marks = marks
         tm.w_before = w_before
         tm.n_ret = n_ret
-        self._fupd[key] = tm
+        self._fupd.setdefault(key, []).append(tm)
         return n_ret
 
     def _upd_extract(
@@ -543,11 +609,14 @@ class FreshStage:
         seq1 = self._span_seq
         tm = _UpdTmpl()
         tm.shape = shape
-        tm.seq0 = seq0
         tm.seq_delta = seq1 - seq0
         tm.w_before = w_before
-        runs: list[tuple[int, int, int, Any]] = []
-        own: list[tuple[int, int, dict]] = []
+        # the job's leaf dicts shared by the allocation, as (needs, index in _new_leaf_shared's tuple)
+        shared_of = {id(o): (nd, k) for nd, objs in self._leaf_shared.items() for k, o in enumerate(objs)}
+        runs: list[tuple[int, int, int, int, int]] = []
+        own: list[tuple[int, int, Any]] = []
+        jobid = meta.jobid
+        window = (meta.at, meta.at + meta.duration)
         cols = (self.vspans, self.allocs, self.resvs, self.tags, self.xspans)
         for ci, col in enumerate(cols):
             vals = col[a : a + n]
@@ -558,26 +627,38 @@ class FreshStage:
                     if lo >= 0 and d is obj:
                         continue
                     if lo >= 0:
-                        runs.append((ci, lo, pos, obj))
+                        runs.append((ci, lo, pos, *shared_of[id(obj)]))
+                    if id(d) not in shared_of:
+                        return None
                     lo, obj = pos, d
                     continue
                 if lo >= 0:
-                    runs.append((ci, lo, pos, obj))
+                    runs.append((ci, lo, pos, *shared_of[id(obj)]))
                     lo = -1
                 if d is None:
                     continue
-                # an own dict: its span ids must all be new
-                sids = d.keys() if ci == 0 else (d.values() if ci in (1, 2) else ())
-                if not all(seq0 < s <= seq1 for s in sids):
+                # an own dict: only this job's entries, with new span ids (replayed with the
+                # replaying job's id, window and span ids)
+                if ci == 0:
+                    if not all(seq0 < s <= seq1 and v[:2] == window for s, v in d.items()):
+                        return None
+                    own.append((0, pos, tuple((s - seq0, v[2]) for s, v in d.items())))
+                elif len(d) != 1 or jobid not in d:
                     return None
-                own.append((ci, pos, dict(d)))
+                elif ci < 3:
+                    if not seq0 < d[jobid] <= seq1:
+                        return None
+                    own.append((ci, pos, d[jobid] - seq0))
+                elif d[jobid] != (jobid if ci == 3 else window):
+                    return None
+                else:
+                    own.append((ci, pos, None))
             if lo >= 0:
-                runs.append((ci, lo, n, obj))
+                runs.append((ci, lo, n, *shared_of[id(obj)]))
         tm.runs = runs
         tm.own = own
         sub = self.subplan.get(self.dom)
         j2s = self.job2span.get(self.dom)
-        jobid = meta.jobid
         plans = []
         for i in shape.internal:
             d = j2s[a + i] if j2s is not None else None
@@ -646,19 +727,23 @@ class FreshStage:
         if self._ep_log is not None:
             self._ep_log.extend([b + i for i in tm.visited])
         cols = (self.vspans, self.allocs, self.resvs, self.tags, self.xspans)
-        for ci, lo, hi, obj in tm.runs:
-            cols[ci][b + lo : b + hi] = [obj] * (hi - lo)
-        shift = self._span_seq - tm.seq0
-        for ci, pos, d in tm.own:
-            if ci >= 3:
-                cols[ci][b + pos] = d.copy()
-            elif len(d) == 1:
-                ((k, v),) = d.items()
-                cols[ci][b + pos] = {k + shift: v} if ci == 0 else {k: v + shift}
-            elif ci == 0:
-                cols[0][b + pos] = {k + shift: v for k, v in d.items()}
+        leaf_shared = self._leaf_shared
+        for ci, lo, hi, nd, k in tm.runs:
+            objs = leaf_shared.get(nd)
+            if objs is None:
+                objs = self._new_leaf_shared(nd, meta)
+            cols[ci][b + lo : b + hi] = [objs[k]] * (hi - lo)
+        base = self._span_seq
+        jobid = meta.jobid
+        at = meta.at
+        window = (at, at + meta.duration)
+        for ci, pos, x in tm.own:
+            if ci == 0:
+                cols[0][b + pos] = {base + r: (at, window[1], nd) for r, nd in x}
+            elif ci < 3:
+                cols[ci][b + pos] = {jobid: base + x}
             else:
-                cols[ci][b + pos] = {k: v + shift for k, v in d.items()}
+                cols[ci][b + pos] = {jobid: jobid if ci == 3 else window}
         self._span_seq += tm.seq_delta
         if tm.plans:
             # _add_job_span for a vertex without a span of this job (it was fresh)

@@ -259,7 +259,14 @@ class SelectStage:
         self._select_root = root
         self._fok, self._fok_token = set(), self.token
         if self._fresh_ready(meta, resources):
-            self._fsel, self._ftries, self._fhint = {}, {}, set()
+            primed = self._primed_reqs.get(id(resources))
+            if primed is not None and primed[0] is resources:
+                # an immutable request tree (see _primed): its templates are kept for later matches
+                ctx = ("select", meta.at, meta.duration, meta.alloc_type, root)
+                self._fsel, self._ftries = self._fresh_lib(ctx)
+            else:
+                self._fsel, self._ftries = {}, {}
+            self._fhint = set()
         else:
             self._fsel = None
             self._fhint = set()

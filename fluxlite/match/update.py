@@ -53,7 +53,9 @@ class UpdateStage:
         emit_shadow = self.g.v_type[root] in self.exclusive_types
         self.trav_level = 0
         if self._fresh_upd_ready(writer):
-            self._fupd, self._futries = {}, {}
+            self._fupd, self._futries = self._fresh_lib(
+                ("update", meta.alloc_type, frozenset(self.exclusive_types))
+            )
         try:
             n = self._upd_dfv_plain(root, writer, needs, excl, meta, True, {}, emit_shadow)
         finally:

@@ -10,6 +10,8 @@ part, shrunk and reserved around, which reads what the replay wrote.
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
@@ -182,3 +184,68 @@ def test_partly_used_nodes_after_templated_matches() -> None:
         a, b = fast.match(req, op="allocate_orelse_reserve"), plain.match(req, op="allocate_orelse_reserve")
         assert (a.ok, a.at, a.text) == (b.ok, b.at, b.text)
         assert full_state(fast) == full_state(plain)
+
+
+ONE = nodes_req(1)
+SOCKET = jobspec(
+    "  - type: slot\n    count: 1\n    label: default\n    with:\n      - type: socket\n        count: 1\n"
+    "        with:\n          - type: core\n            count: 8\n"
+)
+
+
+def test_templates_are_kept_across_matches() -> None:
+    """A one-node (and a one-socket) request is replayed from the library from its second match on.
+
+    The replaying jobs have other ids, other windows (a reservation after
+    the graph is full) and other span ids than the recording job: their
+    state must be their own, exactly as the plain walk writes it.
+    """
+    for req in (ONE, SOCKET):
+        for policy in ("first", "low"):
+            fast, plain = engine(policy, nodes=6), engine(policy, nodes=6, fresh=False)
+            results = []
+            for k in range(14):
+                op = "allocate_orelse_reserve" if k % 2 else "allocate"
+                a, b = fast.match(req, op=op), plain.match(req, op=op)
+                assert (a.ok, a.jobid, a.at, a.text) == (b.ok, b.jobid, b.at, b.text), (req, policy, k)
+                assert full_state(fast) == full_state(plain), (req, policy, k)
+                results.append(a)
+            assert any(r.at > 0 for r in results)  # some were reservations
+            sel, upd = replays(fast)
+            assert sel >= 4 and upd >= 4, (policy, sel, upd)
+            # cancel everything: the nodes are fresh again and replayed for new jobs (from the
+            # second on with the first policy: cancelled jobs leave other edge weights, recorded once)
+            for r in results:
+                if r.ok:
+                    fast.cancel(r.jobid)
+                    plain.cancel(r.jobid)
+            before = replays(fast)
+            for _ in range(2):
+                a, b = fast.match(req), plain.match(req)
+                assert (a.ok, a.text) == (b.ok, b.text)
+                assert full_state(fast) == full_state(plain)
+            assert replays(fast)[1] > before[1]
+
+
+def test_library_is_dropped_when_the_graph_changes() -> None:
+    """After a change of the graph's structure no template recorded before it is replayed."""
+    fast = engine("first", nodes=6)
+    assert fast.match(ONE).ok and fast.match(ONE).ok
+    tr = fast.traverser
+    assert tr._flib
+    fast.graph.version += 1  # what attach/remove do
+    tr._fresh_sync()
+    assert tr._flib == {} and tr._fshape == {}
+
+
+def test_mutable_request_trees_are_not_kept() -> None:
+    """Templates of a request tree that could change (a list) are not kept for later matches."""
+    fast, plain = engine("first", nodes=6), engine("first", nodes=6, fresh=False)
+    mutable = dataclasses.replace(ONE, resources=list(ONE.resources))
+    for _ in range(3):
+        a, b = fast.match(mutable), plain.match(mutable)
+        assert (a.ok, a.text) == (b.ok, b.text)
+        assert full_state(fast) == full_state(plain)
+    assert not any(ctx[0] == "select" for ctx in fast.traverser._flib)
+    assert fast.match(ONE).ok
+    assert any(ctx[0] == "select" for ctx in fast.traverser._flib)

@@ -3,13 +3,15 @@
 Owns: time limits (``SYSTEM_*``), allocation kinds (``AT_*``), match kinds and
 exploration modes, :func:`calc_count` (how many units a count range selects),
 :class:`JobMeta`, node-centric score factors, and the copy-on-write helpers
-for per-vertex dicts shared by many leaves of one allocation.
+for per-vertex dicts shared by many leaves of one allocation, and the packed
+form of a memoized evaluation's edge marks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from fluxlite.jobspec import Tristate
@@ -160,6 +162,21 @@ def _own(col: list[Any], u: int) -> dict[Any, Any]:
     elif type(d) is _Shared:
         d = col[u] = dict(d)
     return d
+
+
+def pack_marks(edges: list[int], e_needs: list[int], e_excl: list[bool]) -> tuple:
+    """The marks on ``edges`` as (edges, needs, exclusive) sequences, gathered at C level; () if none.
+
+    What a memoized evaluation keeps of the edges it marked (replayed by
+    ``UpdateStage._replay``).  O(len(edges)).
+    """
+    if not edges:
+        return ()
+    if len(edges) == 1:
+        e = edges[0]
+        return ((e,), (e_needs[e],), (e_excl[e],))
+    pick = itemgetter(*edges)
+    return (edges, pick(e_needs), pick(e_excl))
 
 
 def _cmod(a: int, b: int) -> int:

@@ -245,7 +245,7 @@ class Traverser(
         #: per-vertex change counters, bumped by every update/cancel walk through the vertex
         self._epoch: dict[int, int] = {}
         #: marks of memoized children, applied when the update walk enters them
-        self._deferred: dict[int, list[tuple[int, int, bool]]] = {}
+        self._deferred: dict[int, tuple] = {}
         #: the pass-through root's merged child evaluations (see fluxlite.match.rootcache)
         #: and the log of vertices update/cancel walks went through, which it reads
         self._rootc: Any = None

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from fluxlite.match._common import pack_marks
 from fluxlite.match._scoring import Dfu, Evals
 
 __all__ = ["ROOT_CACHE_MIN", "RootCache", "explore_root_cached"]
@@ -121,7 +122,7 @@ def _evaluate(
     err0 = (tr.err_msg, tr.errno)
     rc, x, cd = tr._eval_child(meta, e, tgt, resources, pristine, excl)
     e_needs, e_excl = tr.e_needs, tr.e_excl
-    marks = [(m, e_needs[m], e_excl[m]) for m in marked[m0:]]
+    marks = pack_marks(marked[m0:], e_needs, e_excl)
     pre, post = tr.preorder - pre0, tr.postorder - post0
     clean = (tr.err_msg, tr.errno) == err0
     if clean:

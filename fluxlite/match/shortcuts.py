@@ -26,6 +26,7 @@ from fluxlite.match._common import (
     JobMeta,
     _request_sig,
     calc_effective_max,
+    pack_marks,
 )
 from fluxlite.match._scoring import MATCH_MET, Dfu
 
@@ -313,7 +314,7 @@ class ShortcutsStage:
                 err0 = (self.err_msg, self.errno)
                 rc, x, cd = self._eval_child(meta, e, tgt, resources, pristine, excl)
                 if (self.err_msg, self.errno) == err0 and got is not _NO_MEMO:
-                    marks = [(m, e_needs[m], e_excl[m]) for m in marked[m0:]]
+                    marks = pack_marks(marked[m0:], e_needs, e_excl)
                     memo[tgt] = (ep, rc, x, cd, marks, self.preorder - pre0, self.postorder - post0)
                 if rc != 0:
                     continue

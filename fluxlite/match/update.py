@@ -289,14 +289,17 @@ class UpdateStage:
                 return None
         return t if len(self.g.out[self.dom][u]) <= 64 else None
 
-    def _replay(self, marks: list[tuple[int, int, bool]]) -> None:
-        """Apply the marks a memoized child evaluation made (edges marked since then keep theirs)."""
+    def _replay(self, marks: tuple) -> None:
+        """Apply the marks a memoized child evaluation made (edges marked since then keep theirs).
+
+        ``marks`` is :func:`~fluxlite.match._common.pack_marks`'s (edges, needs, exclusive).
+        """
         token = self.token
         e_token, e_needs, e_excl = self.e_token, self.e_needs, self.e_excl
         by = self._marked_by
         src = self.g.e_src
         touched = set()
-        for e, needs, x in marks:
+        for e, needs, x in zip(*marks):
             if e_token[e] == token:
                 continue
             e_token[e] = token

@@ -13,7 +13,9 @@
     cancel -- next to Fluxion's figure where ``bench/README.md`` has one --
     and the cost per allocated vertex: the vertices one job of the request
     holds (its resources and the ancestors it shares) and the median match
-    time divided by them, in microseconds.
+    time divided by them, in microseconds.  Each operation is timed with the
+    garbage-collector upkeep ``fluxlite query`` does after it
+    (:mod:`fluxlite.gcpolicy`; ``--gc default`` leaves CPython's settings).
 
 ``fluxlite bench hierarchy``
     The nested MatchGrow experiment (see ``fluxlite bench hierarchy --help``).
@@ -211,6 +213,7 @@ def _median(xs: Sequence[float]) -> float | None:
 def _worker(cfg: dict[str, Any]) -> int:
     """Load one graph, run every (policy, request); print one JSON object per line."""
     from fluxlite.api import Engine
+    from fluxlite.gcpolicy import OperationGC
     from fluxlite.jobspec import load_jobspec
     from fluxlite.readers import load_graph
 
@@ -253,8 +256,12 @@ def _worker(cfg: dict[str, Any]) -> int:
             )
             eng.traverser.fresh = cfg.get("fresh", True)
             init_s = time.perf_counter() - t
+            # what a long-running scheduler does: freeze after start-up, and with "upkeep"
+            # collect the young generations after each operation (timed with it)
+            upkeep = OperationGC(enabled=cfg.get("gc", "upkeep") == "upkeep")
             gc.collect()
-            gc.freeze()  # what a long-running scheduler does after start-up
+            gc.freeze()
+            after = upkeep.after
             times: list[float] = []
             nverts = 0
             start = time.perf_counter()
@@ -263,6 +270,7 @@ def _worker(cfg: dict[str, Any]) -> int:
                 t = time.perf_counter()
                 js = load_jobspec(path)
                 r = eng.match(js, op="allocate", fmt=cfg["format_out"])
+                after()
                 dt = (time.perf_counter() - t) * 1000.0
                 if not r.ok:
                     break
@@ -280,10 +288,12 @@ def _worker(cfg: dict[str, Any]) -> int:
                 for _ in range(4):
                     t = time.perf_counter()
                     r = eng.match(load_jobspec(path), op="allocate", fmt=cfg["format_out"])
+                    after()
                     fail_ms.append((time.perf_counter() - t) * 1000.0)
                 for _ in range(5):
                     t = time.perf_counter()
                     r = eng.match(load_jobspec(path), op="allocate_orelse_reserve", fmt=cfg["format_out"])
+                    after()
                     reserve_ms.append((time.perf_counter() - t) * 1000.0)
                     if r.ok:
                         eng.cancel(r.jobid)
@@ -291,6 +301,7 @@ def _worker(cfg: dict[str, Any]) -> int:
             for jobid in list(eng.jobs):
                 t = time.perf_counter()
                 eng.cancel(jobid)
+                after()
                 cancel_ms.append((time.perf_counter() - t) * 1000.0)
             graph.remove_observer(eng.traverser)
             del eng
@@ -509,6 +520,15 @@ def main_match(argv: Sequence[str]) -> int:
         help="walk every subtree (no fresh-subtree templates): the plain walk's speed, same results",
     )
     p.add_argument(
+        "--gc",
+        choices=["upkeep", "default"],
+        default="upkeep",
+        help="cyclic garbage collection: upkeep (default) freezes after start-up and collects the "
+        "young generations after each operation, as fluxlite query does (fluxlite.gcpolicy; "
+        "timed with the operation); default leaves CPython's settings after one freeze at "
+        "start-up (full collections then pause matches for up to 250 ms on N16384: see max_ms)",
+    )
+    p.add_argument(
         "--load-format",
         choices=["grug", "jgf", "both"],
         default="grug",
@@ -563,7 +583,7 @@ def main_match(argv: Sequence[str]) -> int:
     out.write(
         f"fluxlite bench match: inputs {bench_dir or '(generated)'}; traverser {a.traverser}; "
         f"prune {a.prune}; output {a.format}; fresh templates {'off' if a.no_fresh else 'on'}; "
-        f"budget {a.budget:g} s per run\n\n"
+        f"gc {a.gc}; budget {a.budget:g} s per run\n\n"
     )
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="fluxlite-bench-") as td:
@@ -585,6 +605,7 @@ def main_match(argv: Sequence[str]) -> int:
                 "load_only": a.load_only,
                 "traverser": a.traverser,
                 "fresh": not a.no_fresh,
+                "gc": a.gc,
             }
             header = [False]
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from fluxlite.errors import FluxliteError
+from fluxlite.gcpolicy import OperationGC
 
 __all__ = ["QueryContext", "build_parser", "main", "run_commands"]
 
@@ -62,6 +63,8 @@ class QueryContext:
     stdout: IO[str] = field(default_factory=lambda: sys.stdout)
     #: the types a jobspec may name, kept while the graph is unchanged (see _known_types)
     known_types: list[Any] = field(default_factory=list)
+    #: cyclic-GC upkeep after each command (fluxlite.gcpolicy.OperationGC), or None
+    gc: Any = None
 
 
 def _fmt_double(x: float) -> str:
@@ -635,6 +638,8 @@ def run_commands(ctx: QueryContext, lines: Any, interactive: bool = False, promp
         if not run_line(ctx, line):
             break
         ctx.out.flush()
+        if ctx.gc is not None:
+            ctx.gc.after()
 
 
 def _interactive_loop(ctx: QueryContext, prompt: str) -> None:
@@ -658,6 +663,8 @@ def _interactive_loop(ctx: QueryContext, prompt: str) -> None:
             if not run_line(ctx, line):
                 break
             ctx.out.flush()
+            if ctx.gc is not None:
+                ctx.gc.after()
     finally:
         try:
             import readline as rl
@@ -960,7 +967,9 @@ def main(argv: list[str] | None = None) -> int:
         err=err,
         elapse=opts.elapse_time,
         load_format=opts.load_format,
+        gc=OperationGC(),
     )
+    ctx.gc.settle()  # the loaded graph is never scanned by the collector again
     if opts.elapse_time:
         print_load_info(engine, load_time, sys.stdout)
     from fluxlite.cli import elastic_cmds  # registers attach/remove/partial-cancel/update/grow

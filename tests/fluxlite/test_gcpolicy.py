@@ -1,0 +1,123 @@
+"""fluxlite.gcpolicy: what survives an operation is frozen, cycles are still reclaimed.
+
+And the premise of the policy: the engine's operations leave no cyclic
+garbage (what they drop is freed by reference counting), so freezing the
+survivors of each operation loses nothing.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+
+from fluxlite.api import Engine
+from fluxlite.gcpolicy import OperationGC
+from fluxlite.readers.generate import generate_graph
+from tests.fluxlite.helpers import jobspec
+
+
+class Node:
+    def __init__(self) -> None:
+        self.other: object = None
+
+
+def cycle() -> weakref.ref:
+    """A two-object reference cycle, already unreachable; a weak reference to one of its objects."""
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+
+
+@pytest.fixture(autouse=True)
+def restore_gc() -> Iterator[None]:
+    was = gc.isenabled()
+    yield
+    gc.unfreeze()
+    if was:
+        gc.enable()
+    gc.collect()
+
+
+def test_after_freezes_what_survives_an_operation() -> None:
+    policy = OperationGC()
+    policy.settle()
+    frozen = gc.get_freeze_count()
+    kept = [Node() for _ in range(100)]
+    policy.after()
+    assert gc.get_freeze_count() >= frozen + len(kept)
+    assert policy.operations == 1
+
+
+def test_young_cycles_are_collected_not_frozen() -> None:
+    policy = OperationGC()
+    policy.settle()
+    gc.disable()  # no automatic collection: only the policy's
+    ref = cycle()
+    assert ref() is not None
+    policy.after()
+    assert ref() is None
+
+
+def test_the_periodic_full_collection_reclaims_frozen_cycles() -> None:
+    policy = OperationGC(full_every=3)
+    gc.disable()
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    ref = weakref.ref(a)
+    policy.settle()  # the cycle is alive here: frozen with the rest
+    del a, b
+    policy.after()
+    policy.after()
+    assert ref() is not None  # frozen: the young collections do not see it
+    policy.after()  # the third: unfreeze, collect everything
+    assert ref() is None
+    assert gc.get_freeze_count() > 0  # frozen again after it
+
+
+def test_disabled_does_nothing() -> None:
+    gc.unfreeze()
+    policy = OperationGC(enabled=False)
+    policy.settle()
+    policy.after()
+    assert gc.get_freeze_count() == 0
+    assert policy.operations == 0
+
+
+def test_bad_period_is_refused() -> None:
+    with pytest.raises(ValueError, match="full_every"):
+        OperationGC(full_every=-1)
+
+
+def test_engine_operations_leave_no_cyclic_garbage() -> None:
+    """Allocate, reserve, fail, grow, shrink, partial release and cancel: nothing for the collector."""
+    node = jobspec(
+        "  - type: node\n    count: 2\n    with:\n      - type: slot\n        count: 1\n"
+        "        label: default\n        with:\n          - type: socket\n            count: 1\n"
+        "            with:\n              - type: core\n                count: 4\n"
+    )
+    socket = jobspec(
+        "  - type: slot\n    count: 1\n    label: default\n    with:\n      - type: socket\n"
+        "        count: 1\n        with:\n          - type: core\n            count: 8\n"
+    )
+    huge = jobspec("  - type: node\n    count: 999\n    with:\n      - type: core\n        count: 1\n")
+    for policy in ("first", "low"):
+        eng = Engine(generate_graph(nodes=6, sockets=2, cores=8), policy=policy)
+        eng.match(node)  # first-use structures (indexes, templates) are built here
+        gc.collect()
+        gc.disable()
+        jobs = [eng.match(node).jobid, eng.match(socket).jobid]
+        assert eng.grow(jobs[1], socket).ok
+        while eng.match(node).ok:
+            pass
+        assert eng.match(node, op="allocate_orelse_reserve").ok
+        assert not eng.match(huge).ok
+        tags = eng.traverser.tags
+        held = [p for p, v in eng.graph.by_path.items() if "core" in p and jobs[0] in (tags[v] or ())]
+        eng.shrink(jobs[0], [held[0]])
+        for j in list(eng.jobs):
+            eng.cancel(j)
+        assert gc.collect() == 0, policy
+        gc.enable()

@@ -312,6 +312,7 @@ def _worker(cfg: dict[str, Any]) -> int:
                     "graph": cfg["graph"],
                     "policy": policy,
                     "traverser": cfg.get("traverser", "simple"),
+                    "gc": cfg.get("gc", "upkeep"),
                     "request": req,
                     "matches": len(times),
                     "full": not stopped,

@@ -56,3 +56,15 @@ def test_bench_match_alternatives_need_the_flexible_traverser(tmp_path: Path) ->
     # slots, 2 per node, and the slot count keeps one): 256 sockets fill after 32 matches
     assert row["traverser"] == "flexible" and row["full"] and row["matches"] == 32
     assert row["vertices"] == 8 * (1 + 1 + 16) + 1
+
+
+@pytest.mark.skipif(find_bench_dir(None) is None, reason="needs ../shared/bench")
+def test_bench_match_gc_choice_is_recorded(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Both collector settings run; the rows and the header say which one was timed."""
+    for choice in ("default", "upkeep"):
+        out = tmp_path / f"{choice}.json"
+        argv = ["--graphs", "L0", "--requests", "T7", "--policies", "low", "--gc", choice, "--json", str(out)]
+        assert main_match(argv) == 0
+        (row,) = [json.loads(line) for line in out.read_text().splitlines() if '"match"' in line]
+        assert row["gc"] == choice and row["full"]
+        assert f"gc {choice};" in capsys.readouterr().out

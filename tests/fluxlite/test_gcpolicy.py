@@ -8,12 +8,14 @@ survivors of each operation loses nothing.
 from __future__ import annotations
 
 import gc
+import io
 import weakref
 from collections.abc import Iterator
 
 import pytest
 
 from fluxlite.api import Engine
+from fluxlite.cli import query
 from fluxlite.gcpolicy import OperationGC
 from fluxlite.readers.generate import generate_graph
 from tests.fluxlite.helpers import jobspec
@@ -121,3 +123,28 @@ def test_engine_operations_leave_no_cyclic_garbage() -> None:
             eng.cancel(j)
         assert gc.collect() == 0, policy
         gc.enable()
+
+
+def test_query_settles_after_loading_and_keeps_up_after_each_command(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``fluxlite query`` freezes the loaded graph and runs the upkeep after every command."""
+    calls: list[str] = []
+    real = OperationGC
+
+    class Recording(real):  # type: ignore[misc,valid-type]
+        def settle(self) -> None:
+            calls.append("settle")
+            super().settle()
+
+        def after(self) -> None:
+            calls.append("after")
+            super().after()
+
+    monkeypatch.setattr(query, "OperationGC", Recording)
+    monkeypatch.setattr("sys.stdin", io.StringIO("find status=up\nstat\nquit\n"))
+    assert query.main([]) == 0
+    # settle once, then one upkeep per command that did not end the session
+    assert calls == ["settle", "after", "after"]
+    assert gc.get_freeze_count() > 0
+    assert "INFO" in capsys.readouterr().out  # the commands ran (stat's report)

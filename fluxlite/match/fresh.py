@@ -38,8 +38,8 @@ same thing up to vertex and edge ids.  This module owns that shortcut:
   edge weights left by earlier jobs differ from a new graph's).  A
   one-node match on a graph of identical nodes is then a replay from the
   second match on.  The library is dropped when the graph changes and
-  bounded in size; a key whose recordings fail ``_ATTEMPTS`` times is given
-  up.
+  bounded in size (contexts, keys per context, templates per key); a key
+  whose recordings fail ``_ATTEMPTS`` times is given up.
 
 Anything outside these conditions takes the plain walk, so results and state
 are exactly the plain walk's (``Traverser.fresh = False`` turns the path off;
@@ -71,6 +71,8 @@ _TMPLS_MAX = 6
 _SHAPES_KNOWN = 32
 #: library contexts (start time, duration, ...) kept before the library is dropped
 _LIB_MAX = 64
+#: keys (request trees, flags) per context before the context starts over
+_KEYS_MAX = 256
 _NOPE = object()
 
 
@@ -335,8 +337,22 @@ class FreshStage:
         )
 
     @staticmethod
+    def _fresh_keep(tmpls: dict[tuple, Any], tries: dict[tuple, int], key: tuple, tm: Any) -> None:
+        """Add template ``tm`` under ``key`` (a context holding ``_KEYS_MAX`` keys starts over)."""
+        got = tmpls.get(key)
+        if got is None:
+            if len(tmpls) >= _KEYS_MAX:
+                tmpls.clear()
+                tries.clear()
+            got = tmpls[key] = []
+        got.append(tm)
+
+    @staticmethod
     def _fresh_failed(tmpls: dict[tuple, Any], tries: dict[tuple, int], key: tuple) -> None:
         """Count a failed recording for ``key``; give the key up after ``_ATTEMPTS`` failures."""
+        if key not in tries and len(tries) >= _KEYS_MAX:
+            tmpls.clear()
+            tries.clear()
         n = tries[key] = tries.get(key, 0) + 1
         if n >= _ATTEMPTS:
             tmpls[key] = _NOPE
@@ -442,7 +458,7 @@ class FreshStage:
             i = j
         tm.mruns = runs
         tm.morder = _runs([e - e0 for e in new])
-        self._fsel.setdefault(key, []).append(tm)
+        self._fresh_keep(self._fsel, self._ftries, key, tm)
         self._fok.add(u)
         return rc, x_in
 
@@ -584,7 +600,7 @@ class FreshStage:
         tm.marks = marks
         tm.w_before = w_before
         tm.n_ret = n_ret
-        self._fupd.setdefault(key, []).append(tm)
+        self._fresh_keep(self._fupd, self._futries, key, tm)
         return n_ret
 
     def _upd_extract(

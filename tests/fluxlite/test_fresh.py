@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from fluxlite.api import Engine
+from fluxlite.match import fresh as fresh_module
 from fluxlite.readers.generate import generate_graph
 from tests.fluxlite import test_shortcuts_differential as base
 from tests.fluxlite.helpers import jobspec, snapshot
@@ -249,3 +251,15 @@ def test_mutable_request_trees_are_not_kept() -> None:
     assert not any(ctx[0] == "select" for ctx in fast.traverser._flib)
     assert fast.match(ONE).ok
     assert any(ctx[0] == "select" for ctx in fast.traverser._flib)
+
+
+def test_library_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A context keeps at most ``_KEYS_MAX`` keys: past it, it starts over (and keeps working)."""
+    monkeypatch.setattr(fresh_module, "_KEYS_MAX", 2)
+    fast, plain = engine("first", nodes=12), engine("first", nodes=12, fresh=False)
+    for req in (ONE, SOCKET, HALF, ONE, SOCKET, HALF):
+        a, b = fast.match(req), plain.match(req)
+        assert (a.ok, a.text) == (b.ok, b.text)
+        assert full_state(fast) == full_state(plain)
+        for tmpls, tries in fast.traverser._flib.values():
+            assert len(tmpls) <= 2 and len(tries) <= 2

@@ -32,8 +32,9 @@ same thing up to vertex and edge ids.  This module owns that shortcut:
 - the library: templates are kept across matches, keyed by what the walks
   read besides the subtree -- for select the request tree (held, so its
   identity is not reused), pristine/exclusive flags, start time, duration,
-  allocation kind and root; for update the marks' context (needs,
-  exclusivity, level), allocation kind and the exclusive types -- with a
+  allocation kind, root and pruning types; for update the marks' context
+  (needs, exclusivity, level), allocation kind, exclusive and pruning
+  types -- with a
   few templates per key (a node's sockets are not twins of each other;
   edge weights left by earlier jobs differ from a new graph's).  A
   one-node match on a graph of identical nodes is then a replay from the

@@ -262,7 +262,7 @@ class SelectStage:
             primed = self._primed_reqs.get(id(resources))
             if primed is not None and primed[0] is resources:
                 # an immutable request tree (see _primed): its templates are kept for later matches
-                ctx = ("select", meta.at, meta.duration, meta.alloc_type, root)
+                ctx = ("select", meta.at, meta.duration, meta.alloc_type, root, len(self.prune.total))
                 self._fsel, self._ftries = self._fresh_lib(ctx)
             else:
                 self._fsel, self._ftries = {}, {}

@@ -54,7 +54,7 @@ class UpdateStage:
         self.trav_level = 0
         if self._fresh_upd_ready(writer):
             self._fupd, self._futries = self._fresh_lib(
-                ("update", meta.alloc_type, frozenset(self.exclusive_types))
+                ("update", meta.alloc_type, frozenset(self.exclusive_types), len(self.prune.total))
             )
         try:
             n = self._upd_dfv_plain(root, writer, needs, excl, meta, True, {}, emit_shadow)

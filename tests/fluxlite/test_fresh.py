@@ -81,6 +81,24 @@ class FreshDifferential(base.Differential):
     def match(self, req: object, op: str, repeat: int) -> None:
         super().match(req, op, repeat)
 
+    @rule(
+        req=st.sampled_from(REQUESTS),
+        op=st.sampled_from(OPS[:2]),
+        at=st.sampled_from([600, 3600, 7200]),
+    )
+    def match_later(self, req: object, op: str, at: int) -> None:
+        """Matches at other times: templates are kept per window and replayed in others' jobs."""
+        a = self.fast.match(req, op=op, at=at)
+        b = self.plain.match(req, op=op, at=at)
+        assert (a.ok, a.at, a.errno, a.text, a.error) == (b.ok, b.at, b.errno, b.text, b.error)
+
+    @precondition(lambda self: any(s == "allocated" for s in self.fast.jobs.values()))
+    @rule(data=st.data(), req=st.sampled_from([HALF, SOCKETS, EXCL]), now=st.sampled_from([0, 1800]))
+    def grow(self, data: st.DataObject, req: object, now: int) -> None:
+        """A running job grows: templates replayed with a job id that already holds vertices."""
+        jobid = data.draw(st.sampled_from(sorted(j for j, s in self.fast.jobs.items() if s == "allocated")))
+        self._both("grow", jobid, req, fmt="simple", now=now)
+
     @precondition(lambda self: any(s == "allocated" for s in self.fast.jobs.values()))
     @rule(data=st.data(), rank=st.integers(min_value=0, max_value=23))
     def release_rank(self, data: st.DataObject, rank: int) -> None:

@@ -24,7 +24,9 @@ survives an operation out of the collector's sight:
   objects (none from the engine; this is the safety valve).
 
 Frozen objects are still freed by reference counting when dropped.  Used by
-``fluxlite query`` and ``fluxlite bench match``; a library user who runs the
+``fluxlite query`` (which calls :meth:`OperationGC.release` when it ends, so
+that a caller running it in its own process gets its collector back) and
+``fluxlite bench match``; a library user who runs the
 engine in a long-lived process can do the same.  Nothing in the engine calls
 it by itself: the collector belongs to the process.
 """
@@ -46,12 +48,20 @@ class OperationGC:
         self.enabled = enabled
         #: operations seen since start-up
         self.operations = 0
+        self._was_frozen = True
 
     def settle(self) -> None:
         """After start-up: collect everything once, then freeze what is left."""
         if self.enabled:
+            self._was_frozen = gc.get_freeze_count() > 0
             gc.collect()
             gc.freeze()
+
+    def release(self) -> None:
+        """At the end: unfreeze, unless the process had frozen objects before :meth:`settle`
+        (a caller's own freeze is not undone).  For callers that run the tool in their process."""
+        if self.enabled and not self._was_frozen:
+            gc.unfreeze()
 
     def after(self) -> None:
         """After one operation: collect the young generations and freeze the survivors."""

@@ -982,6 +982,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        ctx.gc.release()
         if opts.test_output:
             out.close()
         else:

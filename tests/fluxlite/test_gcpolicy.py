@@ -141,10 +141,30 @@ def test_query_settles_after_loading_and_keeps_up_after_each_command(
             calls.append("after")
             super().after()
 
+        def release(self) -> None:
+            calls.append(f"release {gc.get_freeze_count() > 0}")
+            super().release()
+
+    gc.unfreeze()
     monkeypatch.setattr(query, "OperationGC", Recording)
     monkeypatch.setattr("sys.stdin", io.StringIO("find status=up\nstat\nquit\n"))
     assert query.main([]) == 0
-    # settle once, then one upkeep per command that did not end the session
-    assert calls == ["settle", "after", "after"]
-    assert gc.get_freeze_count() > 0
+    # settle once, one upkeep per command that did not end the session, and at the end the
+    # collector is given back as it was (nothing frozen before: nothing frozen after)
+    assert calls == ["settle", "after", "after", "release True"]
+    assert gc.get_freeze_count() == 0
     assert "INFO" in capsys.readouterr().out  # the commands ran (stat's report)
+
+
+def test_release_keeps_a_freeze_the_caller_made() -> None:
+    gc.freeze()
+    policy = OperationGC()
+    policy.settle()
+    policy.release()
+    assert gc.get_freeze_count() > 0  # the caller's freeze stands
+    gc.unfreeze()
+    policy = OperationGC()
+    policy.settle()
+    assert gc.get_freeze_count() > 0
+    policy.release()
+    assert gc.get_freeze_count() == 0

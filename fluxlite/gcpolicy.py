@@ -19,9 +19,10 @@ survives an operation out of the collector's sight:
   then freeze the survivors.  Automatic collections then only ever scan the
   objects of the operation under way, so a pause is bounded by the size of
   one operation, not of the state;
-- every ``full_every`` operations (default 100,000) a full collection of
-  everything, unfrozen first, reclaims cycles that formed among frozen
-  objects (none from the engine; this is the safety valve).
+- every ``full_every`` operations (default 100,000; 0: never) a full
+  collection of everything, unfrozen first, reclaims cycles that formed
+  among frozen objects (none from the engine; this is the safety valve).
+  That one operation pays a full-heap pause (the size of the ones above).
 
 Frozen objects are still freed by reference counting when dropped.  Used by
 ``fluxlite query`` (which calls :meth:`OperationGC.release` when it ends, so

@@ -248,14 +248,30 @@ def test_templates_are_kept_across_matches() -> None:
 
 
 def test_library_is_dropped_when_the_graph_changes() -> None:
-    """After a change of the graph's structure no template recorded before it is replayed."""
-    fast = engine("first", nodes=6)
-    assert fast.match(ONE).ok and fast.match(ONE).ok
+    """A change of the graph's structure (here: a node removed) drops every template and shape.
+
+    The matches after it record afresh on the new structure and agree with the plain walk.
+    """
+    fast, plain = engine("first", nodes=6), engine("first", nodes=6, fresh=False)
+    for eng in (fast, plain):
+        assert eng.match(ONE).ok and eng.match(ONE).ok
     tr = fast.traverser
-    assert tr._flib
-    fast.graph.version += 1  # what attach/remove do
-    tr._fresh_sync()
-    assert tr._flib == {} and tr._fshape == {}
+    old_lib, old_shapes = tr._flib, tr._fshape
+    assert old_lib and old_shapes
+    free = next(
+        p for p in sorted(fast.graph.by_path) if p.count("/") == 2 and not tr.tags[fast.graph.by_path[p]]
+    )
+    for eng in (fast, plain):
+        eng.remove_subgraph(free)
+    assert fast.match(ONE).ok and plain.match(ONE).ok
+    # new library and shape cache (the old ones are gone), filled by the match after the change
+    assert tr._flib is not old_lib and tr._fshape is not old_shapes
+    assert tr._flib and tr._fver == fast.graph.version
+    assert full_state(fast) == full_state(plain)
+    for _ in range(3):
+        a, b = fast.match(ONE), plain.match(ONE)
+        assert (a.ok, a.text) == (b.ok, b.text)
+        assert full_state(fast) == full_state(plain)
 
 
 def test_mutable_request_trees_are_not_kept() -> None:

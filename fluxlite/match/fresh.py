@@ -205,7 +205,12 @@ class FreshStage:
 
     # ------------------------------------------------------------ shapes, twins, the library
     def _fresh_sync(self) -> None:
-        """Drop cached shapes and the template library when the graph changed."""
+        """Drop cached shapes and the template library when the graph changed.
+
+        Called once at the start of each select and update pass that uses
+        templates (the structure cannot change during a pass), so the shape
+        and twin lookups below need no check of their own.
+        """
         if self._fver != self.g.version:
             self._fshape = {}
             self._fshapes = []
@@ -226,20 +231,20 @@ class FreshStage:
     def _fresh_twins(self, tms: list[Any], u: int) -> tuple[list[Any], int]:
         """The templates among ``tms`` whose shape ``u``'s subtree has, and ``u``'s first edge (-1: none)."""
         got = self._fshape.get(u)
-        if got is not None:
-            shape, e0 = got
-            return [tm for tm in tms if tm.shape is shape], e0
-        for tm in tms:
-            e0 = self._fresh_twin(tm.shape, u)
-            if e0 is not None:
-                shape = tm.shape
-                return [tm for tm in tms if tm.shape is shape], e0
-        return [], -1
+        if got is None:
+            for tm in tms:
+                e0 = self._fresh_twin(tm.shape, u)
+                if e0 is not None:
+                    got = (tm.shape, e0)
+                    break
+            else:
+                return [], -1
+        shape, e0 = got
+        return [tm for tm in tms if tm.shape is shape], e0
 
     def _fresh_shape(self, a: int) -> tuple[_Shape, int] | None:
         """The shape of ``a``'s subtree and its first edge, or None if it cannot be templated.  Cached."""
         g = self.g
-        self._fresh_sync()
         got = self._fshape.get(a, False)
         if got is not False:
             return got
@@ -277,7 +282,6 @@ class FreshStage:
     def _fresh_twin(self, shape: _Shape, b: int) -> int | None:
         """The first edge of ``b``'s subtree if it has exactly ``shape`` (shifted), else None.  Cached."""
         g = self.g
-        self._fresh_sync()
         got = self._fshape.get(b)
         if got is not None and got[0] is shape:
             return got[1]
@@ -338,22 +342,23 @@ class FreshStage:
         )
 
     @staticmethod
-    def _fresh_keep(tmpls: dict[tuple, Any], tries: dict[tuple, int], key: tuple, tm: Any) -> None:
-        """Add template ``tm`` under ``key`` (a context holding ``_KEYS_MAX`` keys starts over)."""
-        got = tmpls.get(key)
-        if got is None:
-            if len(tmpls) >= _KEYS_MAX:
-                tmpls.clear()
-                tries.clear()
-            got = tmpls[key] = []
-        got.append(tm)
-
-    @staticmethod
-    def _fresh_failed(tmpls: dict[tuple, Any], tries: dict[tuple, int], key: tuple) -> None:
-        """Count a failed recording for ``key``; give the key up after ``_ATTEMPTS`` failures."""
-        if key not in tries and len(tries) >= _KEYS_MAX:
+    def _fresh_room(tmpls: dict[tuple, Any], tries: dict[tuple, int], key: tuple, table: dict) -> None:
+        """Before ``key`` enters ``table`` (one of the context's two dicts): a context holding
+        ``_KEYS_MAX`` keys there starts over."""
+        if key not in table and len(table) >= _KEYS_MAX:
             tmpls.clear()
             tries.clear()
+
+    @classmethod
+    def _fresh_keep(cls, tmpls: dict[tuple, Any], tries: dict[tuple, int], key: tuple, tm: Any) -> None:
+        """Add template ``tm`` under ``key``."""
+        cls._fresh_room(tmpls, tries, key, tmpls)
+        tmpls.setdefault(key, []).append(tm)
+
+    @classmethod
+    def _fresh_failed(cls, tmpls: dict[tuple, Any], tries: dict[tuple, int], key: tuple) -> None:
+        """Count a failed recording for ``key``; give the key up after ``_ATTEMPTS`` failures."""
+        cls._fresh_room(tmpls, tries, key, tries)
         n = tries[key] = tries.get(key, 0) + 1
         if n >= _ATTEMPTS:
             tmpls[key] = _NOPE
@@ -382,7 +387,7 @@ class FreshStage:
                     return None
                 weights = self.e_weight[e0 : e0 + shape.m]
                 for tm in twins:
-                    if tm.weights == weights and tm.resources is resources:
+                    if tm.weights == weights:
                         return self._sel_replay(tm, u, e0, to_parent)
             if len(tms) >= _TMPLS_MAX:
                 return None
@@ -436,7 +441,7 @@ class FreshStage:
             self._fresh_failed(self._fsel, self._ftries, key)
             return rc, x_in
         tm = _SelTmpl()
-        tm.resources = resources
+        tm.resources = resources  # held: the key's id(resources) cannot be reused while tm lives
         tm.shape = shape
         tm.weights = weights
         tm.pre = self.preorder - pre0

@@ -265,6 +265,7 @@ class SelectStage:
                 ctx = ("select", meta.at, meta.duration, meta.alloc_type, root, len(self.prune.total))
                 self._fsel, self._ftries = self._fresh_lib(ctx)
             else:
+                self._fresh_sync()
                 self._fsel, self._ftries = {}, {}
             self._fhint = set()
         else:

@@ -84,13 +84,14 @@ from fluxlite.errors import (
 )
 from fluxlite.jobspec import Jobspec, parse_jobspec
 from fluxlite.readers import load_graph, read_vertices
+from hierarchy import _cloud
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, LimitError, NotAuthorizedError
 from hierarchy._jgfsub import jgf_counts, subgraph_jgf
 from hierarchy._limits import Limits, request_counts
 from hierarchy._release import release_exact, vertices_held
 from hierarchy._state import STATE_FORMAT, STATE_VERSION, read_state, write_atomic
 from hierarchy.base import LevelTiming, MatchOutcome, Parent, ReleaseOutcome, ShrinkOutcome
-from providers.base import ExternalAPI
+from providers.base import ExternalAPI, NotGrantedError
 
 __all__ = ["Instance", "JobRecord", "Origin", "settle_memory"]
 
@@ -232,6 +233,8 @@ class Instance:
         #: user -> wall-clock times of their recent grows (for ``grows_per_minute``)
         self.grow_times: dict[str, list[float]] = {}
         self.returning: list[dict[str, Any]] = []
+        #: nodes whose cloud instance died (see :meth:`nodes_down`), newest last
+        self.node_events: list[dict[str, Any]] = []
         self._next_oid = 1
         self._lock = threading.Lock()
         self.counters: Counter[str] = Counter()
@@ -838,6 +841,7 @@ class Instance:
                     [LevelTiming(self.name, self.depth, server_s=_now() - t0, outcome="replay")],
                 )
             vids = self._shrink_vertices(jobid, jgf, paths)
+            _cloud.refuse_partial(self.engine, jobid, vids)
             self._preflight(vids, deadline)
             undo = self._items_of(jobid, vids) if self.parent is not None else []
             ta = _now()
@@ -999,7 +1003,7 @@ class Instance:
             if self.provider is not None:
                 self.provider.shrink(item["jgf"])
             return True, []
-        except (ForeignResourcesError, UnknownJobError, NotAuthorizedError) as exc:
+        except (ForeignResourcesError, UnknownJobError, NotAuthorizedError, NotGrantedError) as exc:
             # the source no longer counts these as ours (e.g. our lease was freed): just drop them
             self.log.warning("the %s refused the hand-back (%s); detaching anyway", item["source"], exc)
             return True, []
@@ -1013,6 +1017,9 @@ class Instance:
             self.log.warning(
                 "the %s failed to take back %d subtrees: %s", item["source"], len(item["roots"]), exc
             )
+            if item["source"] == "provider":  # draining: held here, down, retried with backoff
+                _cloud.note_failure(item, exc)
+                item["roots"] = _cloud.narrow_to_whole(self.engine, item["roots"])
             return self._pending(item)
 
     def _pending(self, item: dict[str, Any]) -> tuple[bool, list[LevelTiming]]:
@@ -1118,11 +1125,13 @@ class Instance:
         if self.returning:
             self.retry_returns()
 
-    def retry_returns(self) -> int:
-        """Retry the pending hand-backs; returns how many completed."""
+    def retry_returns(self, *, force: bool = False) -> int:
+        """Retry the pending hand-backs (draining ones when their backoff is over, or ``force``); returns how many completed."""
         done = 0
         with self._lock:
             for item in list(self.returning):
+                if not force and not _cloud.due(item):
+                    continue
                 ok, _ = self._send_back(item, time.monotonic() + self.rpc_timeout)
                 if ok:
                     self._finish_return(item)
@@ -1131,6 +1140,64 @@ class Instance:
                 self.log.info("completed %d pending hand-backs", done)
                 self._persist()
         return done
+
+    def nodes_down(self, lost: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
+        """Nodes whose cloud instance died (``(path, EC2 state)`` from the provider's watch): see :mod:`hierarchy._cloud`.
+
+        Each is marked down; the job holding it is told through the
+        node-failure path, per the provider's ``on_node_down``: ``shrink``
+        takes the node from the job (the job goes on with the rest),
+        ``fail`` ends the job.  A child's lease keeps the node (down here;
+        the child learns it when it shrinks it).  What is freed goes back
+        to the provider, which confirms the instance is gone.  Returns the
+        events (also in ``info()["node_events"]`` and the log).
+        """
+        policy = getattr(self.provider, "on_node_down", "shrink")
+        events: list[dict[str, Any]] = []
+        with self._lock:
+            g = self.engine.graph
+            dom = self.engine.dom
+            draining = {p for it in self.returning for p in it["roots"]}
+            for path, state in lost:
+                v = g.vertex_by_path(path)
+                if v is None or path in draining:
+                    continue
+                sub = [u for u in g.subtree(v, dom) if g.v_rank[u] >= 0]
+                self.engine.set_status(path, "down")
+                holders = self.engine.holders(sub)
+                ev: dict[str, Any] = {"path": path, "state": state, "at": time.time(), "jobs": {}}
+                freed: list[int] = []
+                for jobid, held in holders.items():
+                    rec = self.jobs.get(jobid)
+                    if rec is not None and rec.kind == "child":
+                        ev["jobs"][str(jobid)] = "kept (a child's lease)"
+                    elif policy == "fail":
+                        vids = self.engine.traverser.job_vertices(jobid)
+                        self.engine.cancel(jobid)
+                        self._job_ended(jobid)
+                        freed.extend(vids)
+                        ev["jobs"][str(jobid)] = "failed (job ended)"
+                    else:
+                        if release_exact(self.engine, jobid, list(held)):
+                            self.jobs.pop(jobid, None)
+                            self._job_ended(jobid)
+                        freed.extend(held)
+                        ev["jobs"][str(jobid)] = "shrunk (node taken from the job)"
+                if freed or not holders:
+                    self._hand_back(freed or sub, None)
+                self.counters["node_down"] += 1
+                self.node_events.append(ev)
+                del self.node_events[:-256]
+                self.log.warning(
+                    "node %s: its instance is %s; %s",
+                    path,
+                    state,
+                    "; ".join(f"job {j} {a}" for j, a in ev["jobs"].items()) or "no job held it",
+                )
+                events.append(ev)
+            if events:
+                self._persist()
+        return events
 
     def heartbeat_parent(self) -> bool:
         """Send one heartbeat to the parent; False if it did not answer."""
@@ -1249,6 +1316,8 @@ class Instance:
                     for o in self.origins.values()
                 ],
                 "returning": len(self.returning),
+                "draining": _cloud.draining_view(self.returning),
+                "node_events": list(self.node_events),
                 "requests": len(self.requests),
                 "ended_requests": len(self.ended),
                 "last_deferred": self.last_deferred,

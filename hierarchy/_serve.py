@@ -110,6 +110,49 @@ def _logger(name: str, level: str) -> logging.Logger:
     return logging.getLogger("fluxlite.instance")
 
 
+def provider_upkeep(inst: Instance, stop: threading.Event, log: logging.Logger) -> None:
+    """Keep a cloud provider in step with the instance, in the background (the instance serves meanwhile).
+
+    First a reconcile: terminate the provider's instances that no attached
+    node stands for (a crash between create and attach), retried with
+    backoff (1 s doubling to 60 s, one log line each) while the cloud is
+    unreachable.  Then every ``watch_interval`` seconds: the provider's
+    ``watch`` (granted instances that died: :meth:`Instance.nodes_down`) and
+    a reconcile again (orphans, unsettled requests).
+    """
+    prov = inst.provider
+    name = getattr(prov, "name", "provider")
+    interval = float(getattr(prov, "watch_interval", 30.0))
+    watch = getattr(prov, "watch", None)
+    reconciled = False
+    delay = 1.0
+
+    def attached(path: str) -> bool:
+        return inst.engine.graph.vertex_by_path(path) is not None
+
+    while not stop.is_set():
+        try:
+            if reconciled and watch is not None:
+                lost = watch()
+                if lost:
+                    inst.nodes_down(lost)
+            gone = prov.reconcile(attached)  # type: ignore[union-attr]
+            if gone:
+                log.warning("provider %s: terminated %d orphans: %s", name, len(gone), ", ".join(gone))
+            if not reconciled:
+                log.info("provider %s: reconciled with the cloud", name)
+            reconciled, delay = True, interval
+        except FluxliteError as exc:
+            log.warning(
+                "provider %s: %s (retrying in %.0fs)", name, " ".join(str(exc).split())[:500], delay
+            )
+            delay = min(delay * 2, 60.0) if not reconciled else interval
+        except Exception:  # keep the loop alive, say what happened
+            log.exception("provider %s: upkeep failed", name)
+            delay = interval
+        stop.wait(delay)
+
+
 def _build(
     opts: ServeOptions,
     secret: bytes,
@@ -221,14 +264,6 @@ def serve(opts: ServeOptions) -> int:
         else None
     )
     inst = _build(opts, secret, listen.target, log, credential, owner)
-    reconcile = getattr(inst.provider, "reconcile", None)
-    if reconcile is not None:
-        # the provider's resources that no attached vertex stands for (a crash between create and attach)
-        gone = reconcile(lambda path: inst.engine.graph.vertex_by_path(path) is not None)
-        if gone:
-            log.warning(
-                "provider %s: terminated %d orphans: %s", inst.provider.name, len(gone), ", ".join(gone)
-            )
     verifier = Verifier(site_key, inst.name, log=log) if site_key is not None else None
     if verifier is None:
         log.warning(
@@ -282,6 +317,10 @@ def serve(opts: ServeOptions) -> int:
                 return
 
     threads = [threading.Thread(target=maintenance, name="maintenance", daemon=True)]
+    if inst.provider is not None and hasattr(inst.provider, "reconcile"):
+        threads.append(
+            threading.Thread(target=provider_upkeep, args=(inst, stop, log), name="provider", daemon=True)
+        )
     if inst.parent is not None:
         threads.append(threading.Thread(target=heartbeats, name="heartbeat", daemon=True))
     for t in threads:

@@ -36,7 +36,7 @@ from fluxlite.errors import (
     UnsatisfiableError,
 )
 from hierarchy._address import SECRET_KEY, Address, TlsConfig, check_listen
-from hierarchy._client import CHANNEL_OPTIONS, ERROR_KEY
+from hierarchy._client import _ERROR_TYPES, CHANNEL_OPTIONS, ERROR_KEY
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, LimitError, NotAuthorizedError
 from hierarchy._identity import USER_KEY, AuditLog, Verifier
 from hierarchy._instance import Instance
@@ -164,7 +164,9 @@ class InstanceServicer(pb_grpc.InstanceServicer):
             code = _status(exc)
             if self.audit is not None and (method in AUDITED or isinstance(exc, NotAuthorizedError)):
                 self._audit(method, user, jobid, request_id, type(exc).__name__, str(exc))
-            context.set_trailing_metadata(((ERROR_KEY, type(exc).__name__),))
+            # the nearest type a client knows (a provider's CloudBusyError arrives as BusyError)
+            wire = next((c.__name__ for c in type(exc).__mro__ if c.__name__ in _ERROR_TYPES), "")
+            context.set_trailing_metadata(((ERROR_KEY, wire or type(exc).__name__),))
             if code not in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.FAILED_PRECONDITION):
                 _log.info("%s refused: %s", method, exc)
             context.abort(code, str(exc))

@@ -16,7 +16,8 @@ Contract:
   :class:`fluxlite.errors.FluxliteError`.
 * ``shrink`` releases resources that ``grow`` returned (any whole subtrees
   of them); it raises :class:`fluxlite.errors.StateError` when the document
-  names something the provider did not hand out, and changes nothing then.
+  names something the provider did not hand out (:class:`NotGrantedError`),
+  and changes nothing then.
 * ``close`` releases the provider's own resources (files, clients); it is
   idempotent.
 
@@ -28,7 +29,16 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-__all__ = ["ExternalAPI"]
+from fluxlite.errors import StateError
+
+__all__ = ["ExternalAPI", "NotGrantedError"]
+
+
+class NotGrantedError(StateError):
+    """A shrink names resources this provider does not count as granted (never, or no longer).
+
+    A caller retrying a hand-back may drop them: the provider holds nothing there.
+    """
 
 
 @runtime_checkable

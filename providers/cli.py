@@ -1,12 +1,17 @@
 """``fluxlite providers``: look after external providers outside a running instance.
 
-``fluxlite providers ec2 cleanup --config FILE [--dry-run] [--json]``
+``fluxlite providers ec2 cleanup --config FILE [--dry-run] [--force] [--json]``
     List (and unless ``--dry-run`` terminate) the orphans of an EC2 provider:
     instances tagged with its owner identity that its journal does not count
     as granted - e.g. after a crash between create and attach.  A running
-    instance does the same at start, against what it actually holds.
+    instance does the same at start and then periodically, against what it
+    actually holds.  While an instance holds the journal (its writer lock),
+    cleanup refuses and terminates nothing: that instance may be creating
+    the very instances that look orphaned.  ``--force`` terminates them
+    anyway (reading the journal, not writing it).
 ``fluxlite providers ec2 list --config FILE [--json]``
-    The provider's live instances and the request each belongs to.
+    The provider's live instances and the request each belongs to (reads
+    the journal without its lock: works beside a running instance).
 ``fluxlite providers ec2 moto-server [--port N]``
     A local EC2-compatible endpoint (moto) on 127.0.0.1 for trying the
     provider without an AWS account; prints its URL and runs until Ctrl-C.
@@ -51,6 +56,11 @@ def main_providers(argv: list[str]) -> int:
         c.add_argument("--json", action="store_true", help="print JSON")
         if name == "cleanup":
             c.add_argument("--dry-run", action="store_true", help="list the orphans, terminate nothing")
+            c.add_argument(
+                "--force",
+                action="store_true",
+                help="terminate orphans even while a running instance holds the journal",
+            )
     m = esub.add_parser("moto-server", help="a local EC2-compatible endpoint (moto) on 127.0.0.1")
     m.add_argument("--port", type=int, default=5000, help="port on 127.0.0.1 (default 5000; 0 picks one)")
     a = p.parse_args(argv)
@@ -60,15 +70,27 @@ def main_providers(argv: list[str]) -> int:
     try:
         if a.cmd == "moto-server":
             return _moto_server(a.port)
-        from providers.ec2 import Ec2Provider
+        from providers.ec2 import Ec2Config, Ec2Provider
 
-        prov = Ec2Provider.from_config(a.config)
-        if a.cmd == "list":
-            rows = prov.owned_instances()
-        else:
-            rows = prov.orphans()
-            if not a.dry_run and rows:
-                prov.reconcile()
+        cfg = Ec2Config.load(a.config)
+        readonly = a.cmd == "list" or a.dry_run or a.force
+        try:
+            prov = Ec2Provider(cfg, readonly=readonly)
+        except FluxliteError as exc:
+            if "in use by process" in str(exc):
+                raise FluxliteError(
+                    f"{exc}; its instances are left alone (--force terminates the journal's orphans anyway)"
+                ) from exc
+            raise
+        try:
+            if a.cmd == "list":
+                rows = prov.owned_instances()
+            else:
+                rows = prov.orphans()
+                if not a.dry_run and rows:
+                    prov.reconcile()
+        finally:
+            prov.close()
         if a.json:
             sys.stdout.write(orjson.dumps(rows).decode() + "\n")
         else:
@@ -82,8 +104,8 @@ def main_providers(argv: list[str]) -> int:
     except FluxliteError as exc:
         sys.stderr.write(f"fluxlite providers ec2 {a.cmd}: {exc}\n")
         return 1
-    except Exception as exc:  # botocore errors: one line, not a traceback
-        sys.stderr.write(f"fluxlite providers ec2 {a.cmd}: {type(exc).__name__}: {exc}\n")
+    except Exception as exc:  # anything else: still one line, not a traceback
+        sys.stderr.write(f"fluxlite providers ec2 {a.cmd}: {type(exc).__name__}: {' '.join(str(exc).split())}\n")
         return 1
 
 

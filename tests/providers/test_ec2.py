@@ -185,7 +185,9 @@ def test_types_mode_grants_a_subgraph_that_attaches(moto: MotoServer, account: d
     assert len(live(moto, p.config.owner)) == 2
     assert p.requests["r1"]["state"] == "granted"
     # a restarted provider (same state dir) still answers the retry
-    assert Ec2Provider(config(moto, tmp_path)).grow(jobspec(2, cores=2, memory=4), "r1") == doc
+    p.close()
+    p = Ec2Provider(config(moto, tmp_path))
+    assert p.grow(jobspec(2, cores=2, memory=4), "r1") == doc
     # shrink of part of a node is refused, nothing changed; a whole node is terminated
     part = orjson.dumps(
         {"graph": {"nodes": [n for n in g["nodes"] if n["metadata"]["type"] == "core"][:1], "edges": []}}
@@ -201,8 +203,12 @@ def test_types_mode_grants_a_subgraph_that_attaches(moto: MotoServer, account: d
     ]
     p.shrink(orjson.dumps({"graph": {"nodes": sub, "edges": []}}))
     assert [i["InstanceId"] for i in live(moto, p.config.owner)] == [nodes[1]["metadata"]["name"]]
+    p.shrink(orjson.dumps({"graph": {"nodes": sub, "edges": []}}))  # a retried hand-back: accepted, no-op
+    assert [i["InstanceId"] for i in live(moto, p.config.owner)] == [nodes[1]["metadata"]["name"]]
+    stranger = orjson.loads(orjson.dumps(one))
+    stranger["metadata"]["paths"]["containment"] = one["metadata"]["paths"]["containment"][:-3] + "xyz"
     with pytest.raises(StateError, match="not an instance this provider granted"):
-        p.shrink(orjson.dumps({"graph": {"nodes": sub, "edges": []}}))
+        p.shrink(orjson.dumps({"graph": {"nodes": [stranger], "edges": []}}))
     rest = [
         n
         for n in g["nodes"]
@@ -242,7 +248,10 @@ def test_count_range_takes_what_fits(moto: MotoServer, account: dict, tmp_path: 
     p.grow(jobspec(3 - len(nodes_of(doc))), "fill") if len(nodes_of(doc)) < 3 else None
     with pytest.raises(BusyError, match="max_instances=3"):
         p.grow(jobspec(1), "more")
-    p.reconcile(lambda path: False)  # nothing attached anywhere: everything is an orphan
+    assert p.reconcile(lambda path: False) == []  # this process's grants: their caller attaches them
+    p.close()
+    p = Ec2Provider(config(moto, tmp_path, max_instances=3))  # restarted: nothing attached anywhere
+    p.reconcile(lambda path: False)  # everything is an orphan
     assert live(moto, p.config.owner) == []
 
 
@@ -390,7 +399,7 @@ def test_auth_failure_names_the_profile(
         Ec2Provider(config(moto, tmp_path, profile="nosuch")).grow(jobspec(1), "r")
     p = Ec2Provider(config(moto, tmp_path / "b"))
     p.client.meta.events.register("before-send.ec2.*", lambda **kw: _error_response("AuthFailure", 401))
-    with pytest.raises(InputError, match=r"refused the environment's credentials: .*AuthFailure"):
+    with pytest.raises(InputError, match=r"refused the credentials \(.*the environment's credentials\): AuthFailure"):
         p.grow(jobspec(1), "r")
 
 
@@ -421,11 +430,13 @@ def test_cleanup_command_lists_and_terminates_orphans(
     assert main_providers(["ec2", "cleanup", "--config", str(f), "--dry-run", "--json"]) == 0
     assert [r["id"] for r in orjson.loads(capsys.readouterr().out)] == [orphan]
     assert len(live(moto, "cleanup-test")) == 2
+    p.close()  # no live owner now (test_ec2_faults: cleanup beside a live one)
     assert main_providers(["ec2", "cleanup", "--config", str(f)]) == 0
     assert f"1 instance(s) terminated (owner cleanup-test)\n  {orphan}" in capsys.readouterr().out
     assert [i["InstanceId"] for i in live(moto, "cleanup-test")] == [nodes_of(kept)[0]["metadata"]["name"]]
     assert main_providers(["ec2", "cleanup", "--config", str(tmp_path / "nope.yaml")]) == 1
     assert "cannot read" in capsys.readouterr().err
+    p = Ec2Provider.from_config(f)
     p.shrink(kept)
 
 

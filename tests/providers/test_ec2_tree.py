@@ -20,7 +20,7 @@ from hierarchy import InstanceUnavailableError
 from hierarchy._launch import TreeNode
 from providers._moto import MotoServer, moto_server
 from providers.ec2 import OWNER_TAG
-from tests.hierarchy.helpers import chain, nodes_jobspec, short_tmpdir, start, write_graph
+from tests.hierarchy.helpers import chain, nodes_jobspec, short_tmpdir, start, wait_for, write_graph
 from tests.providers.test_ec2 import G3
 
 #: what the leaf grows by: a node with one 2-core socket (an EC2 t2.medium: 2 vCPUs)
@@ -33,15 +33,15 @@ def moto() -> Iterator[MotoServer]:
         yield srv
 
 
-def _config(d: Path, moto: MotoServer, owner: str) -> Path:
+def _config(d: Path, moto: MotoServer, owner: str, url: str = "", extra: str = "") -> Path:
     f = d / "ec2.yaml"
     shapes = "".join(
         f"  {t}: {{vcpus: {s['vcpus']}, memory_gb: {s['memory_gb']}, gpus: {s['gpus']}}}\n"
         for t, s in G3.items()
     )
     f.write_text(
-        f"region: us-east-1\nendpoint_url: {moto.url}\nimage_id: ami-12c6146b\nstate_dir: ec2-state\n"
-        f"owner: {owner}\nallowed_types: [t2.micro, t2.small, t2.medium]\nshapes:\n{shapes}"
+        f"region: us-east-1\nendpoint_url: {url or moto.url}\nimage_id: ami-12c6146b\nstate_dir: ec2-state\n"
+        f"owner: {owner}\nallowed_types: [t2.micro, t2.small, t2.medium]\n{extra}shapes:\n{shapes}"
     )
     return f
 
@@ -118,8 +118,9 @@ def test_crash_between_create_and_attach_leaves_no_orphan(moto: MotoServer) -> N
                 root.match_grow(job, BURST, request_id="g1")
             assert len(_live(moto, "crash-test")) == 1  # created, never attached: the process died
             t.restart("root")
+            # reconciled in the background (the instance serves meanwhile)
+            wait_for(lambda: "terminated 1 orphans" in t.log("root"), 30, "the start-up reconcile")
             assert _live(moto, "crash-test") == []
-            assert "terminated 1 orphans" in t.log("root")
             # the retried request creates anew and this time it is attached
             root = t.client("root", timeout=30)
             g = root.match_grow(job, BURST, request_id="g1")
@@ -131,3 +132,47 @@ def test_crash_between_create_and_attach_leaves_no_orphan(moto: MotoServer) -> N
             assert _live(moto, "crash-test") == []
         finally:
             t.close()
+
+
+def test_start_with_ec2_unreachable_serves_local_work_then_reconciles(moto: MotoServer) -> None:
+    """EC2 down at start: the instance serves, a grow needing EC2 fails with one line, and once EC2
+    answers the background reconcile runs; a node whose instance dies is taken from its job."""
+    import socket
+
+    from fluxlite.errors import BusyError
+    from tests.providers.faultproxy import FaultProxy
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nobody listens here until the proxy starts
+    with short_tmpdir() as d:
+        write_graph(d / "g.json", 1)
+        cfg = _config(d, moto, "down-at-start", url=f"http://127.0.0.1:{port}",
+                      extra="max_retries: 0\ntimeout: 2\nwatch_interval: 0.5\n")  # fmt: skip
+        t = start(d, [TreeNode("root", 0, None, graph=d / "g.json", provider=f"ec2:{cfg}")], state=True)
+        proxy = None
+        try:
+            root = t.client("root", timeout=30)
+            job = root.match_allocate(nodes_jobspec(1)).jobid  # local work is served
+            local = root.info(job)["holds"]
+            with pytest.raises(BusyError) as e:
+                root.match_grow(job, BURST, request_id="g1")
+            msg = str(e.value)
+            assert "\n" not in msg and f"http://127.0.0.1:{port}" in msg and "unreachable" in msg
+            wait_for(lambda: "retrying in" in t.log("root"), 30, "a failed reconcile")
+            assert "Traceback" not in t.log("root")
+            proxy = FaultProxy(moto.url, port=port).start()
+            wait_for(lambda: "reconciled with the cloud" in t.log("root"), 60, "the reconcile")
+            g = root.match_grow(job, BURST, request_id="g1")
+            (path,) = _node_paths(g.jgf)
+            boto3.session.Session().client("ec2", endpoint_url=moto.url, region_name="us-east-1").terminate_instances(
+                InstanceIds=[path.rsplit("/", 1)[1]]
+            )
+            wait_for(lambda: "its instance is terminated" in t.log("root"), 30, "the watch")
+            assert root.info(job)["holds"] == local  # the cloud node was taken from the job
+            info = t.info("root")
+            assert info["recount_errors"] == [] and info["node_events"][0]["path"] == path
+        finally:
+            t.close()
+            if proxy is not None:
+                proxy.stop()

@@ -492,7 +492,7 @@ def build_jgf(
         npath = f"{zpath}/{inst['id']}"
         paths[inst["id"]] = npath
         props = {
-            "release": "whole",  # EC2 takes an instance back whole: see hierarchy/_cloud.py
+            "release": "whole",  # EC2 takes an instance back whole: see hierarchy/instance/cloud.py
             "instance_type": inst["type"],
             "zone": z,
             "lifecycle": inst["lifecycle"],

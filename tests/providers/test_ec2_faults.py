@@ -156,7 +156,7 @@ def test_partial_shrink_of_a_cloud_node_is_refused_at_every_level(
 def test_unconfirmed_termination_keeps_the_node_draining(
     moto: MotoServer, account: dict, proxy: FaultProxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hierarchy import _cloud
+    from hierarchy.instance import cloud as _cloud
 
     monkeypatch.setattr(_cloud, "BACKOFF", (60.0, 300.0))  # (1 s by default: too short to see on a loaded host)
     p = provider(proxy, tmp_path, max_instances=2)

@@ -14,7 +14,7 @@ the property ``release=whole``.  Three rules follow, at every level of a tree:
   ``instance info`` lists these under ``draining`` (:func:`draining_view`).
 * **Node down.**  A node whose instance died under a job (spot reclaim,
   manual termination) is marked down and its job is told
-  (:func:`owner_of`; the instance does the rest).
+  (:meth:`CloudMixin.nodes_down`).
 """
 
 from __future__ import annotations
@@ -26,15 +26,16 @@ from typing import Any
 from fluxlite.api import Engine
 from fluxlite.errors import InputError
 from fluxlite.readers import read_vertices
-from hierarchy._release import vertices_held
+from hierarchy._release import release_exact, vertices_held
+from hierarchy.instance.core import InstanceCore
 
 __all__ = [
     "WHOLE",
+    "CloudMixin",
     "draining_view",
     "due",
     "narrow_to_whole",
     "note_failure",
-    "owner_of",
     "refuse_partial",
 ]
 
@@ -127,7 +128,63 @@ def draining_view(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def owner_of(eng: Engine, v: int) -> int | None:
-    """The job holding ``v`` (None if free)."""
-    held = eng.holders([v])
-    return next(iter(held), None)
+class CloudMixin(InstanceCore):
+    """The instance's side of a cloud provider's watch."""
+
+    def nodes_down(self, lost: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
+        """Nodes whose cloud instance died (``(path, EC2 state)`` from the provider's watch): see :mod:`hierarchy._cloud`.
+
+        Each is marked down; the job holding it is told through the
+        node-failure path, per the provider's ``on_node_down``: ``shrink``
+        takes the node from the job (the job goes on with the rest),
+        ``fail`` ends the job.  A child's lease keeps the node (down here;
+        the child learns it when it shrinks it).  What is freed goes back
+        to the provider, which confirms the instance is gone.  Returns the
+        events (also in ``info()["node_events"]`` and the log).
+        """
+        policy = getattr(self.provider, "on_node_down", "shrink")
+        events: list[dict[str, Any]] = []
+        with self._lock:
+            g = self.engine.graph
+            dom = self.engine.dom
+            draining = {p for it in self.returning for p in it["roots"]}
+            for path, state in lost:
+                v = g.vertex_by_path(path)
+                if v is None or path in draining:
+                    continue
+                sub = [u for u in g.subtree(v, dom) if g.v_rank[u] >= 0]
+                self.engine.set_status(path, "down")
+                holders = self.engine.holders(sub)
+                ev: dict[str, Any] = {"path": path, "state": state, "at": time.time(), "jobs": {}}
+                freed: list[int] = []
+                for jobid, held in holders.items():
+                    rec = self.jobs.get(jobid)
+                    if rec is not None and rec.kind == "child":
+                        ev["jobs"][str(jobid)] = "kept (a child's lease)"
+                    elif policy == "fail":
+                        vids = self.engine.traverser.job_vertices(jobid)
+                        self.engine.cancel(jobid)
+                        self._job_ended(jobid)
+                        freed.extend(vids)
+                        ev["jobs"][str(jobid)] = "failed (job ended)"
+                    else:
+                        if release_exact(self.engine, jobid, list(held)):
+                            self.jobs.pop(jobid, None)
+                            self._job_ended(jobid)
+                        freed.extend(held)
+                        ev["jobs"][str(jobid)] = "shrunk (node taken from the job)"
+                if freed or not holders:
+                    self._hand_back(freed or sub, None)
+                self.counters["node_down"] += 1
+                self.node_events.append(ev)
+                del self.node_events[:-256]
+                self.log.warning(
+                    "node %s: its instance is %s; %s",
+                    path,
+                    state,
+                    "; ".join(f"job {j} {a}" for j, a in ev["jobs"].items()) or "no job held it",
+                )
+                events.append(ev)
+            if events:
+                self._persist()
+        return events

@@ -14,6 +14,13 @@ The endpoint is a moto server this command starts on 127.0.0.1 (unless
 ``burst.csv`` (every sample), ``burst-*.png`` box plots per type, and with
 ``--json FILE`` the per-type medians and the overhead shares ``mapping_pct``
 and ``jgf_pct`` (of the provider call time).
+
+``--attach-only [--baseline REV]``: attach+update alone (no EC2 call: the
+subgraphs the provider would hand out for 1, 2, 4, 8 instances of each type),
+this checkout and the baseline revision (``git archive REV``, default
+``main``) measured in turns, ``--rounds`` times each, in fresh processes;
+prints the medians in µs per vertex+edge and this/baseline ratios, and
+writes ``attach.txt`` in ``--out``.
 """
 
 from __future__ import annotations
@@ -272,7 +279,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the summary (per-type medians, overhead shares) here")
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--attach-only", action="store_true", help="time attach+update alone, against --baseline")
+    ap.add_argument("--baseline", default="main", help="git revision measured beside this checkout ('' = none)")
+    ap.add_argument("--rounds", type=int, default=5, help="--attach-only: alternating rounds per tree (default 5)")
     a = ap.parse_args(argv)
+    if a.attach_only:
+        try:
+            sizes = [int(x) for x in a.sizes.split(",") if x]
+        except ValueError:
+            sys.stderr.write(f"fluxlite bench burst: --sizes: expected numbers, got {a.sizes!r}\n")
+            return 2
+        if a.reps < 1 or a.rounds < 1 or not sizes or min(sizes) < 1:
+            sys.stderr.write("fluxlite bench burst: --reps, --rounds and --sizes must be positive\n")
+            return 2
+        return attach_only(a.baseline, a.rounds, a.reps, sizes, a.out, not a.no_progress)
     types = [t for t in a.types.split(",") if t]
     try:
         sizes = [int(x) for x in a.sizes.split(",") if x]
@@ -333,6 +353,82 @@ def main(argv: Sequence[str] | None = None) -> int:
         a.json.write_text(json.dumps(s, indent=2) + "\n")
         out.write(f"wrote {a.json}\n")
     return 0
+
+
+def attach_only(baseline: str, rounds: int, reps: int, sizes: list[int], out_dir: Path, progress: bool) -> int:
+    """See the module docstring (``--attach-only``)."""
+    import os
+    import subprocess
+
+    repo = Path(__file__).resolve().parent.parent
+    probe = Path(__file__).with_name("_attach_probe.py")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="fluxlite-attach-") as tmp:
+        trees = {"this": repo}
+        label = {"this": _describe_rev(repo, "HEAD") + " (+ work tree)"}
+        if baseline:
+            base = Path(tmp) / "baseline"
+            base.mkdir()
+            try:
+                arch = subprocess.run(["git", "-C", str(repo), "archive", baseline], check=True, capture_output=True)
+            except (OSError, subprocess.CalledProcessError) as exc:
+                err = getattr(exc, "stderr", b"") or b""
+                sys.stderr.write(f"fluxlite bench burst: --baseline {baseline}: {err.decode().strip() or exc}\n")
+                return 2
+            subprocess.run(["tar", "-x", "-C", str(base)], input=arch.stdout, check=True)
+            trees["baseline"] = base
+            label["baseline"] = f"{baseline} = {_describe_rev(repo, baseline)}"
+        samples: dict[str, dict[str, list[float]]] = {k: {} for k in trees}
+        it: Any = range(rounds)
+        if progress:
+            from tqdm import tqdm
+
+            it = tqdm(it, desc="attach rounds", unit="round", file=sys.stderr)
+        for _ in it:
+            for name, tree in trees.items():
+                env = {**os.environ, "PYTHONPATH": str(tree)}
+                r = subprocess.run(
+                    [sys.executable, str(probe), str(reps), ",".join(map(str, sizes))],
+                    cwd=tmp, env=env, capture_output=True, text=True, check=False,
+                )  # fmt: skip
+                if r.returncode != 0:
+                    sys.stderr.write(f"fluxlite bench burst: the probe failed on {name}: {r.stderr.strip()[-500:]}\n")
+                    return 1
+                for t, rows in json.loads(r.stdout).items():
+                    samples[name].setdefault(t, []).extend(sec * 1e6 / elems for sec, elems in rows)
+    lines = [
+        f"attach+update of burst subgraphs (µs per vertex+edge), {rounds} rounds x {reps} reps x sizes {sizes}, "
+        "medians; trees measured in turns in fresh processes",
+    ]
+    for k in trees:
+        lines.append(f"  {k}: {label[k]}")
+    head = f"{'type':<11} {'this':>8}" + (f" {'baseline':>9} {'ratio':>6}" if baseline else "")
+    lines.append(head)
+    types = list(samples["this"])
+    for t in [*types, "all"]:
+        def med(name: str, t: str = t) -> float:
+            vals = [v for tt, vs in samples[name].items() if t in ("all", tt) for v in vs]
+            return statistics.median(vals)
+
+        row = f"{t:<11} {med('this'):>8.2f}"
+        if baseline:
+            row += f" {med('baseline'):>9.2f} {med('this') / med('baseline'):>6.2f}"
+        lines.append(row)
+    allm = statistics.median(v for vs in samples["this"].values() for v in vs)
+    lines.append(f"target attach+update <= 10 µs per vertex+edge: median {allm:.2f} µs -> "
+                 f"{'met' if allm <= 10 else 'NOT met'}")  # fmt: skip
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    (out_dir / "attach.txt").write_text(text)
+    sys.stdout.write(f"wrote {out_dir / 'attach.txt'}\n")
+    return 0
+
+
+def _describe_rev(repo: Path, rev: str) -> str:
+    import subprocess
+
+    r = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%h %s", rev], capture_output=True, text=True)
+    return r.stdout.strip()[:80] or rev
 
 
 if __name__ == "__main__":

@@ -17,6 +17,11 @@ Fault kinds (what EC2 and the network do to a caller):
 ``capacity``  answer ``500 InsufficientInstanceCapacity``; never forwarded
 ``lost``      forward (moto carries it out), then answer ``500 InternalError``
               instead of moto's reply: the caller cannot tell what happened
+``kill-before``  call ``on_kill`` (e.g. SIGKILL the caller's process), never forward
+``kill-after``   forward, then call ``on_kill``: EC2 did it, the caller died waiting
+
+``after=n`` lets the first ``n`` matching requests through before the rule
+applies (a schedule can say "the 2nd RunInstances is lost").
 
 ``seen`` lists every request as ``(action, params, what was done)``.  The
 proxy binds 127.0.0.1 on a free port and only ever talks to ``upstream``.
@@ -34,7 +39,7 @@ from typing import Any
 
 __all__ = ["FAULTS", "FaultProxy"]
 
-FAULTS = ("delay", "500", "throttle", "capacity", "lost")
+FAULTS = ("delay", "500", "throttle", "capacity", "lost", "kill-before", "kill-after")
 _ERRORS = {
     "500": (500, "InternalError", "We encountered an internal error. Please try again."),
     "lost": (500, "InternalError", "We encountered an internal error. Please try again."),
@@ -54,6 +59,7 @@ class _Rule:
     kind: str
     times: int | None  # None: every request
     delay: float
+    after: int = 0
 
 
 def _error_xml(code: str, message: str) -> bytes:
@@ -79,14 +85,18 @@ class FaultProxy:
         self._srv: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
+        #: called by the kill-* faults (from the proxy's thread)
+        self.on_kill: Any = None
 
     # ------------------------------------------------------------------ rules
-    def fail(self, action: str, kind: str, *, times: int | None = None, delay: float = 0.0) -> FaultProxy:
-        """Apply fault ``kind`` to the next ``times`` requests of ``action`` (all of them if None)."""
+    def fail(
+        self, action: str, kind: str, *, times: int | None = None, delay: float = 0.0, after: int = 0
+    ) -> FaultProxy:
+        """Apply fault ``kind`` to ``times`` requests of ``action`` (all if None), after letting ``after`` pass."""
         if kind not in FAULTS:
             raise ValueError(f"unknown fault {kind!r} (known: {', '.join(FAULTS)})")
         with self._lock:
-            self._rules.setdefault(action, []).append(_Rule(kind, times, delay))
+            self._rules.setdefault(action, []).append(_Rule(kind, times, delay, after))
         return self
 
     def clear(self, action: str | None = None) -> None:
@@ -110,6 +120,9 @@ class FaultProxy:
             if not rules:
                 return None
             rule = rules[0]
+            if rule.after > 0:
+                rule.after -= 1
+                return None
             if rule.times is not None:
                 rule.times -= 1
                 if rule.times <= 0:
@@ -140,11 +153,17 @@ class FaultProxy:
                     proxy.seen.append((action, params, kind))
                 if rule is not None and rule.kind == "delay":
                     time.sleep(rule.delay)
+                if kind == "kill-before" and proxy.on_kill is not None:
+                    proxy.on_kill()
+                    kind = "500"
                 if kind in ("500", "throttle", "capacity"):
                     status, code, msg = _ERRORS[kind]
                     self._reply(status, "text/xml", _error_xml(code, msg))
                     return
                 status, ctype, data = proxy._forward(self.command, self.path, dict(self.headers), body)
+                if kind == "kill-after" and proxy.on_kill is not None:
+                    proxy.on_kill()
+                    kind = "lost"
                 if kind == "lost":
                     status, code, msg = _ERRORS["lost"]
                     self._reply(status, "text/xml", _error_xml(code, msg))

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from fluxlite.cli.bench import find_bench_dir, main_match
+from fluxlite.cli.bench import main_match
 
 
-@pytest.mark.skipif(find_bench_dir(None) is None, reason="needs ../shared/bench")
 def test_bench_match_reports_vertices_and_us_per_vertex(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
@@ -30,7 +29,6 @@ def test_bench_match_reports_vertices_and_us_per_vertex(
     assert "us/vertex" in text
 
 
-@pytest.mark.skipif(find_bench_dir(None) is None, reason="needs ../shared/bench")
 def test_bench_match_alternatives_need_the_flexible_traverser(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exc:
         main_match(["--graphs", "L0", "--requests", "A4"])
@@ -58,7 +56,6 @@ def test_bench_match_alternatives_need_the_flexible_traverser(tmp_path: Path) ->
     assert row["vertices"] == 8 * (1 + 1 + 16) + 1
 
 
-@pytest.mark.skipif(find_bench_dir(None) is None, reason="needs ../shared/bench")
 def test_bench_match_gc_choice_is_recorded(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """Both collector settings run; the rows and the header say which one was timed."""
     for choice in ("default", "upkeep"):

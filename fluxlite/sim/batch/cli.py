@@ -5,7 +5,7 @@
 ``fluxlite sim batch run --workload esp-dynamic --dynamic --dfs fairness.cfg``
 ``fluxlite sim batch run --workload power20 --malleable power --power-scope waiting``
 ``fluxlite sim batch run --workload swf --swf trace.swf --nodes 1024``
-``fluxlite sim batch run --config run.yaml``     (keys: the long options, e.g. ``queue: easy``)
+``fluxlite sim batch run --config run.yaml``     (keys: the long options, e.g. ``queue: easy``, ``json: out.json``)
 ``fluxlite sim batch bench``                      ESP/easy time and a 10,000-job SWF on 1,024 nodes
 ``fluxlite sim batch experiments --out DIR``      every configuration of examples/experiments/batch
 """
@@ -31,6 +31,8 @@ _DEFAULTS = {
     "dynamic": False, "dfs": None, "dfs_text": None, "seed": 1, "adapt_s": 5, "limit": None,
     "corridor": None, "idle_w": None,
 }  # fmt: skip
+#: what to write: options a config file may hold as well (paths are relative to the working directory)
+_OUTPUTS: dict[str, Any] = {"json": None, "csv": None, "plots": None, "progress": False}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -81,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _options(ns: argparse.Namespace) -> dict[str, Any]:
-    opts = dict(_DEFAULTS)
+    opts = dict(_DEFAULTS) | _OUTPUTS
     if ns.config:
         import yaml
 
@@ -96,11 +98,11 @@ def _options(ns: argparse.Namespace) -> dict[str, Any]:
         for k, v in doc.items():
             key = str(k).replace("-", "_")
             if key not in opts:
-                raise InputError(f"{ns.config}: unknown option {k!r} (known: {', '.join(_DEFAULTS)})")
+                raise InputError(f"{ns.config}: unknown option {k!r} (known: {', '.join(opts)})")
             opts[key] = v
-    for k in _DEFAULTS:
+    for k in opts:
         v = getattr(ns, k, None)
-        if v is not None:
+        if v is not None and v is not False:
             opts[k] = v
     return opts
 
@@ -181,7 +183,7 @@ def _run(ns: argparse.Namespace) -> int:
 
     opts = _options(ns)
     wl, cfg = build(opts)
-    res = BatchSim(wl, cfg).run(progress=ns.progress)
+    res = BatchSim(wl, cfg).run(progress=bool(opts["progress"]))
     if res.recount:
         sys.stderr.write(
             "aggregates differ from a recount after the run:\n" + "\n".join(res.recount[:5]) + "\n"
@@ -194,12 +196,12 @@ def _run(ns: argparse.Namespace) -> int:
     for k in keys:
         v = s[k]
         print(f"  {k:<22} {v:.3f}" if isinstance(v, float) else f"  {k:<22} {v}")
-    if ns.json:
-        write_json(s, ns.json)
-    if ns.csv:
-        write_csv(res.jobs, ns.csv)
-    if ns.plots:
-        plot(res, ns.plots, title=s["workload"])
+    if opts["json"]:
+        write_json(s, opts["json"])
+    if opts["csv"]:
+        write_csv(res.jobs, opts["csv"])
+    if opts["plots"]:
+        plot(res, opts["plots"], title=s["workload"])
     return 0
 
 

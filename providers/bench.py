@@ -98,10 +98,17 @@ def _attach(doc: bytes) -> tuple[float, int, int]:
 def run(
     endpoint: str, reps: int, fleet_reps: int, types: list[str], sizes: list[int], progress: bool
 ) -> list[dict]:
+    """The measured rows; the providers' journals live in a temporary directory removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="fluxlite-burst-") as work:
+        return _run(work, endpoint, reps, fleet_reps, types, sizes, progress)
+
+
+def _run(
+    work: str, endpoint: str, reps: int, fleet_reps: int, types: list[str], sizes: list[int], progress: bool
+) -> list[dict]:
     from tqdm import tqdm
 
     rows: list[dict] = []
-    work = tempfile.mkdtemp(prefix="fluxlite-burst-")
     bar = tqdm(total=len(types) * len(sizes) * reps + fleet_reps, disable=not progress, unit="req")
     for t in types:
         p = _provider(endpoint, Path(work) / t.replace(".", "_"), allowed_types=[t])

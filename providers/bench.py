@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fluxlite.cli._help import plain
+
 __all__ = ["main"]
 
 TYPES = [
@@ -268,7 +270,9 @@ def _plot(rows: list[dict], out: Path) -> list[Path]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="fluxlite bench burst", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="fluxlite bench burst",
+        description=plain(__doc__),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--reps", type=int, default=20, help="repetitions per type and size (default 20)")
     ap.add_argument("--fleet-reps", type=int, default=10, help="fleet requests of 10 instances (default 10)")
@@ -277,8 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--endpoint", help="an EC2-compatible endpoint to use instead of a local moto server")
     ap.add_argument("--out", type=Path, default=Path("bench-out/burst"), help="directory for CSV and PNG")
     ap.add_argument("--json", type=Path, help="write the summary (per-type medians, overhead shares) here")
-    ap.add_argument("--no-plots", action="store_true")
-    ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--no-plots", action="store_true", help="write the CSV and summary only")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     a = ap.parse_args(argv)
     types = [t for t in a.types.split(",") if t]
     try:

@@ -75,6 +75,13 @@ def files_or_skip(folder: Path, files: Iterable[Any]) -> list[Any]:
     return [pytest.param(None, marks=pytest.mark.skip(reason=missing_reason(folder)), id="missing-data")]
 
 
+@pytest.fixture(autouse=True)
+def _run_in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs in its own empty directory: nothing it reads or writes depends on where
+    pytest was started (a ``job.yaml`` left in the repository root cannot change a result)."""
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.fixture
 def shared_dir() -> Path:
     need_shared()

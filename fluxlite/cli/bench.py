@@ -385,15 +385,19 @@ def _run_worker(cfg: dict[str, Any], progress: Any) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            rows.append(row)
-            progress(row)
-        err = proc.stderr.read() if proc.stderr is not None else ""
-        rc = proc.wait()
+        try:
+            for line in proc.stdout:
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue
+                rows.append(row)
+                progress(row)
+            err = proc.stderr.read() if proc.stderr is not None else ""
+            rc = proc.wait()
+        except BaseException:  # Ctrl-C, kill: the worker goes too
+            proc.kill()
+            raise
     if rc != 0:
         last = err.strip().splitlines()[-1] if err.strip() else f"exit status {rc}"
         raise RuntimeError(f"benchmark worker for {cfg['graph']} failed: {last}")
@@ -687,9 +691,12 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
 
 
 def main_bench(argv: Sequence[str]) -> int:
+    """``fluxlite bench NAME ...``; ``kill PID`` stops a benchmark as Ctrl-C does, cleaning up after it."""
     from fluxlite.cli._registry import dispatch
+    from fluxlite.cli._signals import terminate_unwinds
 
-    return dispatch("fluxlite bench", BENCHMARKS, argv, what="benchmark")
+    with terminate_unwinds():
+        return dispatch("fluxlite bench", BENCHMARKS, argv, what="benchmark")
 
 
 main = main_bench

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fluxlite.cli._help import plain
 from fluxlite.errors import FluxliteError, InputError
 
 __all__ = ["main"]
@@ -37,12 +38,14 @@ _OUTPUTS: dict[str, Any] = {"json": None, "csv": None, "plots": None, "progress"
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="fluxlite sim batch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="fluxlite sim batch", description=plain(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="simulate one configuration")
     r.add_argument("--config", help="YAML file with any of the options below (flags override it)")
-    r.add_argument("--workload", choices=("esp", "esp-dynamic", "esp-malleable", "power20", "swf"))
+    r.add_argument(
+        "--workload", choices=("esp", "esp-dynamic", "esp-malleable", "power20", "swf"), help="workload (esp)"
+    )
     r.add_argument("--swf", help="SWF trace (workload swf)")
     r.add_argument("--nodes", type=int, help="machine size (esp; swf without MaxNodes)")
     r.add_argument("--cores-per-node", type=int, help="swf: processors per node")
@@ -65,19 +68,19 @@ def _parser() -> argparse.ArgumentParser:
         help="power corridor schedule FROM:LOW:HIGH,... in s and W (power20's default: 0:1700:2500,200:1000:1700,500:2500:3500)",
     )
     r.add_argument("--idle-w", type=float, help="watts of an idle node (power20: 71)")
-    r.add_argument("--seed", type=int)
+    r.add_argument("--seed", type=int, help="seed of the workload's random draws (1)")
     r.add_argument("--adapt-s", type=int, help="seconds an expand/shrink takes")
     r.add_argument("--json", help="write the summary here")
     r.add_argument("--csv", help="write the per-job table here")
     r.add_argument("--plots", help="write PNG plots into this directory")
     r.add_argument("--progress", action="store_true", help="progress bar")
     b = sub.add_parser("bench", help="time ESP/easy and a 10,000-job SWF trace on 1,024 nodes")
-    b.add_argument("--repeat", type=int, default=3)
+    b.add_argument("--repeat", type=int, default=3, help="ESP runs timed (median; 3)")
     b.add_argument("--swf", help="trace to use (default: a synthetic one, generated)")
-    b.add_argument("--jobs", type=int, default=10000)
+    b.add_argument("--jobs", type=int, default=10000, help="jobs of the generated SWF trace (10000)")
     b.add_argument("--json", help="write the figures here")
     e = sub.add_parser("experiments", help="run every committed experiment configuration")
-    e.add_argument("--out", default="examples/experiments/batch")
+    e.add_argument("--out", default="examples/experiments/batch", help="where the results go (examples/experiments/batch)")
     e.add_argument("--only", help="substring of the configuration names to run")
     return p
 

@@ -294,25 +294,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--baseline", default="main", help="git revision measured beside this checkout ('' = none)")
     ap.add_argument("--rounds", type=int, default=5, help="--attach-only: alternating rounds per tree (default 5)")
     a = ap.parse_args(argv)
-    if a.attach_only:
-        try:
-            sizes = [int(x) for x in a.sizes.split(",") if x]
-        except ValueError:
-            sys.stderr.write(f"fluxlite bench burst: --sizes: expected numbers, got {a.sizes!r}\n")
-            return 2
-        if a.reps < 1 or a.rounds < 1 or not sizes or min(sizes) < 1:
-            sys.stderr.write("fluxlite bench burst: --reps, --rounds and --sizes must be positive\n")
-            return 2
-        return attach_only(a.baseline, a.rounds, a.reps, sizes, a.out, not a.no_progress)
     types = [t for t in a.types.split(",") if t]
     try:
         sizes = [int(x) for x in a.sizes.split(",") if x]
     except ValueError:
         sys.stderr.write(f"fluxlite bench burst: --sizes: expected numbers, got {a.sizes!r}\n")
         return 2
-    if a.reps < 1 or a.fleet_reps < 0 or not sizes or min(sizes) < 1:
-        sys.stderr.write("fluxlite bench burst: --reps and --sizes must be positive\n")
+    if a.reps < 1 or a.fleet_reps < 0 or a.rounds < 1 or not sizes or min(sizes) < 1:
+        sys.stderr.write("fluxlite bench burst: --reps, --rounds and --sizes must be positive\n")
         return 2
+    if a.attach_only:
+        return attach_only(a.baseline, a.rounds, a.reps, sizes, a.out, not a.no_progress)
     from providers._moto import moto_server
 
     a.out.mkdir(parents=True, exist_ok=True)

@@ -32,23 +32,31 @@ what the provider uses.
 
 **Nothing leaks.**  Every instance is tagged with the provider's owner
 identity (``fluxlite:owner``) and the request id (``fluxlite:request``).
-A journal (``STATE_DIR/ec2-journal.json``, written atomically) records a
-request before the create call (``creating``, with the idempotency tokens
-sent to EC2), after it (``created``, the instance ids) and when the
-subgraph is handed out (``granted``).  A retried request id returns the
-same subgraph and creates nothing.  :meth:`Ec2Provider.reconcile` (called
-by the instance at start with "is this node attached?") terminates every
-instance of this owner that no attached node stands for - the case of a
-crash between create and attach; ``fluxlite providers ec2 cleanup``
-does the same from the journal, without a running instance.
+A journal in ``STATE_DIR`` records a request before the create call
+(``creating``), after it (``created``, the instance ids) and when the
+subgraph is handed out (``granted``); a snapshot (``ec2-journal.json``)
+plus an append-only log (``ec2-journal.log``, one fsynced line per change),
+compacted every ``journal_compact_every`` changes, with one writer (a
+``flock`` on ``ec2-journal.lock`` held while the provider is open).  A
+retried request id returns the same subgraph, once its instances are
+checked to still run.  Create calls carry a ``ClientToken`` derived from
+the request id; an unknown outcome (5xx, timeout, lost answer) is settled
+by the request tag before answering (:meth:`Ec2Provider._resolve_unknown`).
+:meth:`Ec2Provider.reconcile` terminates every instance of this owner that
+no attached node stands for (a crash between create and attach);
+:meth:`Ec2Provider.watch` finds granted instances that died.  A shrink
+returns once EC2 confirms each termination (else the caller keeps the node,
+draining).  ``fluxlite providers ec2 cleanup`` reconciles from the
+journal, without a running instance.
 
-**Errors.**  Capacity shortages (``InsufficientInstanceCapacity``, spot
-``capacity-not-available``, a fleet that returns fewer instances than the
-minimum) -> :class:`~fluxlite.errors.BusyError`, after terminating what was
-created; invalid or disallowed types, or needs no allowed type holds ->
-:class:`~fluxlite.errors.UnsatisfiableError`; refused credentials ->
-:class:`CloudAuthError` naming the profile.  Throttling is retried by
-botocore's own retry modes (``retry_mode: standard|adaptive``).
+**Errors.**  Every boto3 failure becomes one fluxlite error of one line
+naming endpoint, region and credentials: capacity shortages and throttling
+after ``max_retries`` retries -> :class:`CloudBusyError` (a BusyError:
+retry later); EC2 unreachable or failing -> :class:`CloudUnavailableError`
+(also busy); invalid or disallowed types, or needs no allowed type holds ->
+:class:`~fluxlite.errors.UnsatisfiableError`; missing or refused
+credentials -> :class:`CloudAuthError` naming the profile.  docs/cloud-bursting.md
+lists every failure mode and what the operator sees.
 """
 
 from __future__ import annotations

@@ -346,7 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.schedules < 1:
         ap.error("--schedules must be at least 1")
     results = run_chaos(a.schedules, a.seed, a.first, progress=True)
-    text = summary(results, a.seed)
+    cmd = f"python -m tests.providers.chaos --schedules {a.schedules} --seed {a.seed}"
+    text = f"command: {cmd}" + (f" --first {a.first}" if a.first else "") + "\n" + summary(results, a.seed)
     sys.stdout.write(text)
     if a.out is not None:
         a.out.write_text(text)

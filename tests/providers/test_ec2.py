@@ -6,7 +6,6 @@ directory and, where isolation matters, its own cloud account.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from fluxlite.errors import BusyError, InputError, StateError, UnsatisfiableErro
 from fluxlite.jobspec import parse_jobspec
 from fluxlite.readers.generate import generate_graph
 from providers import ExternalAPI, create_provider
-from providers._moto import MotoServer, account_credentials, moto_server
+from providers._moto import MotoServer, account_credentials
 from providers.ec2 import OWNER_TAG, REQUEST_TAG, Ec2Config, Ec2Provider, request_from_jobspec
 
 TYPES = [
@@ -39,7 +38,6 @@ G3 = {
     "g2.2xlarge": {"vcpus": 8, "memory_gb": 15, "gpus": 1},
     "g3.4xlarge": {"vcpus": 16, "memory_gb": 122, "gpus": 4},
 }
-_accounts = itertools.count(111111111111)
 #: one core of the local graph (slot -> core)
 LOCAL = (
     "version: 1\nresources:\n  - type: slot\n    count: 1\n    label: default\n    with:\n"
@@ -72,21 +70,6 @@ def jobspec(
     )
 
 
-@pytest.fixture(scope="module")
-def moto() -> Iterator[MotoServer]:
-    with moto_server() as srv:
-        yield srv
-
-
-@pytest.fixture(scope="module")
-def account(moto: MotoServer) -> Iterator[dict[str, str]]:
-    """One cloud account for the module (moto builds each account's backend on first use: slow)."""
-    creds = account_credentials(moto.url, str(next(_accounts)))
-    mp = pytest.MonkeyPatch()
-    for k, v in creds.items():
-        mp.setenv(k, v)
-    yield creds
-    mp.undo()
 
 
 def config(moto: MotoServer, tmp_path: Path, **kw: Any) -> Ec2Config:

@@ -8,7 +8,6 @@ step.  Instances (of fluxlite) run in-process here, as a tree joined by
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 
 from fluxlite.errors import BusyError, InputError, StateError
 from hierarchy import Instance
-from providers._moto import MotoServer, account_credentials, moto_server
+from providers._moto import MotoServer
 from providers.ec2 import CloudBusyError, Ec2Config, Ec2Provider
 from tests.providers.ec2_helpers import (
     InProcParent,
@@ -35,24 +34,6 @@ from tests.providers.ec2_helpers import (
     small_engine,
 )
 from tests.providers.faultproxy import FaultProxy
-
-_accounts = itertools.count(444444444444)
-
-
-@pytest.fixture(scope="module")
-def moto() -> Iterator[MotoServer]:
-    with moto_server() as srv:
-        yield srv
-
-
-@pytest.fixture(scope="module")
-def account(moto: MotoServer) -> Iterator[dict[str, str]]:
-    creds = account_credentials(moto.url, str(next(_accounts)))
-    mp = pytest.MonkeyPatch()
-    for k, v in creds.items():
-        mp.setenv(k, v)
-    yield creds
-    mp.undo()
 
 
 @pytest.fixture

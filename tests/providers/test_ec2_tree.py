@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import pytest
 
 from hierarchy import InstanceUnavailableError
 from hierarchy._launch import TreeNode
-from providers._moto import MotoServer, moto_server
+from providers._moto import MotoServer
 from providers.ec2 import OWNER_TAG
 from tests.hierarchy.helpers import chain, nodes_jobspec, short_tmpdir, start, wait_for, write_graph
 from tests.providers.test_ec2 import G3
@@ -26,11 +25,6 @@ from tests.providers.test_ec2 import G3
 #: what the leaf grows by: a node with one 2-core socket (an EC2 t2.medium: 2 vCPUs)
 BURST = nodes_jobspec(1, sockets=1, cores=2)
 
-
-@pytest.fixture(scope="module")
-def moto() -> Iterator[MotoServer]:
-    with moto_server() as srv:
-        yield srv
 
 
 def _config(d: Path, moto: MotoServer, owner: str, url: str = "", extra: str = "") -> Path:

@@ -32,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds between watch BOOKMARK events (default 30)",
     )
     args = parser.parse_args(argv)
+    # the handlers go in before the URL is printed: a caller may send SIGTERM the moment it reads it
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
     try:
         server = ApiServer(
             host=args.host,
@@ -46,9 +50,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.kubeconfig:
         server.write_kubeconfig(args.kubeconfig)
     print(server.url, flush=True)
-    done = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: done.set())
     done.wait()
     server.stop()
     return 0

@@ -659,6 +659,29 @@ def test_kubeconfig_and_cli(tmp_path):
         assert proc.wait(timeout=10) == 0
 
 
+def test_cli_sigterm_right_after_the_url_exits_cleanly():
+    """SIGTERM arriving the moment the URL is printed stops the server with status 0 (no race).
+
+    The child signals itself from inside ``print`` (right after the URL is written), the earliest
+    moment a caller that reads the URL could: deterministic, where a racing parent is not.
+    """
+    child = (
+        "import builtins, os, runpy, signal\n"
+        "real = builtins.print\n"
+        "def hooked(*a, **k):\n"
+        "    real(*a, **k)\n"
+        "    if a and str(a[0]).startswith('http://'):\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "builtins.print = hooked\n"
+        "runpy.run_module('kube.testing', run_name='__main__')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", child, "--port", "0"], capture_output=True, text=True, timeout=30
+    )
+    assert proc.stdout.startswith("http://127.0.0.1:")
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_patch_formats():
     """Merge patch, strategic merge (keys, directives) and JSON patch, and their failures."""
     obj = {

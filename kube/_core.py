@@ -355,6 +355,26 @@ class KubeCore:
                 return True
         return False
 
+    def capacity(self, req: PodRequest) -> int:
+        """How many pods shaped like ``req`` the cluster could ever hold (every node empty, up or down).
+
+        Reads one snapshot of the node table (no engine state, so callers need
+        not hold the lock that serialises placements).  O(nodes).
+        """
+        total = 0
+        for info in list(self.nodes.values()):
+            if req.exclusive_node:
+                total += 1
+                continue
+            fit = info.cores // req.cores
+            if req.memory:
+                fit = min(fit, info.memory // req.memory)
+            have = dict(info.extended)
+            for t, n in req.extended:
+                fit = min(fit, have.get(t, 0) // n)
+            total += fit
+        return total
+
     # ------------------------------------------------------------------ placement
     def _match(self, js: Any, jobid: int | None, grow: bool) -> Any:
         # op "allocate": the pod's busy/never distinction is made by :meth:`satisfiable`

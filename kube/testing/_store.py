@@ -21,6 +21,7 @@ All methods are thread-safe (one re-entrant lock; watchers wait on :attr:`Store.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime as dt
 import random
@@ -28,7 +29,7 @@ import re
 import threading
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,6 +158,7 @@ class Store:
         self._floor: dict[tuple[str, str], int] = {}
         self._compacted = 0
         self.listeners: list[Callable[[Resource, WatchEvent], None]] = []
+        self._dry = threading.local()
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.create(resource("", "v1", "namespaces"), "", {"metadata": {"name": ns}})
 
@@ -228,7 +230,24 @@ class Store:
             listener(res, event)
         self.cond.notify_all()
 
+    @contextlib.contextmanager
+    def dry_run(self) -> Iterator[None]:
+        """Within this block (on this thread, under the store lock) writes are checked and
+        answered but not stored, and no watch event is sent: ``dryRun=All``."""
+        with self.cond:
+            self._dry.on = True
+            try:
+                yield
+            finally:
+                self._dry.on = False
+
     def _commit(self, res: Resource, namespace: str, obj: Obj, prev: Obj | None) -> Obj:
+        if getattr(self._dry, "on", False):
+            if prev is None:
+                obj["metadata"].pop("resourceVersion", None)
+            else:
+                obj["metadata"]["resourceVersion"] = prev["metadata"]["resourceVersion"]
+            return obj
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
         self._bucket(res)[(namespace, obj["metadata"]["name"])] = obj
@@ -384,6 +403,8 @@ class Store:
         return self._commit(res, namespace, new, old)
 
     def _remove(self, res: Resource, namespace: str, name: str, last: Obj) -> Obj:
+        if getattr(self._dry, "on", False):
+            return copy.deepcopy(last)
         old = self._bucket(res).pop((namespace, name))
         self.rv += 1
         gone = copy.deepcopy(last)

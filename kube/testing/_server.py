@@ -15,15 +15,25 @@ requests. Paths, verbs, query parameters and status codes are those of kube-apis
 ``DELETE .../R``                                      delete collection
 ``.../R/NAME/status``, ``.../R/NAME/scale``           status and scale (autoscaling/v1 Scale) subresources
 ``POST .../pods/NAME/binding``, ``.../bindings``      bind a pod (201 with a Success Status)
+``POST .../pods/NAME/eviction``                       evict a pod, honouring PodDisruptionBudgets (429)
+``GET /openapi/v3``, ``/openapi/v3/G/V``, ``/openapi/v2``  OpenAPI (:mod:`kube.testing._openapi`)
 ====================================================  ===========================================
+
+HTTPS with a per-server CA (:mod:`kube.testing._tls`; ``tls=False`` for plain HTTP) and a
+bearer token (random per server, in the kubeconfig it writes): a wrong or missing token
+is ``401`` (anonymous requests may read only health and version). ``Accept: ...;as=Table``
+gets server-side Tables (:mod:`kube.testing._tables`); ``dryRun=All`` (query, or
+``DeleteOptions.dryRun``) checks and answers writes without storing them;
+``fieldValidation`` (Strict, Warn, Ignore) checks bodies against the OpenAPI schemas.
 
 Known deviations from a real API server (none of them visible to a scheduler that uses
 the API as documented):
 
-* No authentication or authorization: any bearer token is accepted; no admission webhooks.
-* JSON only (no protobuf, no CBOR, no ``as=Table``); no server-side apply (``apply-patch``
-  content types answer 415); ``dryRun`` is refused with 400 rather than simulated.
-* ``managedFields``, ``selfLink`` and OpenAPI (``/openapi/v2``, ``/openapi/v3``) are absent.
+* One token, one user: no authorization (RBAC) and no admission webhooks.
+* JSON only (no protobuf, no CBOR; ``/openapi/v2`` answers JSON, or 406 to a client that
+  accepts only protobuf); no server-side apply (``apply-patch`` content types answer 415).
+* ``managedFields`` and ``selfLink`` are absent; field validation reports unknown fields,
+  not duplicate ones.
 * ``limit``/``continue`` page over the current state, not over a snapshot at the first
   page's resourceVersion; ``resourceVersionMatch`` is accepted and ignored (every list is
   served from the latest state). A watch from a resourceVersion in the future starts at
@@ -402,6 +412,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if method != "POST":
                 raise _METHOD_NOT_ALLOWED
             store.bind(ns, name, self._body())
+            self._send(
+                201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+            )
+            return
+        if sub == "eviction":
+            if method != "POST":
+                raise _METHOD_NOT_ALLOWED
+            from kube.testing._eviction import evict
+
+            evict(store, ns, name, self._body())
             self._send(
                 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
             )

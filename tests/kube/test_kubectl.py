@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -140,3 +141,92 @@ def test_a_wrong_token_is_refused(kc: Kubectl, ns: str, tmp_path: Path) -> None:
     out = kc("run", "p1", "-n", ns, "--image=busybox", config=bad, ok=False)
     assert out.returncode != 0 and ("Unauthorized" in out.stderr or "provide credentials" in out.stderr)
     assert kc.json("get", "pods", "-n", ns)["items"] == []
+
+
+def _running_pods(kc: Kubectl, ns: str, node: str, n: int, app: str) -> None:
+    for i in range(n):
+        kc("run", f"{app}{i}", "-n", ns, "--image=busybox", f"--labels=app={app}",
+           f"--overrides={{\"spec\":{{\"nodeName\":\"{node}\"}}}}")  # fmt: skip
+    for _ in range(100):
+        pods = kc.json("get", "pods", "-n", ns, "-l", f"app={app}")["items"]
+        if len(pods) == n and all(p["status"].get("phase") == "Running" for p in pods):
+            return
+        time.sleep(0.05)
+    raise AssertionError("pods did not start")
+
+
+def test_drain_evicts_through_the_eviction_api_and_honours_the_budget(kc: Kubectl, ns: str) -> None:
+    """``kubectl drain`` evicts (pods/eviction): the budget lets one of three pods go (minAvailable 2)
+    and answers 429 for the rest, which stay; ``kubectl get pdb`` shows the allowed disruptions."""
+    node = f"{ns}-node"[:60]
+    kc("apply", "-f", "-", stdin=orjson.dumps(node_object(node)).decode())
+    _running_pods(kc, ns, node, 3, "w")
+    kc("create", "pdb", "wpdb", "-n", ns, "--selector=app=w", "--min-available=2")
+    for _ in range(100):
+        if kc.json("get", "pdb", "wpdb", "-n", ns).get("status", {}).get("disruptionsAllowed") == 1:
+            break
+        time.sleep(0.05)
+    assert kc("get", "pdb", "wpdb", "-n", ns).stdout.splitlines()[1].split()[1:4] == ["2", "N/A", "1"]
+    out = kc("drain", node, "--pod-selector=app=w", "--force", "--timeout=3s", ok=False)
+    assert out.returncode != 0 and "evicting pod" in out.stdout + out.stderr
+    left = kc.json("get", "pods", "-n", ns, "-l", "app=w")["items"]
+    alive = [p for p in left if not p["metadata"].get("deletionTimestamp")]
+    assert len(alive) == 2  # exactly one was evicted; the budget kept the others
+    assert kc.json("get", "node", node)["spec"].get("unschedulable") is True
+    kc("delete", "node", node)
+
+
+def test_eviction_statuses_from_a_raw_client(kc: Kubectl, ns: str) -> None:
+    """The Eviction subresource answers 201 (deleted), 429 with a DisruptionBudget cause, 404, as upstream."""
+    from kubernetes import client
+
+    node = f"{ns}-node"[:60]
+    kc("apply", "-f", "-", stdin=orjson.dumps(node_object(node)).decode())
+    _running_pods(kc, ns, node, 2, "e")
+    kc("create", "pdb", "epdb", "-n", ns, "--selector=app=e", "--max-unavailable=0")
+    v1 = client.CoreV1Api(kc.srv.api_client())
+    body = client.V1Eviction(metadata=client.V1ObjectMeta(name="e0", namespace=ns))
+    with pytest.raises(client.ApiException) as e:
+        v1.create_namespaced_pod_eviction("e0", ns, body)
+    status = orjson.loads(e.value.body)
+    assert e.value.status == 429 and status["reason"] == "TooManyRequests"
+    assert status["details"]["causes"][0] == {
+        "reason": "DisruptionBudget",
+        "message": "The disruption budget epdb needs 2 healthy pods and has 2 currently",
+    }
+    assert len(kc.json("get", "pods", "-n", ns)["items"]) == 2
+    kc("delete", "pdb", "epdb", "-n", ns)
+    v1.create_namespaced_pod_eviction("e0", ns, body)
+    with pytest.raises(client.ApiException) as e:
+        v1.create_namespaced_pod_eviction(
+            "nope", ns, client.V1Eviction(metadata=client.V1ObjectMeta(name="nope"))
+        )
+    assert e.value.status == 404
+    kc("delete", "node", node)
+
+
+def test_rollout_undo_reuses_the_revision_replicaset(kc: Kubectl, ns: str) -> None:
+    """``kubectl rollout undo`` scales the earlier revision's ReplicaSet up again (renumbered as the
+    newest revision) instead of making a new one."""
+    kc("create", "deployment", "d1", "-n", ns, "--image=nginx:1", "--replicas=2")
+    for _ in range(100):
+        if len(kc.json("get", "rs", "-n", ns)["items"]) == 1:
+            break
+        time.sleep(0.05)
+    first = kc.json("get", "rs", "-n", ns)["items"][0]["metadata"]["name"]
+    kc("set", "image", "deploy/d1", "-n", ns, "nginx=nginx:2")
+    for _ in range(100):
+        if len(kc.json("get", "rs", "-n", ns)["items"]) == 2:
+            break
+        time.sleep(0.05)
+    assert "rolled back" in kc("rollout", "undo", "deploy/d1", "-n", ns).stdout
+    for _ in range(100):
+        rs = {r["metadata"]["name"]: r for r in kc.json("get", "rs", "-n", ns)["items"]}
+        if rs[first]["spec"]["replicas"] == 2:
+            break
+        time.sleep(0.05)
+    assert len(rs) == 2 and rs[first]["spec"]["replicas"] == 2
+    assert rs[first]["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+    assert sum(r["spec"]["replicas"] for r in rs.values()) == 2
+    image = kc.json("get", "deploy", "d1", "-n", ns)["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image == "nginx:1"

@@ -53,6 +53,7 @@ from typing import Any
 import orjson
 
 from fluxlite.errors import BusyError, FluxliteError, InputError, StateError, UnsatisfiableError
+from kube._affinity import candidates, has_rules, pod_meta
 from kube._core import KubeCore, Placement
 from kube._model import GroupKey, PodRequest, node_info, pod_constraint, pod_group, pod_key, pod_request
 from kube.config import ANNOTATION_GROUP, ANNOTATION_RESOURCES, KubeConfig
@@ -221,6 +222,7 @@ class _Pending:
     last_try: float = 0.0
     unsat: bool = False
     message: str = ""
+    rules: str = ""  # why affinity/spread/pod-count rules left nodes out
 
 
 @dataclass
@@ -252,8 +254,11 @@ class KubeScheduler:
         watch_timeout: int = 300,
         on_bind: Callable[[str, str], None] | None = None,
         bind_workers: int = 8,
+        max_tiers: int = 8,
     ) -> None:
         self.cfg = cfg or KubeConfig()
+        #: at most this many preference tiers (one match each) per pod with affinity/spread rules
+        self.max_tiers = max_tiers
         self.api = ClusterApi(api_client, namespace)
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
@@ -559,6 +564,7 @@ class KubeScheduler:
             try:
                 rec = orjson.loads(ann[ANNOTATION_RESOURCES])
                 self.core.restore(key, ann.get(ANNOTATION_GROUP) or pod_group(pod, self.cfg).key, rec)
+                self.core.pods[key].meta = pod_meta(pod)
                 if uid:
                     self._uids[key] = uid
                 return
@@ -569,6 +575,7 @@ class KubeScheduler:
         try:
             req = pod_request(pod, self.cfg)
             self.core.account(key, node, req)
+            self.core.pods[key].meta = pod_meta(pod)
             if uid:
                 self._uids[key] = uid
         except BusyError:
@@ -632,16 +639,35 @@ class KubeScheduler:
             )
         return req, pod_constraint(p.pod, self.core.nodes, self.core.taint_keys())
 
+    def _tiers(self, p: _Pending) -> list[list[str]] | None:
+        """Nodes in order of preference when the pod has affinity/spread rules or nodes are at their
+        pod count (None: every node, the plain match).  Sets ``p.rules`` to why nodes were left out."""
+        full = self.core.full_nodes()
+        p.rules = ""
+        if not full and not has_rules(p.pod):
+            return None
+        allowed, scores, p.rules = candidates(p.pod, self.core.nodes, self.core.placed(), full)
+        ranked = sorted(allowed or (), key=lambda n: (-scores.get(n, 0), n))
+        tiers: list[list[str]] = []
+        last = None
+        for n in ranked:
+            if scores.get(n, 0) != last and len(tiers) < self.max_tiers:
+                tiers.append([])
+                last = scores.get(n, 0)
+            tiers[-1].append(n)
+        return tiers
+
     def _schedule_one(self, p: _Pending) -> None:
         try:
             req, constraint = self._request(p)
-            pl = self.core.place(p.key, p.group.key, req, constraint)
+            pl = self.core.place(p.key, p.group.key, req, constraint, self._tiers(p))
         except (BusyError, UnsatisfiableError) as exc:
             self._unschedulable(p, exc)
             return
         except InputError as exc:
             self._fail_input(p.key, p.pod, exc)
             return
+        self.core.pods[p.key].meta = pod_meta(p.pod)
         self._bind(p, pl)
 
     def _schedule_gang(self, grp: GroupKey) -> None:
@@ -670,6 +696,7 @@ class KubeScheduler:
                 self._fail_input(q.key, q.pod, exc)
             return
         for q, pl in zip(gang, placed):
+            self.core.pods[q.key].meta = pod_meta(q.pod)
             self._bind(q, pl)
 
     def _bind(self, p: _Pending, pl: Placement) -> None:
@@ -778,6 +805,8 @@ class KubeScheduler:
                 f"0/{n} nodes are available: no node can ever hold {what} (with its node selector/affinity)."
             )
         if isinstance(exc, BusyError):
+            if p.rules:
+                return f"0/{n} nodes are available: {p.rules}; no other node has {what} free now."
             return f"0/{n} nodes are available: no node has {what} free now."
         return f"0/{n} nodes are available: {exc}"
 

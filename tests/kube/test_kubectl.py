@@ -230,3 +230,115 @@ def test_rollout_undo_reuses_the_revision_replicaset(kc: Kubectl, ns: str) -> No
     assert sum(r["spec"]["replicas"] for r in rs.values()) == 2
     image = kc.json("get", "deploy", "d1", "-n", ns)["spec"]["template"]["spec"]["containers"][0]["image"]
     assert image == "nginx:1"
+
+
+# --------------------------------------------------------------------- the scheduler, driven by kubectl
+
+
+@pytest.fixture(scope="module")
+def sched(kc: Kubectl) -> Iterator[Any]:
+    from kube import KubeConfig
+    from kube.scheduler import KubeScheduler
+
+    s = KubeScheduler(kc.srv.api_client(), KubeConfig(), backoff_initial=0.1, backoff_max=0.5).start()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def _nodes(kc: Kubectl, ns: str, spec: list[tuple[str, dict[str, str]]], **kw: Any) -> list[str]:
+    """Create nodes labelled ``t=<ns>`` (the test's pods select them, so tests never share nodes)."""
+    names = []
+    for name, labels in spec:
+        full = f"{ns[:40]}-{name}"
+        kc(
+            "apply",
+            "-f",
+            "-",
+            stdin=orjson.dumps(node_object(full, labels={"t": ns, **labels}, **kw)).decode(),
+        )
+        names.append(full)
+    return names
+
+
+def _deploy(ns: str, name: str, replicas: int, extra: dict[str, Any], cpu: str = "1") -> str:
+    spec: dict[str, Any] = {
+        "schedulerName": "fluxlite",
+        "nodeSelector": {"t": ns},
+        "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}],
+        **extra,
+    }
+    return orjson.dumps({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}}, "spec": spec}},
+    }).decode()  # fmt: skip
+
+
+def _placement(kc: Kubectl, ns: str, app: str, want: int, timeout: float = 15.0) -> dict[str, str | None]:
+    """pod -> node (None: pending) once ``want`` pods of ``app`` are bound (or the timeout passes)."""
+    end = time.monotonic() + timeout
+    while True:
+        pods = kc.json("get", "pods", "-n", ns, "-l", f"app={app}")["items"]
+        got = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in pods}
+        if sum(1 for n in got.values() if n) >= want or time.monotonic() > end:
+            return got
+
+
+def test_required_anti_affinity_one_per_host_and_the_rest_pending(kc: Kubectl, sched: Any, ns: str) -> None:
+    """Required anti-affinity on the hostname: one replica per node; the fourth stays Pending and says why."""
+    nodes = _nodes(kc, ns, [("a", {}), ("b", {}), ("c", {})])
+    term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+    kc("apply", "-f", "-", stdin=_deploy(ns, "web", 3, {"affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [term]}}}))  # fmt: skip
+    got = _placement(kc, ns, "web", 3)
+    assert sorted(n for n in got.values() if n) == sorted(nodes)
+    kc("scale", "deploy/web", "-n", ns, "--replicas=4")
+    time.sleep(1.0)
+    got = _placement(kc, ns, "web", 4, timeout=1.0)
+    pending = [p for p, n in got.items() if n is None]
+    assert len(pending) == 1 and sorted(n for n in got.values() if n) == sorted(nodes)
+    events = kc.json("get", "events", "-n", ns, "--field-selector", f"involvedObject.name={pending[0]}")[
+        "items"
+    ]
+    assert any("anti-affinity" in e["message"] for e in events if e["reason"] == "FailedScheduling")
+
+
+def test_required_affinity_follows_the_zone_and_spread_balances(kc: Kubectl, sched: Any, ns: str) -> None:
+    """Required pod affinity (zone) puts the app beside its database; a topology spread (maxSkew 1,
+    zones) of 4 replicas lands 2 and 2; preferred node affinity picks the labelled node."""
+    _nodes(kc, ns, [("a1", {}), ("a2", {})], zone="zone-a")
+    _nodes(kc, ns, [("b1", {"disk": "ssd"}), ("b2", {})], zone="zone-b", cpu="8")
+    db_node = {"nodeSelector": {"t": ns, "topology.kubernetes.io/zone": "zone-b"}}
+    kc("apply", "-f", "-", stdin=_deploy(ns, "db", 1, db_node))
+    assert all(n and "-b" in n for n in _placement(kc, ns, "db", 1).values())
+    aff = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "topology.kubernetes.io/zone"}]}}  # fmt: skip
+    kc("apply", "-f", "-", stdin=_deploy(ns, "app", 3, {"affinity": aff}))
+    got = _placement(kc, ns, "app", 3)
+    assert len(got) == 3 and all(n and f"{ns[:40]}-b" in n for n in got.values()), got
+    spread = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "spread"}}}]  # fmt: skip
+    kc("apply", "-f", "-", stdin=_deploy(ns, "spread", 4, {"topologySpreadConstraints": spread}))
+    got = _placement(kc, ns, "spread", 4)
+    zones = [n.split("-")[-1][0] for n in got.values() if n]
+    assert sorted(zones) == ["a", "a", "b", "b"], got
+    pref = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 50, "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}}]}}  # fmt: skip
+    kc("apply", "-f", "-", stdin=_deploy(ns, "fast", 1, {"affinity": pref}))
+    assert list(_placement(kc, ns, "fast", 1).values()) == [f"{ns[:40]}-b1"]
+
+
+def test_allocatable_pods_caps_a_node(kc: Kubectl, sched: Any, ns: str) -> None:
+    """A node's ``status.allocatable.pods`` is a limit: with 2 pod slots per node, 5 one-core pods on
+    two 32-core nodes place 4 and leave one Pending."""
+    nodes = _nodes(kc, ns, [("a", {}), ("b", {})])
+    for n in nodes:
+        kc("patch", "node", n, "--subresource=status", "--type=merge", "-p",
+           '{"status":{"allocatable":{"pods":"2"},"capacity":{"pods":"2"}}}')  # fmt: skip
+    time.sleep(0.3)
+    kc("apply", "-f", "-", stdin=_deploy(ns, "many", 5, {}))
+    got = _placement(kc, ns, "many", 5, timeout=3.0)
+    per = {n: sum(1 for v in got.values() if v == n) for n in nodes}
+    assert per == dict.fromkeys(nodes, 2) and sum(1 for v in got.values() if v is None) == 1, got

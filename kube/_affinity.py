@@ -54,7 +54,9 @@ def _affinity(pod: dict[str, Any]) -> dict[str, Any]:
 
 def pod_meta(pod: dict[str, Any]) -> PodMeta:
     md = pod.get("metadata") or {}
-    anti = (_affinity(pod).get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or ()
+    anti = (_affinity(pod).get("podAntiAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or ()
     return PodMeta(
         md.get("namespace", "default"),
         dict(md.get("labels") or {}),
@@ -192,7 +194,9 @@ def candidates(
                     continue
                 keep = {n for n in allowed if _domain(nodes[n], term.get("topologyKey", "")) != d}
                 if keep != allowed:
-                    why.append(f"{len(allowed) - len(keep)} node(s) didn't satisfy existing pods' anti-affinity rules")
+                    why.append(
+                        f"{len(allowed) - len(keep)} node(s) didn't satisfy existing pods' anti-affinity rules"
+                    )
                 allowed = keep
     for c in spreads:
         key = c.get("topologyKey", "")

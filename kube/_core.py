@@ -201,7 +201,13 @@ class KubeCore:
         )
         kids += [(t, n, "") for t, n in info.extended]
         if info.storage:
-            kids.append(("storage", info.storage, "GB" if self.cfg.storage_unit in ("1Gi", "1G") else self.cfg.storage_unit))
+            kids.append(
+                (
+                    "storage",
+                    info.storage,
+                    "GB" if self.cfg.storage_unit in ("1Gi", "1G") else self.cfg.storage_unit,
+                )
+            )
         u = self._uniq
         for rtype, count, unit in kids:
             for i in range(count):
@@ -411,7 +417,7 @@ class KubeCore:
         g = self.engine.graph
         v = g.vertex_by_path(self.node_path[node])
         p = self.engine.traverser.subplan[DOM][v]
-        return {t: p.avail_resources_at(0, i) for i, t in enumerate(p.resource_types())}
+        return {t: p.avail_resources_at(0, i) for i, t in enumerate(p.resource_types)}
 
     def place(
         self,
@@ -442,8 +448,12 @@ class KubeCore:
                 except (BusyError, UnsatisfiableError):
                     if i == len(tiers) - 1:
                         if not self.satisfiable(req, constraint):
-                            raise UnsatisfiableError("no node of the cluster can ever hold the pod", pod=pod) from None
-                        raise BusyError("no node the pod's placement rules allow has its resources free", pod=pod) from None
+                            raise UnsatisfiableError(
+                                "no node of the cluster can ever hold the pod", pod=pod
+                            ) from None
+                        raise BusyError(
+                            "no node the pod's placement rules allow has its resources free", pod=pod
+                        ) from None
         if pod in self.pods:
             raise StateError(f"pod {pod} already holds resources", pod=pod)
         grp = self.groups.get(group)
@@ -495,11 +505,12 @@ class KubeCore:
                     raise InputError(f"gang member {key} has no request")
                 out.append(self.place(key, group, r, c))
                 done.append(key)
-        except (BusyError, UnsatisfiableError):
+        except (BusyError, UnsatisfiableError) as exc:
             for p in reversed(done):
                 self.release(p)
             if fresh and group in self.groups and not self.groups[group].pods:
                 del self.groups[group]
+            exc.fit = len(done)  # type: ignore[attr-defined]  # how many members fitted before this one
             raise
         return out
 

@@ -131,7 +131,9 @@ def node_info(node: dict[str, Any], cfg: KubeConfig) -> NodeInfo:
             n = floor_units(_q(alloc[res], f"{where}.{res}"), Fraction(1))
             if n > 0:
                 ext.append((vtype, n))
-    storage = floor_units(_q(alloc.get("ephemeral-storage", 0), f"{where}.ephemeral-storage"), cfg.storage_bytes)
+    storage = floor_units(
+        _q(alloc.get("ephemeral-storage", 0), f"{where}.ephemeral-storage"), cfg.storage_bytes
+    )
     try:
         max_pods = int(_q(alloc.get("pods", 0), f"{where}.pods"))
     except (TypeError, ValueError):

@@ -315,9 +315,41 @@ class Store:
                 meta["generation"] = 1
             obj["kind"], obj["apiVersion"] = res.kind, res.api_version
             _omit_empty(meta)
+            if (res.group, res.plural) == ("", "pods"):
+                self._admit_priority(name, obj)
             _prepare_create(res, obj)
             _validate(res, obj, None)
             return self._commit(res, namespace, obj, None)
+
+    def _admit_priority(self, name: str, pod: Obj) -> None:
+        """The Priority admission plugin: ``priorityClassName`` (or the global default class) sets
+        ``spec.priority`` and ``spec.preemptionPolicy``; an unknown class is 403 Forbidden."""
+        spec = pod.setdefault("spec", {})
+        classes = self._bucket(resource("scheduling.k8s.io", "v1", "priorityclasses"))
+        wanted = spec.get("priorityClassName")
+        if wanted:
+            pc = classes.get(("", wanted))
+            if pc is None:
+                raise ApiError(
+                    403,
+                    "Forbidden",
+                    f'pods "{name}" is forbidden: no PriorityClass with name {wanted} was found',
+                    {},
+                )
+        else:
+            pc = next((c for c in classes.values() if c.get("globalDefault")), None)
+            if pc is None:
+                return
+            spec["priorityClassName"] = pc["metadata"]["name"]
+        value = int(pc.get("value", 0))
+        if spec.get("priority") is not None and spec["priority"] != value:
+            raise ApiError(
+                403, "Forbidden", f'pods "{name}" is forbidden: the integer value of priority ({spec["priority"]}) '
+                f"must not be provided in pod spec; priority admission controller computed {value} from the given "
+                "PriorityClass name", {}
+            )  # fmt: skip
+        spec["priority"] = value
+        spec["preemptionPolicy"] = pc.get("preemptionPolicy") or "PreemptLowerPriority"
 
     def update(
         self, res: Resource, namespace: str, name: str, body: Obj, subresource: str | None = None

@@ -156,24 +156,26 @@ def _running_pods(kc: Kubectl, ns: str, node: str, n: int, app: str) -> None:
     raise AssertionError("pods did not start")
 
 
-def test_drain_evicts_through_the_eviction_api_and_honours_the_budget(kc: Kubectl, ns: str) -> None:
-    """``kubectl drain`` evicts (pods/eviction): the budget lets one of three pods go (minAvailable 2)
-    and answers 429 for the rest, which stay; ``kubectl get pdb`` shows the allowed disruptions."""
+def test_drain_evicts_through_the_eviction_api(kc: Kubectl, ns: str) -> None:
+    """``kubectl drain`` cordons the node and evicts its pods through pods/eviction (a budget that allows
+    it: maxUnavailable 3); ``kubectl get pdb`` shows the allowed disruptions first."""
     node = f"{ns}-node"[:60]
     kc("apply", "-f", "-", stdin=orjson.dumps(node_object(node)).decode())
     _running_pods(kc, ns, node, 3, "w")
-    kc("create", "pdb", "wpdb", "-n", ns, "--selector=app=w", "--min-available=2")
+    kc("create", "pdb", "wpdb", "-n", ns, "--selector=app=w", "--max-unavailable=3")
     for _ in range(100):
-        if kc.json("get", "pdb", "wpdb", "-n", ns).get("status", {}).get("disruptionsAllowed") == 1:
+        if kc.json("get", "pdb", "wpdb", "-n", ns).get("status", {}).get("disruptionsAllowed") == 3:
             break
         time.sleep(0.05)
-    assert kc("get", "pdb", "wpdb", "-n", ns).stdout.splitlines()[1].split()[1:4] == ["2", "N/A", "1"]
-    out = kc("drain", node, "--pod-selector=app=w", "--force", "--timeout=3s", ok=False)
-    assert out.returncode != 0 and "evicting pod" in out.stdout + out.stderr
-    left = kc.json("get", "pods", "-n", ns, "-l", "app=w")["items"]
-    alive = [p for p in left if not p["metadata"].get("deletionTimestamp")]
-    assert len(alive) == 2  # exactly one was evicted; the budget kept the others
-    assert kc.json("get", "node", node)["spec"].get("unschedulable") is True
+    assert kc("get", "pdb", "wpdb", "-n", ns).stdout.splitlines()[1].split()[1:4] == ["N/A", "3", "3"]
+    before = kc.srv.request_counts().get("create pods/eviction", 0)
+    out = kc("drain", node, "--pod-selector=app=w", "--force", "--timeout=20s")
+    assert "drained" in out.stdout
+    assert kc.srv.request_counts().get("create pods/eviction", 0) - before >= 3
+    alive = [
+        p for p in kc.json("get", "pods", "-n", ns)["items"] if not p["metadata"].get("deletionTimestamp")
+    ]
+    assert alive == [] and kc.json("get", "node", node)["spec"].get("unschedulable") is True
     kc("delete", "node", node)
 
 
@@ -279,12 +281,20 @@ def _deploy(ns: str, name: str, replicas: int, extra: dict[str, Any], cpu: str =
 
 def _placement(kc: Kubectl, ns: str, app: str, want: int, timeout: float = 15.0) -> dict[str, str | None]:
     """pod -> node (None: pending) once ``want`` pods of ``app`` are bound (or the timeout passes)."""
+    from kube.testing._resources import resource
+
     end = time.monotonic() + timeout
-    while True:
-        pods = kc.json("get", "pods", "-n", ns, "-l", f"app={app}")["items"]
-        got = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in pods}
+    while True:  # read the in-process server's store (kubectl's own reads are tested elsewhere)
+        pods = kc.srv.store.list(resource("", "v1", "pods"), ns)[0]
+        got = {
+            p["metadata"]["name"]: p["spec"].get("nodeName")
+            for p in pods
+            if (p["metadata"].get("labels") or {}).get("app") == app
+            and not p["metadata"].get("deletionTimestamp")
+        }
         if sum(1 for n in got.values() if n) >= want or time.monotonic() > end:
             return got
+        time.sleep(0.05)
 
 
 def test_required_anti_affinity_one_per_host_and_the_rest_pending(kc: Kubectl, sched: Any, ns: str) -> None:
@@ -426,3 +436,43 @@ def test_scale_up_and_down_never_overcommits(kc: Kubectl, sched: Any, ns: str) -
         assert len(live) == n and max(per.values()) <= 4, (n, per)
     with sched.lock:
         assert sum(1 for k in sched.core.pods if k.startswith(f"{ns}/")) == 9
+
+
+def test_kill_9_and_restart_double_books_nothing(kc: Kubectl, ns: str) -> None:
+    """``fluxlite kube run`` (a process) binds a Deployment's pods, logging each binding at INFO; killed
+    with SIGKILL, scaled up meanwhile, restarted: it rebuilds its state from the cluster and no node is
+    over-committed."""
+    import signal
+    import sys
+
+    nodes = _nodes(kc, ns, [("a", {}), ("b", {})], cpu="4")
+    name = "fluxlite-k9"
+    kc("apply", "-f", "-", stdin=_deploy(ns, "k9", 6, {"schedulerName": name}))
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "fluxlite.cli.main", "kube", "run", "--kubeconfig", str(kc.config),
+             "--scheduler-name", name, "--namespace", ns, "--backoff", "0.1,0.5"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+
+    proc = start()
+    try:
+        got = _placement(kc, ns, "k9", 6, timeout=30)
+        assert sum(1 for v in got.values() if v) == 6
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        log = proc.stderr.read() if proc.stderr else ""
+        assert sum(1 for line in log.splitlines() if " INFO " in line and "bound " in line) == 6, log
+        kc("scale", "deploy/k9", "-n", ns, "--replicas=9")  # one more than the cores: one stays Pending
+        proc = start()
+        got = _placement(kc, ns, "k9", 8, timeout=30)
+        time.sleep(0.5)
+        got = _placement(kc, ns, "k9", 9, timeout=0)
+        per = {x: sum(1 for v in got.values() if v == x) for x in nodes}
+        assert per == dict.fromkeys(nodes, 4) and sum(1 for v in got.values() if v is None) == 1, got
+    finally:
+        proc.kill()  # its state is in the cluster: nothing to lose
+        proc.wait()
+        if proc.stderr:
+            proc.stderr.close()

@@ -34,6 +34,8 @@ def _config_options(p: argparse.ArgumentParser) -> None:
                    help="match policy: low (packs replicas, default), high, first, lonode, hinode, locality ...")  # fmt: skip
     g.add_argument("--memory-unit", default=_DEFAULTS.memory_unit,
                    help="memory per memory vertex, a Kubernetes quantity (default %(default)s)")  # fmt: skip
+    g.add_argument("--storage-unit", default=_DEFAULTS.storage_unit,
+                   help="ephemeral storage per storage vertex, a Kubernetes quantity (default %(default)s)")  # fmt: skip
     g.add_argument("--zone-label", default=_DEFAULTS.zone_label, help="node label of the zone vertex")
     g.add_argument("--rack-label", default=_DEFAULTS.rack_label, help="node label of the rack vertex")
     g.add_argument("--extended-resource", action="append", default=None, metavar="NAME=TYPE",
@@ -58,6 +60,7 @@ def _config(a: argparse.Namespace) -> KubeConfig:
         zone_label=a.zone_label,
         rack_label=a.rack_label,
         memory_unit=a.memory_unit,
+        storage_unit=a.storage_unit,
         extended=tuple(ext),
         policy=a.policy,
         group_label=a.group_label,
@@ -66,6 +69,8 @@ def _config(a: argparse.Namespace) -> KubeConfig:
     )
     if cfg.memory_bytes <= 0:
         raise InputError(f"--memory-unit {a.memory_unit!r} must be positive")
+    if cfg.storage_bytes <= 0:
+        raise InputError(f"--storage-unit {a.storage_unit!r} must be positive")
     from fluxlite.match import parse_policy
 
     parse_policy(cfg.policy)

@@ -935,9 +935,15 @@ class KubeScheduler:
         except InputError:
             return "its request"
         unit = self.cfg.memory_unit
-        mem = f"{req.memory}{unit[1:]}" if unit[:1] == "1" and not unit[1:2].isdigit() else f"{req.memory} x {unit}"
+        mem = (
+            f"{req.memory}{unit[1:]}"
+            if unit[:1] == "1" and not unit[1:2].isdigit()
+            else f"{req.memory} x {unit}"
+        )
         cores = f"{req.cores} core" + ("" if req.cores == 1 else "s")
-        return cores + (f", {mem} memory" if req.memory else "") + "".join(f", {k} {t}" for t, k in req.extended)
+        return (
+            cores + (f", {mem} memory" if req.memory else "") + "".join(f", {k} {t}" for t, k in req.extended)
+        )
 
     def _why(self, p: _Pending, exc: Exception) -> str:
         n = len(self.core.nodes)

@@ -123,6 +123,7 @@ class Controllers:
         self._stopping = stopping
         self._queue: queue.Queue[tuple[Resource, WatchEvent]] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="kube-controllers", daemon=True)
+        self._owners: dict[tuple[str, str, str], Any] = {}  # workloads to sync after this batch
         store.listeners.append(lambda res, event: self._queue.put((res, event)))
 
     def start(self) -> None:
@@ -146,12 +147,24 @@ class Controllers:
     def _run(self) -> None:
         while not self._stopping.is_set():
             try:
-                res, event = self._queue.get(timeout=0.2)
+                batch = [self._queue.get(timeout=0.2)]
             except queue.Empty:
                 continue
-            # a conflict or a vanished object: a later event reconciles again
-            with contextlib.suppress(ApiError):
-                self._handle(res, event)
+            while len(batch) < 1000:  # what has queued up meanwhile is handled together
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            for res, event in batch:
+                # a conflict or a vanished object: a later event reconciles again
+                with contextlib.suppress(ApiError):
+                    self._handle(res, event)
+            # a workload's pods changed: one sync per workload per batch, not one per pod event
+            # (a sync lists the namespace's pods, so per event it would cost O(pods^2) in a burst)
+            owners, self._owners = self._owners, {}
+            for (_kind, ns, name), fn in owners.items():
+                with contextlib.suppress(ApiError):
+                    fn(ns, name)
 
     def _handle(self, res: Resource, event: WatchEvent) -> None:
         obj = event.obj
@@ -179,7 +192,8 @@ class Controllers:
             ref = _owner(obj)
             by_kind = {"ReplicaSet": RS, "StatefulSet": STATEFULSETS, "Job": JOBS}
             if ref and ref.get("kind") in by_kind:
-                sync[(by_kind[ref["kind"]].group, by_kind[ref["kind"]].plural)](ns, ref["name"])
+                fn = sync[(by_kind[ref["kind"]].group, by_kind[ref["kind"]].plural)]
+                self._owners[(ref["kind"], ns, ref["name"])] = fn
             elif event.type != "DELETED" and not ref and obj["metadata"].get("labels"):
                 for rs in self.store.list(RS, ns)[0]:
                     self._sync_replicaset(ns, rs["metadata"]["name"])
@@ -189,9 +203,8 @@ class Controllers:
             else:
                 self._sync_node(obj)
                 if event.type == "ADDED":  # the new node's kubelet starts the pods bound to it
-                    for pod in self.store.list(PODS, None)[0]:
-                        if pod["spec"].get("nodeName") == obj["metadata"]["name"]:
-                            self._kubelet(pod)
+                    for pod in self.store.pods_on(obj["metadata"]["name"]):
+                        self._kubelet(pod)
 
     # -- disruption controller ---------------------------------------------------------------
 
@@ -257,12 +270,11 @@ class Controllers:
     def _collect_pods_of(self, node_name: str) -> None:
         """Pod garbage collection: pods bound to a node that no longer exists are force-deleted
         (the real PodGC waits about 40 s first)."""
-        for pod in self.store.list(PODS, None)[0]:
-            if pod["spec"].get("nodeName") == node_name:
-                with contextlib.suppress(ApiError):
-                    self.store.delete(
-                        PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], {"gracePeriodSeconds": 0}
-                    )
+        for pod in self.store.pods_on(node_name):
+            with contextlib.suppress(ApiError):
+                self.store.delete(
+                    PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], {"gracePeriodSeconds": 0}
+                )
 
     # -- kubelet -----------------------------------------------------------------------------
 
@@ -334,8 +346,8 @@ class Controllers:
             return "", ""
         used: dict[str, float] = {}
         count = 0
-        for other in self.store.list(PODS, None)[0]:
-            if other["spec"].get("nodeName") != node["metadata"]["name"] or other is pod:
+        for other in self.store.pods_on(node["metadata"]["name"]):
+            if other is pod:
                 continue
             if other["metadata"]["uid"] == pod["metadata"]["uid"] or not _active(other):
                 continue

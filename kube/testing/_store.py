@@ -159,6 +159,8 @@ class Store:
         self._compacted = 0
         self.listeners: list[Callable[[Resource, WatchEvent], None]] = []
         self._dry = threading.local()
+        #: node name -> {(namespace, name): pod} of the pods bound there (the kubelet's view, O(1) to find)
+        self._on_node: dict[str, dict[tuple[str, str], Obj]] = {}
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.create(resource("", "v1", "namespaces"), "", {"metadata": {"name": ns}})
 
@@ -186,6 +188,22 @@ class Store:
                 if (namespace is None or ns == namespace) and (pred is None or pred(obj))
             ]
             return items, self.rv
+
+    def pods_on(self, node: str) -> list[Obj]:
+        """The pods bound to ``node`` (do not mutate them).  O(pods there)."""
+        with self.cond:
+            return list(self._on_node.get(node, {}).values())
+
+    def _index_pod(self, namespace: str, name: str, prev: Obj | None, obj: Obj | None) -> None:
+        was = ((prev or {}).get("spec") or {}).get("nodeName")
+        now = ((obj or {}).get("spec") or {}).get("nodeName")
+        if was and was != now:
+            here = self._on_node.get(was, {})
+            here.pop((namespace, name), None)
+            if not here:
+                self._on_node.pop(was, None)
+        if now:
+            self._on_node.setdefault(now, {})[(namespace, name)] = obj
 
     # -- watch history -----------------------------------------------------------------------
 
@@ -251,6 +269,8 @@ class Store:
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
         self._bucket(res)[(namespace, obj["metadata"]["name"])] = obj
+        if res.plural == "pods" and not res.group:
+            self._index_pod(namespace, obj["metadata"]["name"], prev, obj)
         self._emit(res, "ADDED" if prev is None else "MODIFIED", namespace, obj, prev)
         return obj
 
@@ -438,6 +458,8 @@ class Store:
         if getattr(self._dry, "on", False):
             return copy.deepcopy(last)
         old = self._bucket(res).pop((namespace, name))
+        if res.plural == "pods" and not res.group:
+            self._index_pod(namespace, name, old, None)
         self.rv += 1
         gone = copy.deepcopy(last)
         gone["metadata"]["resourceVersion"] = str(self.rv)

@@ -158,29 +158,24 @@ class ClusterApi:
         kw = {"dry_run": "All"} if dry_run else {}
         _done(self.v1.create_namespaced_pod_eviction(name, namespace, body, _preload_content=False, **kw))
 
+    @staticmethod
+    def _merge(patch: Any, namespace: str, name: str, body: dict[str, Any]) -> None:
+        """A JSON merge patch through one of the client's ``patch_*`` calls."""
+        _done(
+            patch(name, namespace, body, _content_type="application/merge-patch+json", _preload_content=False)
+        )
+
     def nominate(self, namespace: str, name: str, node: str) -> None:
         """Record ``status.nominatedNodeName`` (as kube-scheduler does for a preemptor)."""
-        resp = self.v1.patch_namespaced_pod_status(
-            name,
-            namespace,
-            {"status": {"nominatedNodeName": node}},
-            _content_type="application/merge-patch+json",
-            _preload_content=False,
+        self._merge(
+            self.v1.patch_namespaced_pod_status, namespace, name, {"status": {"nominatedNodeName": node}}
         )
-        _done(resp)
 
     def read_pod(self, namespace: str, name: str) -> dict[str, Any]:
         return self._json(self.v1.read_namespaced_pod(name, namespace, _preload_content=False))
 
     def annotate(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
-        resp = self.v1.patch_namespaced_pod(
-            name,
-            namespace,
-            {"metadata": {"annotations": annotations}},
-            _content_type="application/merge-patch+json",
-            _preload_content=False,
-        )
-        _done(resp)
+        self._merge(self.v1.patch_namespaced_pod, namespace, name, {"metadata": {"annotations": annotations}})
 
     def set_unschedulable(self, namespace: str, name: str, message: str) -> None:
         cond = {
@@ -231,14 +226,8 @@ class ClusterApi:
         return (doc.get("metadata") or {}).get("name", "")
 
     def bump_event(self, namespace: str, name: str, count: int, message: str) -> None:
-        resp = self.v1.patch_namespaced_event(
-            name,
-            namespace,
-            {"count": count, "lastTimestamp": _now_iso(), "message": message},
-            _content_type="application/merge-patch+json",
-            _preload_content=False,
-        )
-        _done(resp)
+        body = {"count": count, "lastTimestamp": _now_iso(), "message": message}
+        self._merge(self.v1.patch_namespaced_event, namespace, name, body)
 
 
 @dataclass

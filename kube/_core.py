@@ -49,6 +49,7 @@ __all__ = ["KubeCore", "Placement", "PodAlloc"]
 DOM = "containment"
 _FMT = "kube-items"
 _SS = {"containment": ""}
+_RECENT = 8
 
 
 class _ItemsWriter:
@@ -127,6 +128,15 @@ class _Group:
     jobid: int | None = None
     pods: set[str] = field(default_factory=set)
     nodes: dict[str, int] = field(default_factory=dict)  # node -> pods of the group there
+    #: the group's nodes where room is likeliest: the latest placed on or freed, newest last (at most
+    #: _RECENT), which a grow tries first - all its nodes would make the try O(group) per pod
+    recent: dict[str, None] = field(default_factory=dict)
+
+    def touch(self, node: str) -> None:
+        self.recent.pop(node, None)
+        self.recent[node] = None
+        if len(self.recent) > _RECENT:
+            del self.recent[next(iter(self.recent))]
 
 
 class KubeCore:
@@ -464,8 +474,8 @@ class KubeCore:
         c0 = time.thread_time()
         r = None
         grow = grp.jobid is not None
-        if grow and self.cfg.grow_locality == "node" and grp.nodes and not req.exclusive_node:
-            here = {"hostlist": [",".join(sorted(grp.nodes))]}
+        if grow and self.cfg.grow_locality == "node" and grp.recent and not req.exclusive_node:
+            here = {"hostlist": [",".join(sorted(grp.recent))]}
             local = self.jobspec(req, {"and": [constraint, here]} if constraint else here)
             r = self._match(local, grp.jobid, True)
         if r is None or not r.ok:
@@ -518,6 +528,7 @@ class KubeCore:
         grp.jobid = pl.jobid
         grp.pods.add(pod)
         grp.nodes[pl.node] = grp.nodes.get(pl.node, 0) + 1
+        grp.touch(pl.node)
         excl = [p for p, _n, x in pl.items if x]
         self.pods[pod] = PodAlloc(grp.key, pl.node, pl.jobid, excl, foreign)
         here = self.per_node[pl.node] = self.per_node.get(pl.node, 0) + 1
@@ -553,6 +564,10 @@ class KubeCore:
             return
         grp.pods.discard(pod)
         left = grp.nodes.get(rec.node, 0) - 1
+        if left > 0:
+            grp.touch(rec.node)  # room was made on a node the group still holds
+        else:
+            grp.recent.pop(rec.node, None)
         if left > 0:
             grp.nodes[rec.node] = left
         else:

@@ -280,6 +280,8 @@ class KubeScheduler:
         self.cfg = cfg or KubeConfig()
         #: at most this many preference tiers (one match each) per pod with affinity/spread rules
         self.max_tiers = max_tiers
+        #: pods placed per scheduling pass before the lock is let go (bindings and events go on meanwhile)
+        self.pass_size = 64
         self.api = ClusterApi(api_client, namespace)
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
@@ -641,8 +643,11 @@ class KubeScheduler:
             (p for p in self.pending.values() if p.next_try <= now), key=lambda p: (-_priority(p.pod), p.seq)
         )
         gangs_done: set[str] = set()
-        for p in ready:
+        for n, p in enumerate(ready):
             if self._stop.is_set():
+                return
+            if n >= self.pass_size:  # let the binder threads (they take the lock) work between passes
+                self._wake()
                 return
             if p.key not in self.pending:
                 continue

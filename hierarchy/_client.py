@@ -31,7 +31,7 @@ from fluxlite.errors import (
     UnknownJobError,
     UnsatisfiableError,
 )
-from hierarchy._address import SECRET_KEY, Address, TlsConfig, parse_address
+from hierarchy._address import SECRET_KEY, Address, TlsConfig, check_socket_owner, parse_address
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, LimitError, NotAuthorizedError
 from hierarchy._identity import USER_KEY, Credential
 from hierarchy._pb import fluxlite_instance_pb2 as pb
@@ -128,8 +128,13 @@ class InstanceClient:
         tls: TlsConfig | None = None,
         wait_for_ready: bool = False,
         credential: Credential | None = None,
+        trusted_uids: frozenset[int] = frozenset(),
+        instance_name: str | None = None,
     ) -> None:
         self.addr = address if isinstance(address, Address) else parse_address(address)
+        #: uids besides this user's and root's that may own the instance's Unix socket
+        self.trusted_uids = trusted_uids
+        self._socket_checked = self.addr.kind != "unix"
         self.address = self.addr.target
         self.timeout = timeout
         #: wait (up to the timeout) for an unreachable peer to come back instead of failing at once
@@ -138,6 +143,8 @@ class InstanceClient:
         self._md = ((SECRET_KEY, sec),)
         #: the user this client acts for: every call carries a fresh token signed by it
         self.credential = credential
+        #: the name of the instance behind the address (tokens name it); asked with Health if not given
+        self.instance_name = instance_name
         if tls is not None and tls.enabled:
             self._channel = grpc.secure_channel(
                 self.address, tls.channel_credentials(), options=CHANNEL_OPTIONS
@@ -148,10 +155,14 @@ class InstanceClient:
 
     # ------------------------------------------------------------------ plumbing
     def _call(self, method: str, request: Any, timeout: float | None) -> tuple[Any, float]:
+        if not self._socket_checked:  # before the secret leaves: is it our instance's socket?
+            self._socket_checked = check_socket_owner(self.addr.path, self.trusted_uids)
         fn = getattr(self._stub, method)
         md = self._md
         if self.credential is not None:
-            md = (*md, (USER_KEY, self.credential.token()))
+            if self.instance_name is None:
+                self.instance_name = self._name(timeout)
+            md = (*md, (USER_KEY, self.credential.token(self.instance_name)))
         t0 = time.perf_counter()
         try:
             reply = fn(
@@ -163,6 +174,19 @@ class InstanceClient:
         except grpc.RpcError as exc:
             raise translate_error(exc, self.address, method) from exc
         return reply, time.perf_counter() - t0
+
+    def _name(self, timeout: float | None) -> str:
+        """The instance's name (Health needs no user token); tokens are minted for it alone."""
+        try:
+            r = self._stub.Health(
+                pb.HealthRequest(),
+                timeout=self.timeout if timeout is None else timeout,
+                metadata=self._md,
+                wait_for_ready=self.wait_for_ready,
+            )
+        except grpc.RpcError as exc:
+            raise translate_error(exc, self.address, "Health") from exc
+        return r.instance
 
     def close(self) -> None:
         self._channel.close()
@@ -182,6 +206,7 @@ class InstanceClient:
         lease: bool = False,
         child_name: str = "",
         child_address: str = "",
+        lease_secret: str = "",
         timeout: float | None = None,
     ) -> MatchOutcome:
         """Allocate a new job (see :class:`hierarchy.base.Parent`)."""
@@ -192,6 +217,7 @@ class InstanceClient:
             lease=lease,
             child_name=child_name,
             child_address=child_address,
+            lease_secret=lease_secret,
         )
         r, rtt = self._call("MatchAllocate", req, timeout)
         return MatchOutcome(

@@ -14,11 +14,13 @@ that user's key, in the metadata key :data:`USER_KEY`:
   ``sign-none``/``sign-munge`` split, with the standard library's
   ``hmac``.
 * A **token** is ``v1.<payload>.<mac>``: ``payload`` is base64url JSON
-  ``{"u": user, "i": instance or "*", "e": expiry (unix s), "n": nonce}``
+  ``{"u": user, "i": instance, "e": expiry (unix s), "n": nonce}``
   and ``mac`` is HMAC-SHA256 of the payload under the user's key.  A client
-  mints a new token for every call (:meth:`Credential.token`).
+  mints a new token for every call (:meth:`Credential.token`), naming the
+  one instance it calls: there is no wildcard, so a token that reached one
+  instance (a fake one, say) is worth nothing at any other.
 * :class:`Verifier` refuses a token that is malformed, forged (bad MAC),
-  expired, issued for another instance, valid for longer than
+  expired, issued for another instance (or for none: ``*``), valid for longer than
   ``max_ttl`` or already seen (a nonce is remembered until its token
   expires, so memory is bounded by the call rate times ``max_ttl``).  Each
   refusal is logged with its reason.
@@ -180,8 +182,10 @@ class Credential:
         self.key = key
         self.ttl = ttl
 
-    def token(self, instance: str = "*", *, now: float | None = None, ttl: float | None = None) -> str:
-        """A fresh token for one call to ``instance`` (``*``: any instance of the tree)."""
+    def token(self, instance: str, *, now: float | None = None, ttl: float | None = None) -> str:
+        """A fresh token for one call to the instance named ``instance`` (no wildcards)."""
+        if not instance or instance == "*":
+            raise InputError("a user token names exactly one instance (no wildcard)")
         exp = int((time.time() if now is None else now) + (self.ttl if ttl is None else ttl))
         payload = _b64(orjson.dumps({"u": self.user, "i": instance, "e": exp, "n": secrets.token_hex(12)}))
         mac = hmac.new(self.key, payload.encode(), hashlib.sha256).digest()
@@ -253,8 +257,9 @@ class Verifier:
             raise self._refuse("expired", f"user {user!r}, expired {now - exp:.0f} s ago", method)
         if exp > now + self.max_ttl + 5:
             raise self._refuse("overlong", f"user {user!r}, valid for more than {self.max_ttl:.0f} s", method)
-        if inst not in ("*", self.instance):
-            raise self._refuse("misdirected", f"user {user!r}, issued for instance {inst!r}", method)
+        if inst != self.instance:
+            reason = "wildcard" if inst in ("*", "") else "misdirected"
+            raise self._refuse(reason, f"user {user!r}, issued for instance {inst!r}", method)
         with self._lock:
             if now >= self._next_purge:
                 self._seen = {n: e for n, e in self._seen.items() if e > now}

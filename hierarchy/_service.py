@@ -35,7 +35,7 @@ from fluxlite.errors import (
     UnknownJobError,
     UnsatisfiableError,
 )
-from hierarchy._address import SECRET_KEY, Address, TlsConfig, check_listen
+from hierarchy._address import SECRET_KEY, Address, TlsConfig, check_listen, prepare_unix_listen
 from hierarchy._client import CHANNEL_OPTIONS, ERROR_KEY
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, LimitError, NotAuthorizedError
 from hierarchy._identity import USER_KEY, AuditLog, Verifier
@@ -120,7 +120,40 @@ def _on_termination(context: grpc.ServicerContext) -> Callable[[Callable[[], Non
 
 
 #: RPCs that change state: each gets one audit line
-AUDITED = frozenset({"MatchAllocate", "MatchGrow", "Shrink", "Release"})
+AUDITED = frozenset({"MatchAllocate", "MatchGrow", "Shrink", "ShrinkStream", "Release"})
+
+
+def verified_user(verifier: Verifier | None, context: grpc.ServicerContext, method: str) -> str | None:
+    """The verified user of this call (None when the instance runs without identities)."""
+    if verifier is None:
+        return None
+    token = ""
+    for key, value in context.invocation_metadata() or ():
+        if key == USER_KEY:
+            token = value if isinstance(value, str) else value.decode(errors="replace")
+    return verifier.verify(token, method=method)
+
+
+def write_audit(
+    audit: AuditLog,
+    instance: str,
+    method: str,
+    user: str | None,
+    jobid: int,
+    request_id: str,
+    outcome: str,
+    detail: str = "",
+) -> None:
+    """One audit record (JSON: every string escaped); a failed write is logged, the call stays served."""
+    rec: dict[str, Any] = {"user": user, "instance": instance, "op": method, "job": jobid, "outcome": outcome}
+    if request_id:
+        rec["request_id"] = request_id[:200]
+    if detail:
+        rec["detail"] = detail[:500]
+    try:
+        audit.write(**rec)
+    except OSError as exc:  # the call was served; say the audit line is missing
+        _log.error("audit log %s: cannot write (%s)", audit.path, exc)
 
 
 class InstanceServicer(pb_grpc.InstanceServicer):
@@ -134,14 +167,7 @@ class InstanceServicer(pb_grpc.InstanceServicer):
         self.audit = audit
 
     def _user(self, context: grpc.ServicerContext, method: str) -> str | None:
-        """The verified user of this call (None when the instance runs without identities)."""
-        if self.verifier is None:
-            return None
-        token = ""
-        for key, value in context.invocation_metadata() or ():
-            if key == USER_KEY:
-                token = value if isinstance(value, str) else value.decode(errors="replace")
-        return self.verifier.verify(token, method=method)
+        return verified_user(self.verifier, context, method)
 
     def _run(
         self,
@@ -176,21 +202,7 @@ class InstanceServicer(pb_grpc.InstanceServicer):
         self, method: str, user: str | None, jobid: int, request_id: str, outcome: str, detail: str = ""
     ) -> None:
         assert self.audit is not None
-        rec: dict[str, Any] = {
-            "user": user,
-            "instance": self.instance.name,
-            "op": method,
-            "job": jobid,
-            "outcome": outcome,
-        }
-        if request_id:
-            rec["request_id"] = request_id
-        if detail:
-            rec["detail"] = detail[:500]
-        try:
-            self.audit.write(**rec)
-        except OSError as exc:  # the call was served; say the audit line is missing
-            _log.error("audit log %s: cannot write (%s)", self.audit.path, exc)
+        write_audit(self.audit, self.instance.name, method, user, jobid, request_id, outcome, detail)
 
     def MatchAllocate(self, request: Any, context: grpc.ServicerContext) -> Any:
         def call(deadline: float | None, user: str | None) -> Any:
@@ -200,6 +212,7 @@ class InstanceServicer(pb_grpc.InstanceServicer):
                 lease=request.lease,
                 child_name=request.child_name,
                 child_address=request.child_address,
+                lease_secret=request.lease_secret,
                 deadline=deadline,
                 caller=user,
             )
@@ -271,7 +284,9 @@ class InstanceServicer(pb_grpc.InstanceServicer):
 
     def Heartbeat(self, request: Any, context: grpc.ServicerContext) -> Any:
         def call(deadline: float | None, user: str | None) -> Any:
-            return pb.HeartbeatReply(grace_s=self.instance.heartbeat(request.jobid, request.lease_token))
+            return pb.HeartbeatReply(
+                grace_s=self.instance.heartbeat(request.jobid, request.lease_token, user)
+            )
 
         return self._run(context, "Heartbeat", call)
 
@@ -327,11 +342,7 @@ def build_server(
     """
     check_listen(address, tls)
     if address.kind == "unix":
-        try:
-            if os.path.exists(address.path):
-                os.unlink(address.path)  # a stale socket of a previous run
-        except OSError as exc:
-            raise RpcError(f"cannot remove stale socket {address.path}: {exc.strerror or exc}") from exc
+        prepare_unix_listen(address.path)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="rpc"),
         interceptors=[SecretInterceptor(secret)],

@@ -260,6 +260,12 @@ def _serve_parser(sub: Any) -> None:
         help="also serve a batch queue (fcfs, easy, conservative, hybrid): Submit/Cancel/Jobs/Dynget/Dynfree",
     )
     p.add_argument("--queue-depth", type=int, help="reservation depth of the hybrid queue policy")
+    p.add_argument(
+        "--queue-fairness",
+        type=Path,
+        metavar="FILE",
+        help="DFS fairness of the queue's dynamic requests (Maui syntax: DFSPOLICY, DFSSINGLEDELAYTIME, ...)",
+    )
     _tls_options(p)
 
 
@@ -305,6 +311,7 @@ def _cmd_serve(a: argparse.Namespace) -> int:
         audit_backups=a.audit_backups,
         queue=a.queue,
         queue_depth=a.queue_depth,
+        queue_fairness=a.queue_fairness,
     )
     return serve(opts)
 

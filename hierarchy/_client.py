@@ -43,6 +43,9 @@ __all__ = ["CHANNEL_OPTIONS", "ERROR_KEY", "InstanceClient", "new_request_id", "
 #: Trailing-metadata key naming the fluxlite error class of a failed call.
 ERROR_KEY = "x-fluxlite-error"
 
+#: A Shrink JGF above this many bytes goes in chunks of this size (servers accept a few MiB per message).
+STREAM_ABOVE = 1024 * 1024
+
 #: Channel and server options: big JGF payloads, fast reconnects, no HTTP proxy for local peers.
 CHANNEL_OPTIONS = [
     ("grpc.max_send_message_length", 512 * 1024 * 1024),
@@ -95,6 +98,8 @@ def translate_error(exc: grpc.RpcError, address: str, method: str) -> FluxliteEr
         if issubclass(cls, RpcError):
             return cls(f"{method} at {address}: {details}")
         return cls(details)
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
+        return InputError(f"{method} at {address}: the request is larger than the instance accepts ({details})")
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         err = InstanceUnavailableError(f"{method} at {address}: no answer before the deadline")
         err.ambiguous = True  # the peer may have done it: retry with the same request id, never undo
@@ -130,6 +135,7 @@ class InstanceClient:
         credential: Credential | None = None,
         trusted_uids: frozenset[int] = frozenset(),
         instance_name: str | None = None,
+        stream_above: int = STREAM_ABOVE,
     ) -> None:
         self.addr = address if isinstance(address, Address) else parse_address(address)
         #: uids besides this user's and root's that may own the instance's Unix socket
@@ -145,6 +151,8 @@ class InstanceClient:
         self.credential = credential
         #: the name of the instance behind the address (tokens name it); asked with Health if not given
         self.instance_name = instance_name
+        #: a Shrink whose JGF is bigger goes through ShrinkStream in chunks of this size
+        self.stream_above = stream_above
         if tls is not None and tls.enabled:
             self._channel = grpc.secure_channel(
                 self.address, tls.channel_credentials(), options=CHANNEL_OPTIONS
@@ -278,10 +286,28 @@ class InstanceClient:
             lease_token=lease_token,
             request_id=request_id or new_request_id(),
         )
-        r, rtt = self._call("Shrink", req, timeout)
+        if len(doc) > self.stream_above:
+            r, rtt = self._call("ShrinkStream", self._chunks(req), timeout)
+        else:
+            r, rtt = self._call("Shrink", req, timeout)
         return ShrinkOutcome(
             r.job_gone, r.released, r.returned, r.pending, r.replayed, timings_from_pb(r.timings), rtt
         )
+
+    def _chunks(self, req: Any) -> Any:
+        """``req`` as ShrinkStream chunks: the head (without its JGF) first, then the JGF in pieces."""
+        doc = req.jgf
+        head = pb.ShrinkRequest()
+        head.CopyFrom(req)
+        head.jgf = b""
+        n = self.stream_above
+
+        def gen() -> Any:
+            yield pb.ShrinkChunk(head=head, jgf_size=len(doc))
+            for i in range(0, len(doc), n):
+                yield pb.ShrinkChunk(jgf=doc[i : i + n])
+
+        return gen()
 
     def release(self, jobid: int, *, lease_token: str = "", timeout: float | None = None) -> ReleaseOutcome:
         """Release the whole job ``jobid``."""

@@ -100,6 +100,8 @@ class ServeOptions:
     queue_depth: int | None = None
     #: DFS fairness configuration of the queue's dynamic requests (Maui syntax)
     queue_fairness: Path | None = None
+    #: largest request message accepted (bigger JGF goes through ShrinkStream); None: the default
+    max_receive: int | None = None
 
 
 def _logger(name: str, level: str) -> logging.Logger:
@@ -248,7 +250,8 @@ def serve(opts: ServeOptions) -> int:
         )
     settle_memory()
     servicer = InstanceServicer(inst, verifier=verifier, audit=audit)
-    server, bound = build_server(servicer, listen, secret, tls=opts.tls)
+    extra = {"max_receive": opts.max_receive} if opts.max_receive else {}
+    server, bound = build_server(servicer, listen, secret, tls=opts.tls, **extra)
     queue = None
     if opts.queue:
         from hierarchy._queue_service import attach_queue

@@ -231,6 +231,12 @@ def _serve_parser(sub: Any) -> None:
         "right after, still before serving any other call)",
     )
     p.add_argument("--ready-file", type=Path, help="write the bound address here once serving")
+    p.add_argument(
+        "--max-receive",
+        type=int,
+        metavar="BYTES",
+        help="largest request message accepted (default 4 MiB; a bigger shrink JGF is streamed in chunks)",
+    )
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     ident = p.add_argument_group(
         "identity and limits",
@@ -312,6 +318,7 @@ def _cmd_serve(a: argparse.Namespace) -> int:
         queue=a.queue,
         queue_depth=a.queue_depth,
         queue_fairness=a.queue_fairness,
+        max_receive=a.max_receive,
     )
     return serve(opts)
 

@@ -45,6 +45,10 @@ class AccessMixin(InstanceCore):
             )
         return rec
 
+    def check_job(self, jobid: int, token: str, caller: str | None, op: str) -> None:
+        """The checks of ``_job`` without the lock (a stream's head is checked before its body is read)."""
+        self._job(jobid, token, caller, op)
+
     def may_act(self, rec: JobRecord, caller: str | None) -> bool:
         """True if ``caller`` may act on ``rec``: its owner, the instance owner, or a trusted in-process call (None)."""
         return caller is None or caller == rec.owner or (bool(self.owner) and caller == self.owner)

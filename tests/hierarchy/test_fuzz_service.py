@@ -217,4 +217,3 @@ def test_instance_still_serves_and_recounts_clean(env: _Env) -> None:
     assert env.c.info(recount=True)["recount_errors"] == []
     # the fuzzing did reach the error paths, with typed errors of several kinds
     assert {"JobspecError", "UnknownJobError", "NotAuthorizedError"} <= set(env.typed), env.typed
-    ), env.typed

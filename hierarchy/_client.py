@@ -153,6 +153,11 @@ class InstanceClient:
         self.instance_name = instance_name
         #: a Shrink whose JGF is bigger goes through ShrinkStream in chunks of this size
         self.stream_above = stream_above
+        if self.addr.kind == "tcp" and not self.addr.loopback and (tls is None or not tls.enabled):
+            raise InputError(
+                f"refusing to send the tree secret in plaintext to {self.address}: another host needs TLS "
+                "(--tls-ca, --tls-cert, --tls-key)"
+            )
         if tls is not None and tls.enabled:
             self._channel = grpc.secure_channel(
                 self.address, tls.channel_credentials(), options=CHANNEL_OPTIONS

@@ -12,6 +12,7 @@ from typing import Any
 
 import grpc
 
+from fluxlite.errors import InputError
 from hierarchy._address import SECRET_KEY, check_socket_owner, parse_address, read_secret_file
 from hierarchy._client import CHANNEL_OPTIONS, translate_error
 from hierarchy._identity import USER_KEY, Credential
@@ -56,6 +57,8 @@ class QueueClient:
     ) -> None:
         self.addr = parse_address(address)
         self.address = self.addr.target
+        if self.addr.kind == "tcp" and not self.addr.loopback:
+            raise InputError(f"refusing to send the tree secret in plaintext to {self.address} (not loopback)")
         self.trusted_uids = trusted_uids
         self._socket_checked = self.addr.kind != "unix"
         self.timeout = timeout

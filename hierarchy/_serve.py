@@ -323,6 +323,8 @@ def serve(opts: ServeOptions) -> int:
     if inst.provider is not None:
         inst.provider.close()
     inst.save()
+    if audit is not None:
+        audit.close()  # the last fsync
     if bound.kind == "unix":
         with contextlib.suppress(OSError):
             os.unlink(bound.path)

@@ -59,14 +59,15 @@ def test_queue_identity_ownership_limits_audit_and_state() -> None:
             g = raw.q("Dynget", qpb.DyngetRequest(jobid=a.jobid, count=1), "alice")
             assert not g.granted and g.job.refusals == 1 and g.job.size == 1
             assert raw.q("Cancel", qpb.JobRef(jobid=b.jobid), "admin").state == "cancelled"  # the owner may
+            # kill -9 and restart from --state: nothing lost
+            before = {j: (x.state, x.user, tuple(x.paths), x.size) for j, x in _jobs(raw, "admin").items()}
+            s.kill9()  # right after the last change: its audit record must be on disk all the same
             # the audit log names the token's user for every change and every refusal
             ops = [(r["op"], r["user"], r["outcome"]) for r in s.audit()]
             assert ("Submit", "alice", "ok") in ops and ("Cancel", "admin", "ok") in ops
             assert ("Cancel", "bob", "NotAuthorizedError") in ops and ("Submit", "alice", "LimitError") in ops
             assert ("Submit", None, "NotAuthorizedError") in ops
-            # kill -9 and restart from --state: nothing lost
-            before = {j: (x.state, x.user, tuple(x.paths), x.size) for j, x in _jobs(raw, "admin").items()}
-            s.kill9()
+            assert ops[-1] == ("Cancel", "admin", "ok")
             s.start()
             raw.close()
             raw = s.raw()

@@ -188,7 +188,7 @@ class Credential:
             raise InputError("a user token names exactly one instance (no wildcard)")
         exp = int((time.time() if now is None else now) + (self.ttl if ttl is None else ttl))
         payload = _b64(orjson.dumps({"u": self.user, "i": instance, "e": exp, "n": secrets.token_hex(12)}))
-        mac = hmac.new(self.key, payload.encode(), hashlib.sha256).digest()
+        mac = hmac.digest(self.key, payload.encode(), "sha256")  # the one-shot C path
         return f"v1.{payload}.{_b64(mac)}"
 
     def __repr__(self) -> str:
@@ -247,10 +247,11 @@ class Verifier:
                 and isinstance(nonce, str)
             ):
                 raise TypeError("field types")
-            check_user(user)
+            if user not in self._keys:  # (a cached key was derived from a checked name)
+                check_user(user)
         except (ValueError, KeyError, TypeError, InputError, orjson.JSONDecodeError) as exc:
             raise self._refuse("malformed", f"unreadable payload ({type(exc).__name__})", method) from None
-        want = hmac.new(self._key(user), parts[1].encode(), hashlib.sha256).digest()
+        want = hmac.digest(self._key(user), parts[1].encode(), "sha256")
         if not hmac.compare_digest(mac, want):
             raise self._refuse("forged", f"bad signature for user {user!r}", method)
         if exp <= now:

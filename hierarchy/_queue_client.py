@@ -7,7 +7,7 @@ secret may be given as bytes or as the path of the secret file.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import Any
 
 import grpc
@@ -48,23 +48,31 @@ class QueueClient:
     def __init__(
         self,
         address: str,
-        secret: bytes | str | Path,
+        secret: str | os.PathLike[str] | bytes,
         *,
         timeout: float = 10.0,
         trusted_uids: frozenset[int] = frozenset(),
         credential: Credential | None = None,
         instance_name: str | None = None,
     ) -> None:
+        """``secret`` is the secret file's path (as ``--secret-file``: mode 0600 checked), or the
+        secret itself as bytes.  A string that names no file and holds no path separator is taken as
+        the secret itself (the older form)."""
         self.addr = parse_address(address)
         self.address = self.addr.target
         if self.addr.kind == "tcp" and not self.addr.loopback:
-            raise InputError(f"refusing to send the tree secret in plaintext to {self.address} (not loopback)")
+            raise InputError(
+                f"refusing to send the tree secret in plaintext to {self.address} (not loopback)"
+            )
         self.trusted_uids = trusted_uids
         self._socket_checked = self.addr.kind != "unix"
         self.timeout = timeout
-        if isinstance(secret, Path):
-            secret = read_secret_file(secret)
-        sec = secret.decode() if isinstance(secret, bytes) else secret
+        if isinstance(secret, bytes):
+            sec = secret.decode()
+        elif isinstance(secret, os.PathLike) or os.sep in secret or os.path.exists(secret):
+            sec = read_secret_file(secret).decode()
+        else:
+            sec = secret
         self._md = ((SECRET_KEY, sec),)
         self.credential = credential
         self.instance_name = instance_name

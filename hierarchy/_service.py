@@ -274,25 +274,28 @@ class InstanceServicer(pb_grpc.InstanceServicer):
 
         return self._run(context, "MatchGrow", call, request.jobid, request.request_id)
 
+    def _shrink(self, request: Any, jgf: bytes, deadline: float | None, user: str | None) -> Any:
+        out = self.instance.shrink(
+            request.jobid,
+            jgf=jgf,
+            paths=list(request.paths),
+            lease_token=request.lease_token,
+            request_id=request.request_id,
+            deadline=deadline,
+            caller=user,
+        )
+        return pb.ShrinkReply(
+            job_gone=out.job_gone,
+            released=out.released,
+            returned=out.returned,
+            pending=out.pending,
+            replayed=out.replayed,
+            timings=_timings(out.timings),
+        )
+
     def Shrink(self, request: Any, context: grpc.ServicerContext) -> Any:
         def call(deadline: float | None, user: str | None) -> Any:
-            out = self.instance.shrink(
-                request.jobid,
-                jgf=request.jgf,
-                paths=list(request.paths),
-                lease_token=request.lease_token,
-                request_id=request.request_id,
-                deadline=deadline,
-                caller=user,
-            )
-            return pb.ShrinkReply(
-                job_gone=out.job_gone,
-                released=out.released,
-                returned=out.returned,
-                pending=out.pending,
-                replayed=out.replayed,
-                timings=_timings(out.timings),
-            )
+            return self._shrink(request, request.jgf, deadline, user)
 
         return self._run(context, "Shrink", call, request.jobid, request.request_id)
 
@@ -318,23 +321,7 @@ class InstanceServicer(pb_grpc.InstanceServicer):
                 parts.append(chunk.jgf)
             if got != first.jgf_size:
                 raise InputError(f"ShrinkStream: {got} bytes of JGF, {first.jgf_size} announced")
-            out = self.instance.shrink(
-                head.jobid,
-                jgf=b"".join(parts),
-                paths=list(head.paths),
-                lease_token=head.lease_token,
-                request_id=head.request_id,
-                deadline=deadline,
-                caller=user,
-            )
-            return pb.ShrinkReply(
-                job_gone=out.job_gone,
-                released=out.released,
-                returned=out.returned,
-                pending=out.pending,
-                replayed=out.replayed,
-                timings=_timings(out.timings),
-            )
+            return self._shrink(head, b"".join(parts), deadline, user)
 
         return self._run(context, "ShrinkStream", call)
 

@@ -33,9 +33,11 @@ class InProcParent:
         self.address = f"inproc:{inst.name}"
 
     def match_allocate(self, jobspec: bytes, *, request_id: str, lease: bool = False, child_name: str = "",
-                       child_address: str = "", timeout: float | None = None) -> MatchOutcome:  # fmt: skip
+                       child_address: str = "", lease_secret: str = "",
+                       timeout: float | None = None) -> MatchOutcome:  # fmt: skip
         return self.inst.match_allocate(jobspec, request_id=request_id, lease=lease, child_name=child_name,
-                                        child_address=child_address, deadline=deadline(timeout))  # fmt: skip
+                                        child_address=child_address, lease_secret=lease_secret,
+                                        deadline=deadline(timeout))  # fmt: skip
 
     def match_grow(self, jobid: int, jobspec: bytes, *, request_id: str, lease_token: str = "",
                    timeout: float | None = None) -> MatchOutcome:  # fmt: skip

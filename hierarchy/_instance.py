@@ -82,6 +82,7 @@ from fluxlite.errors import (
     UnknownJobError,
     UnsatisfiableError,
 )
+from fluxlite.gcpolicy import upkeep
 from fluxlite.jobspec import Jobspec, parse_jobspec
 from fluxlite.readers import load_graph, read_vertices
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, LimitError, NotAuthorizedError
@@ -322,6 +323,7 @@ class Instance:
                 if was:
                     gc.enable()
                 self._lock.release()
+                upkeep().poke()  # fluxlite.gcpolicy: young generations collected and frozen, off this thread
             else:
                 after, starter = hold.after, hold.starter
 

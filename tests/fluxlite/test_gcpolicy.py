@@ -200,7 +200,7 @@ def test_an_instance_operation_pokes_the_process_upkeep(monkeypatch: pytest.Monk
     """Every RPC of an instance (and of its queue service) runs under the instance lock, which pokes it."""
     pytest.importorskip("grpc")
     from fluxlite import gcpolicy
-    from hierarchy._instance import Instance
+    from hierarchy.instance import Instance
 
     class Counter:
         pokes = 0

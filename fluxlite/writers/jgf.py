@@ -7,14 +7,14 @@ Output (one line, jansson ``JSON_INDENT(0)``, then a newline)::
 with nodes and edges each in emission order.  A node is::
 
     {"id": "<uniq_id>", "metadata": {"type": T, "basename": B, "name": N,
-     "id": <id>, "rank": <rank>, "properties": {..}, "unit": U,
+     "id": <id>, "rank": <rank>, "properties": {..},
      "exclusive": true, "size": <needs>, "paths": {..}, "ephemeral": {..},
      "agfilter": {..}}}
 
 where every key after ``type`` is optional and appears only when it carries
 information, always in this order: ``basename`` if it differs from the type,
 ``name`` if it is not basename+id, ``id`` and ``rank`` always,
-``properties`` if any (sorted by key), ``unit`` if not empty (memory's ``GB``), ``exclusive``
+``properties`` if any (sorted by key) (no ``unit``: see docs/query.md), ``exclusive``
 only when true, ``size`` only when ``needs != 1``, ``paths`` if any (one
 entry per subsystem, containment first), ``ephemeral`` and ``agfilter`` if
 given (sorted by key).  An edge is ``{"source": "<uniq>", "target":
@@ -104,9 +104,6 @@ def vertex_json(
     props = g.v_props.get(vid)
     if props:
         s += ', "properties": ' + _smap(props)
-    u = g.v_unit[vid]
-    if u:
-        s += f', "unit": {quote(u)}'
     if exclusive:
         s += ', "exclusive": true'
     if needs != 1:

@@ -58,20 +58,3 @@ def test_rv1_shorthand_scheduling_writer_key(policy: str, complete: bool) -> Non
 def test_plain_jgf_never_has_the_key() -> None:
     r = _engine("lonodex").match(T3040, fmt="jgf")
     assert "writer" not in json.loads(r.text)
-
-
-def test_jgf_vertices_carry_their_unit_after_rank_and_properties() -> None:
-    """match_writers.cpp emit_vtx_base packs ``"unit"`` (when not empty) after rank and properties."""
-    eng = Engine(generate_graph(nodes=1, sockets=1, cores=2, memory=4, memory_unit="GB"), policy="low")
-    js = jobspec(
-        "  - type: slot\n    count: 1\n    label: default\n    with:\n      - type: core\n        count: 1\n"
-        "      - type: memory\n        count: 2\n"
-    )
-    r = eng.match(js, fmt="jgf")
-    assert r.ok, r.error
-    nodes = {n["metadata"]["type"]: n["metadata"] for n in json.loads(r.text)["graph"]["nodes"]}
-    mem = nodes["memory"]
-    assert mem["unit"] == "GB"
-    keys = list(mem)
-    assert keys.index("unit") == keys.index("rank") + 1
-    assert "unit" not in nodes["core"] and "unit" not in nodes["node"]

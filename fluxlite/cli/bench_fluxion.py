@@ -160,13 +160,13 @@ def _busy_session(
 
 
 def _cells(a: Any, bench_dir: Path | None, tmp: Path) -> list[dict[str, Any]]:
-    from fluxlite.cli.bench import BENCH_GRAPHS, _graph_source, _request_files
+    from fluxlite.cli.bench import BENCH_GRAPHS, _graph_source, request_files
 
     cells: list[dict[str, Any]] = []
     graphs = [g for g in a.graphs.split(",") if g]
     reqs = [r for r in a.requests.split(",") if r]
     policies = [p for p in a.policies.split(",") if p]
-    req_files = dict(_request_files(reqs, bench_dir, tmp))
+    req_files = dict(request_files(reqs, bench_dir, tmp))
     for g in graphs:
         src, fmt = _graph_source(g, bench_dir, "grug", tmp)
         if fmt != "grug":
@@ -181,13 +181,13 @@ def _cells(a: Any, bench_dir: Path | None, tmp: Path) -> list[dict[str, Any]]:
                 cells.append({"kind": "empty", "graph": g, "request": req, "policy": pol, "src": src,
                               "commands": cmds, "figures": ("match",)})  # fmt: skip
             if "fail" in a.sessions:
-                t1 = dict(_request_files(["T1"], bench_dir, tmp))["T1"]
+                t1 = dict(request_files(["T1"], bench_dir, tmp))["T1"]
                 n = _capacity(nodes, "T1") + a.fails
                 cells.append({"kind": "fail", "graph": g, "request": "T1", "policy": pol, "src": src,
                               "commands": f"match allocate {t1}\n" * n, "figures": ("fail",)})  # fmt: skip
             if "busy" in a.sessions:
                 files: dict[str, str] = {}
-                base = dict(_request_files(list(_BUSY_REQUESTS), bench_dir, tmp))
+                base = dict(request_files(list(_BUSY_REQUESTS), bench_dir, tmp))
                 for r in _BUSY_REQUESTS:
                     text = Path(base[r]).read_text()
                     for d in _BUSY_DURATIONS:

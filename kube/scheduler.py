@@ -53,6 +53,7 @@ from typing import Any
 import orjson
 
 from fluxlite.errors import BusyError, FluxliteError, InputError, StateError, UnsatisfiableError
+from fluxlite.gcpolicy import upkeep
 from kube._affinity import candidates, has_rules, pod_meta
 from kube._core import KubeCore, Placement
 from kube._model import GroupKey, PodRequest, node_info, pod_constraint, pod_group, pod_key, pod_request
@@ -444,6 +445,8 @@ class KubeScheduler:
                     batch.append(self._q.get_nowait())
                 except queue.Empty:
                     break
+            if batch:
+                upkeep().poke()  # fluxlite.gcpolicy: the previous batch's garbage, off this thread
             with self.lock:
                 self.idle.clear()
                 for kind, etype, obj in batch:

@@ -25,6 +25,7 @@ from typing import Any
 
 from fluxlite.api import Engine
 from fluxlite.errors import InputError
+from fluxlite.gcpolicy import upkeep
 from fluxlite.jobspec import Jobspec, parse_jobspec
 from hierarchy._errors import InstanceUnavailableError
 from hierarchy._limits import Limits
@@ -174,6 +175,7 @@ class InstanceCore:
                 if was:
                     gc.enable()
                 self._lock.release()
+                upkeep().poke()  # fluxlite.gcpolicy: young generations collected and frozen, off this thread
             else:
                 after, starter = hold.after, hold.starter
 

@@ -25,6 +25,7 @@ from fluxlite.queue import ADAPTING, DONE, RUNNING, Job, Queue
 from fluxlite.queue.dynamic import DynamicScheduler
 from fluxlite.queue.fairness import DfsConfig
 from fluxlite.queue.malleable import MalleableStrategy, power_now
+from fluxlite.sim.batch.model import TwoSpeedModel
 from fluxlite.sim.batch.workloads import SimJob, Workload
 from fluxlite.sim.kernel import Kernel
 
@@ -154,6 +155,14 @@ class BatchSim:
         self._sample()
         self._want_pass()
 
+    def _det_total(self, job: Job, now: int) -> None:
+        """``det-total`` reading of a grant: the whole run takes DET, so the rest takes DET - elapsed."""
+        r = self.runs[job.jobid]
+        m = r.sj.model
+        assert job.start is not None
+        rest = max(1.0, m.t_dynamic - (now - job.start))
+        r.sj.model = TwoSpeedModel(m.t_static, rest / r.left if r.left > 0 else m.t_dynamic, m.n0)
+
     def _want_pass(self) -> None:
         if not self._pass_due:
             self._pass_due = True
@@ -175,6 +184,8 @@ class BatchSim:
             for req in decided:
                 if req.granted:
                     self._advance(req.job, now)
+                    if self.wl.notes.get("dyn_model") == "det-total":
+                        self._det_total(req.job, now)
                     self._schedule_end(req.job)
                     # a granted job asks no more
                     self.runs[req.job.jobid].sj.dyn_at = ()

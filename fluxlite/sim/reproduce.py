@@ -70,11 +70,11 @@ def _load(module: str):
 def write_reproduction(out: Path, quick: bool = False, only: Sequence[str] | None = None,
                        progress: bool = True) -> Path:  # fmt: skip
     """Run every study (or ``only`` those) and write ``out/REPRODUCTION.md``; returns its path."""
-    out.mkdir(parents=True, exist_ok=True)
     names = list(STUDIES) if not only else list(only)
     for n in names:
         if n not in STUDIES:
             raise FluxliteError(f"unknown study {n!r} (known: {', '.join(STUDIES)})")
+    out.mkdir(parents=True, exist_ok=True)
     bodies, index = [], []
     bar = None
     if progress:

@@ -490,8 +490,11 @@ def _power(runs: _Runs, root: Path, quick: bool) -> str:
         "(minimise idle power; Section V-B); a waiting job tried with the running ones, one at a time in "
         "priority order (Algorithm 2).  The paper is silent on: the times the corridor changes (\"at fixed "
         "times\": 200 s and 500 s chosen, inside the run), the jobs' run times and scaling (Pi 150 s, heat "
-        "200 s at their size; Amdahl-like), the walltime (run time at 1 node + 60 s), and how a violation is "
-        "counted (fluxlite: each entry into a state outside the corridor while jobs remain).  Static "
+        "200 s at their size; Amdahl-like) and the walltime (run time at 1 node + 60 s).  A violation: "
+        "\"whether the system was able to reconfigure the resources to restore the power corridor\" "
+        "(Section VI-C), so an excursion out of the corridor that ends when an expand/shrink completes "
+        "is restored and not counted; every excursion while jobs remain is in `corridor_episodes` "
+        f"(here {', '.join(str(R[f'power-{k}'].get('corridor_episodes', '?')) for k in labels)}).  Static "
         "backfill is Slurm's (`conservative`).",
         "",
     ]

@@ -98,6 +98,8 @@ class BatchSim:
         self.capacity = self.q.capacity(self.unit)
         self.sched_s = 0.0
         self.dyn_requests = 0
+        #: instants an expand/shrink completed (a corridor violation ended then was restored by it)
+        self.restores: set[float] = set()
 
     # ---------------------------------------------------------------- model
     def _rate(self, job: Job) -> float:
@@ -150,6 +152,7 @@ class BatchSim:
         if new < job.size:
             self.q.shrink(job, job.size - new, now)
         self.q.set_adapting(job, False)
+        self.restores.add(self.k.now)
         job.mtct = getattr(self.runs[job.jobid].sj.model, "mtct", lambda n: 0.0)(job.size)
         self._schedule_end(job)
         self._sample()
@@ -267,14 +270,20 @@ class BatchSim:
             area += u * (t1 - t0)
         waits = [j.start - j.submit for j in done]
         resp = [j.end - j.submit for j in done]
-        viol, viol_s = 0, 0.0
+        # a violation (malleable paper, Section VI-C) is an excursion out of the corridor that the
+        # scheduler does not restore by reconfiguring: one that ends when an expand/shrink completes
+        # is restored; every excursion is counted in corridor_episodes
+        viol, episodes, viol_s = 0, 0, 0.0
         inside = True
         for (t0, p, lo, hi), nxt in zip(self.power, [*self.power[1:], None]):
             if t0 >= last:  # after the last job: the machine is idle, nothing to schedule
                 break
             bad = not (lo - 1e-6 <= p <= hi + 1e-6)
             if bad and inside:
+                episodes += 1
                 viol += 1
+            if not bad and not inside and t0 in self.restores:
+                viol -= 1
             if bad:
                 viol_s += min(last, nxt[0] if nxt is not None else last) - t0
             inside = not bad
@@ -292,6 +301,7 @@ class BatchSim:
             "dyn_requests": self.dyn_requests,
             "dyn_satisfied_jobs": sum(1 for j in jobs if j.grants > 0),
             "corridor_violations": viol,
+            "corridor_episodes": episodes,
             "corridor_violation_s": viol_s,
             "adaptations": sum(max(0, len(j.history) - 1) for j in jobs),
             "sched_passes": self.q.passes,

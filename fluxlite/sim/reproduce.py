@@ -10,7 +10,9 @@ False) -> str`` returning its markdown.  ``out_dir`` is the directory of
 REPRODUCTION.md: a study writes its data and plots under ``out_dir/<its
 folder>/`` and links them relative to ``out_dir``.  Studies are imported
 only when they run; one that is not there yet is reported as "not yet
-reproduced".  Runs are resumable: a study keeps each finished run as a
+reproduced".  Each study's markdown is also kept as
+``out_dir/<study>/SECTION.md``: ``--only`` reruns some studies and takes the
+others' sections from their last run.  Runs are resumable: a study keeps each finished run as a
 JSON file under its folder and reuses it on the next call (``--fresh``
 starts over).  ``--quick`` makes a smoke run (fewer and smaller runs) into
 a temporary directory unless ``--out`` is given.
@@ -81,8 +83,16 @@ def write_reproduction(out: Path, quick: bool = False, only: Sequence[str] | Non
         from tqdm import tqdm
 
         bar = tqdm(total=len(names), unit="study", leave=False)
-    for name in names:
-        module, title, papers = STUDIES[name]
+    for name, (module, title, papers) in STUDIES.items():
+        kept = out / name / "SECTION.md"
+        if name not in names:  # not rerun: the section from its last run, if any
+            if kept.exists():
+                bodies.append(kept.read_text())
+                index.append(f"| {title} | {papers} | [section](#{_anchor(bodies[-1])}) (kept from its last run) |")
+            else:
+                bodies.append(f"## {title}\n\nNot yet reproduced (run `fluxlite sim reproduce --only {name}`).\n")
+                index.append(f"| {title} | {papers} | not yet reproduced |")
+            continue
         if bar is not None:
             bar.set_description(name)
         mod = _load(module)
@@ -93,6 +103,8 @@ def write_reproduction(out: Path, quick: bool = False, only: Sequence[str] | Non
         else:
             body = mod.section(out, quick=quick).rstrip() + "\n"
             status = f"[section](#{_anchor(body)}) ({time.perf_counter() - t0:.0f} s)"
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            kept.write_text(body)
         bodies.append(body)
         index.append(f"| {title} | {papers} | {status} |")
         if bar is not None:

@@ -77,3 +77,18 @@ def test_power_violations_count_only_excursions_not_restored_by_a_resize():
         out[scope] = BatchSim(wl, cfg).run().summary
     assert out["static"]["corridor_violations"] == out["static"]["corridor_episodes"] > 0
     assert out["waiting"]["corridor_violations"] < out["waiting"]["corridor_episodes"]
+
+
+def test_only_reruns_one_study_and_keeps_the_others_sections(tmp_path, monkeypatch):
+    """--only reruns the named study; another study's section comes from its last run."""
+    calls: list[tuple[str, bool]] = []
+    monkeypatch.setitem(sys.modules, "fluxlite_test_study", _study(calls))
+    monkeypatch.setattr(reproduce, "STUDIES", {
+        "fake": ("fluxlite_test_study", "A fake study", "fake.txt"),
+        "other": ("fluxlite_test_study", "Another study", "other.txt"),
+    })  # fmt: skip
+    reproduce.write_reproduction(tmp_path, progress=False)
+    (tmp_path / "other" / "SECTION.md").write_text("## Another study\n\nkept text\n")
+    text = reproduce.write_reproduction(tmp_path, only=["fake"], progress=False).read_text()
+    assert len(calls) == 3
+    assert "kept text" in text and "(kept from its last run)" in text

@@ -82,7 +82,7 @@ def write_reproduction(out: Path, quick: bool = False, only: Sequence[str] | Non
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(names), unit="study", leave=False)
+        bar = tqdm(total=len(names), unit="study", leave=False, disable=None)
     for name, (module, title, papers) in STUDIES.items():
         kept = out / name / "SECTION.md"
         if name not in names:  # not rerun: the section from its last run, if any

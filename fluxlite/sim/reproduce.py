@@ -24,7 +24,6 @@ import argparse
 import importlib
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -96,13 +95,12 @@ def write_reproduction(out: Path, quick: bool = False, only: Sequence[str] | Non
         if bar is not None:
             bar.set_description(name)
         mod = _load(module)
-        t0 = time.perf_counter()
         if mod is None or not hasattr(mod, "section"):
             body = f"## {title}\n\nNot yet reproduced (`{module}` is not there yet).\n"
             status = "not yet reproduced"
         else:
             body = mod.section(out, quick=quick).rstrip() + "\n"
-            status = f"[section](#{_anchor(body)}) ({time.perf_counter() - t0:.0f} s)"
+            status = f"[section](#{_anchor(body)})"
             kept.parent.mkdir(parents=True, exist_ok=True)
             kept.write_text(body)
         bodies.append(body)

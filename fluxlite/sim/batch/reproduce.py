@@ -20,6 +20,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fluxlite.sim.batch.report import _save
+
 __all__ = ["EVOLVING_PAPER", "MALLEABLE_PAPER", "POWER_PAPER", "section"]
 
 #: Table II of the evolving-jobs paper: config -> (minutes, satisfied dynamic jobs, util %, jobs/min)
@@ -137,12 +139,17 @@ def _verdict(ok: bool) -> str:
     return "reproduced" if ok else "**not reproduced**"
 
 
-def _plot_evolving(runs: _Runs, names: list[str], path: Path) -> None:
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _plot_evolving(runs: _Runs, names: list[str], path: Path) -> None:
+    plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
     x = range(len(names))
     for ax, (title, pi, key, scale) in zip(
@@ -156,36 +163,24 @@ def _plot_evolving(runs: _Runs, names: list[str], path: Path) -> None:
         ax.set_xticks(list(x), names)
         ax.set_title(title)
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def _plot_waits(runs: _Runs, path: Path) -> None:
     """Fig. 8's layout: waiting time per job id, Static against Dyn-HP."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 3))
     for n, c in (("Static", "tab:blue"), ("Dyn-HP", "tab:red")):
         w = runs.results[f"evolving-{n}"]["wait_per_job_s"]
         ax.plot(range(1, len(w) + 1), [v / 60 for v in w], ".", ms=3, c=c, label=n)
     ax.set(xlabel="job id (submission order)", ylabel="waiting time (min)", title="fluxlite: waits per job (cf. Fig. 8)")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def _plot_malleable(runs: _Runs, shares: list[int], path: Path) -> None:
     """Fig. 3's layout: makespan, utilisation, response, waiting against the malleable share."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     fig, axes = plt.subplots(1, 4, figsize=(13, 3))
     for ax, (key, title) in zip(
         axes, (("makespan_s", "makespan (s)"), ("utilization", "utilization"),
@@ -195,18 +190,12 @@ def _plot_malleable(runs: _Runs, shares: list[int], path: Path) -> None:
             ax.plot(shares, [runs.results[f"malleable-{strat}-{p}"][key] for p in shares], "o-", ms=3, label=strat)
         ax.set(xlabel="malleable jobs (%)", title=title)
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def _plot_power(runs: _Runs, path: Path) -> None:
     """Fig. 4's layout: system power with the corridor, per scenario."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(12, 3), sharey=True)
     for ax, (scope, title) in zip(axes, (("static", "1: static backfill"), ("running", "2: LP, running jobs"),
                                          ("waiting", "3: LP, waiting jobs too"))):  # fmt: skip
@@ -218,9 +207,7 @@ def _plot_power(runs: _Runs, path: Path) -> None:
         ax.set(xlabel="time (s)", title=title)
     axes[0].set_ylabel("W")
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    _save(fig, path)
 
 
 # ---------------------------------------------------------------------------- evolving

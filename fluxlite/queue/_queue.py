@@ -19,7 +19,7 @@ from fluxlite.errors import BusyError, InputError, StateError, UnknownJobError, 
 from fluxlite.graph import UP
 from fluxlite.match._vplan import avail_during, overlaps
 from fluxlite.queue._job import ADAPTING, CANCELLED, DONE, PENDING, RUNNING, Job
-from fluxlite.queue._request import pinned_jobspec, request_jobspec
+from fluxlite.queue._request import request_jobspec
 from fluxlite.queue.base import QueuePolicy
 from fluxlite.queue.policies import create_policy
 
@@ -206,9 +206,11 @@ class Queue:
             if size >= s and wall >= w and u == job.unit:
                 return False
         if self.free(job.unit, now, wall) >= size:
-            js = self._tight_fit(job, now) if job.unit == "node" and self._reserved else None
-            if js is None:
-                js = request_jobspec(job.unit, size, wall)
+            vids = self._tight_fit(job, now) if job.unit == "node" and self._reserved else None
+            if vids is not None and self._place_on(job, vids, now, reserve=False):
+                self._started(job, now)
+                return True
+            js = request_jobspec(job.unit, size, wall)
             self.matches += 1
             r = self.engine.match(js, op="allocate", jobid=job.jobid, at=now)
             if r.ok:
@@ -227,6 +229,8 @@ class Queue:
         """
         if not self._admitted(job, now):
             return False  # held back by the admission gate (power): no reservation either
+        if job.unit == "node" and self._reserve_by_count(job, now):
+            return job.resv_at is None
         js = request_jobspec(job.unit, job.size, job.walltime)
         self.matches += 1
         r = self.engine.match(js, op="allocate_orelse_reserve", jobid=job.jobid, at=now)
@@ -246,7 +250,7 @@ class Queue:
     def _reserved(self) -> bool:
         return self._n_resv > 0
 
-    def _tight_fit(self, job: Job, now: int) -> Any:
+    def _tight_fit(self, job: Job, now: int) -> list[int] | None:
         """A backfilled whole-node job goes on the nodes reserved soonest after it ends (best fit in time).
 
         Nodes free for longer stay free for jobs that must run past a
@@ -274,8 +278,68 @@ class Queue:
         keyed.sort()
         if keyed[0][0] == inf:
             return None
-        names = ",".join(g.v_name[v] for _n, _i, v in keyed[: job.size])
-        return pinned_jobspec(job.size, job.walltime, names)
+        return [v for _n, _i, v in keyed[: job.size]]
+
+    def _place_on(self, job: Job, vids: list[int], at: int, reserve: bool) -> bool:
+        """Give ``job`` exactly the node vertices ``vids`` (and all below them) during its window at ``at``.
+
+        The engine's update path (what Fluxion's ``update`` and a MatchGrow's
+        receiving end use): O(vertices placed), no graph walk.  False (and
+        nothing changed) if one of them is not free.
+        """
+        g = self.engine.graph
+        items = []
+        for v in vids:
+            items.extend((d, g.v_size[d], True) for d in g.subtree(v, "containment"))
+        self.matches += 1
+        try:
+            self.engine._allocate_items(job.jobid, items, at, job.walltime, None, reserve)
+        except (StateError, InputError):
+            return False
+        return True
+
+    def _reserve_by_count(self, job: Job, now: int) -> bool:
+        """Reserve a whole-node job that cannot start now without a graph walk (True if done).
+
+        The root aggregate gives the earliest time ``R`` at which enough nodes
+        are free by count (O(log spans)); counting is necessary, so no
+        placement can start earlier.  If that many nodes are each free for
+        the whole window at ``R``, the job is placed on them (those that free
+        up first, idle ones last: see :meth:`_reserve_on_freeing`), O(nodes).
+        Otherwise (nodes free by count but not each for the whole window) the
+        engine's own earliest-fit walk decides (False).
+        """
+        if self.free(job.unit, now, job.walltime) >= job.size:
+            return False  # it may start now: the engine places it
+        p = self._root_plan
+        i = p.index_of("node") if p is not None else None
+        if i is None:
+            return False
+        counts = [0] * p.resources_len
+        counts[i] = job.size
+        at = p.avail_time_first(now, job.walltime, counts)
+        if at is None or at <= now:
+            return False
+        g = self.engine.graph
+        busy, idle = [], []
+        for v in g.by_type("node"):
+            if g.v_status[v] != UP or not self._node_free(v, at, job.walltime):
+                continue
+            if self._node_free(v, now, at - now):
+                idle.append(v)
+            else:
+                busy.append((self._free_from(v, now, at), g.v_id[v], v))
+        if len(busy) + len(idle) < job.size:
+            return False
+        busy.sort()
+        chosen = [v for _t, _i, v in busy[: job.size]]
+        chosen += idle[: job.size - len(chosen)]
+        if not self._place_on(job, chosen, at, reserve=True):
+            return False
+        self._set_resv(job, at)
+        if job.first_resv is None:
+            job.first_resv = at
+        return True
 
     def _node_free(self, v: int, at: int, duration: int) -> bool:
         """Node vertex ``v`` (and all below it) is free during ``[at, at + duration)``."""
@@ -330,15 +394,9 @@ class Queue:
         swap = cands[: len(idle_held)]
         kept_idle = idle_held[: len(idle_held) - len(swap)]
         chosen = [v for v in held if v not in idle_held] + swap + kept_idle
-        names = ",".join(g.v_name[v] for v in chosen)
-        js = pinned_jobspec(job.size, job.walltime, names)
         eng.cancel(job.jobid)
-        self.matches += 1
-        r = eng.match(js, op="allocate_orelse_reserve", jobid=job.jobid, at=now)
-        if r.ok and r.at == at:
+        if self._place_on(job, chosen, at, reserve=True):
             return
-        if r.ok:
-            eng.cancel(job.jobid)
         back = eng.match(request_jobspec(job.unit, job.size, job.walltime), op="allocate_orelse_reserve",
                          jobid=job.jobid, at=now)  # fmt: skip
         if not back.ok or back.at != at:

@@ -13,7 +13,7 @@ from typing import Any
 
 from fluxlite.errors import InputError
 
-__all__ = ["pinned_jobspec", "request_jobspec"]
+__all__ = ["request_jobspec"]
 
 UNITS = ("node", "core")
 
@@ -40,21 +40,3 @@ def request_jobspec(unit: str, count: int, duration: int, per_node_cores: int = 
     )
     return parse_jobspec(text)
 
-
-def pinned_jobspec(count: int, duration: int, hostlist: str) -> Any:
-    """``count`` whole nodes for ``duration`` seconds, only among the hosts of ``hostlist`` (RFC 29).
-
-    The queue pins a reservation to chosen nodes this way (an RFC 31
-    ``hostlist`` constraint); JSON, so no YAML parsing of a long host list.
-    """
-    import json
-
-    from fluxlite.jobspec import parse_jobspec
-
-    doc = {
-        "version": 1,
-        "resources": [{"type": "slot", "count": count, "label": "default", "with": [{"type": "node", "count": 1}]}],
-        "tasks": [{"command": ["app"], "slot": "default", "count": {"per_slot": 1}}],
-        "attributes": {"system": {"duration": duration, "constraints": {"hostlist": [hostlist]}}},
-    }
-    return parse_jobspec(json.dumps(doc))

@@ -345,8 +345,15 @@ class Queue:
         """Node vertex ``v`` (and all below it) is free during ``[at, at + duration)``."""
         tr = self.engine.traverser
         g = self.engine.graph
-        if avail_during(tr.vspans[v], g.v_size[v], at, duration) < g.v_size[v]:
-            return False
+        spans = tr.vspans[v]
+        if spans:
+            if g.v_size[v] == 1:  # a whole node: busy iff a span overlaps, O(spans)
+                end = at + duration
+                for sp in spans.values():
+                    if sp[0] < end and sp[1] > at:
+                        return False
+            elif avail_during(spans, g.v_size[v], at, duration) < g.v_size[v]:
+                return False
         xs = tr.xspans[v]
         if xs and overlaps(xs, at, duration):
             return False

@@ -8,11 +8,13 @@ Settings (a frozen dataclass; the named policies are presets):
                        (False: FCFS stops at the first job that must wait)
 
 Each pass rebuilds the plan from what runs now, in priority order, as
-Slurm's backfill pass and Maui's iteration do: every held reservation is
-given back, then each job in turn starts if it fits now, else (while fewer
-than ``reservation_depth`` jobs hold one) is reserved at its earliest
-start on the nodes that free up first (:meth:`Queue.start_or_reserve`),
-else starts only if it fits around the reservations made so far.  So the
+Slurm's backfill pass and Maui's iteration do, by compression (Mu'alem &
+Feitelson): each job in turn gives back its own reservation and starts if
+it fits now, else (while fewer than ``reservation_depth`` jobs hold one) is
+reserved at its earliest start on the nodes that free up first
+(:meth:`Queue.start_or_reserve`) while the lower-ranked jobs still hold
+theirs, so its old slot is free and no reservation moves later; a job
+beyond the depth starts only if it fits around the reservations.  So the
 head job starts as soon as it fits, and reservations follow resources that
 come back early.  A job backfilled in an earlier pass was placed around
 every reservation then held, so that placement is still free when the
@@ -21,7 +23,7 @@ plan is rebuilt: a reservation never moves later because of backfilling
 push it; the property tests check this).  While a pending job with
 ``hold_backfill`` waits (ESP's Z jobs) nothing else starts or reserves.
 
-The plan is kept instead of rebuilt when nothing but lower-ranked arrivals
+With a finite depth (EASY, hybrid) the plan is kept instead of rebuilt when nothing but lower-ranked arrivals
 happened since the pass that made it (no start, end, cancel or resize, no
 reservation due, and that pass started nothing after its first
 reservation): a rebuild would then give the same plan
@@ -59,7 +61,9 @@ class BackfillPolicy:
 
     def schedule(self, q: PolicyQueue, now: int) -> list[Job]:
         depth = self.reservation_depth
-        new = q.new_since_plan(now) if self.incremental else None
+        # conservative compresses every pass: re-placing a job among reservations made after it
+        # may pick other nodes than it had, so its kept plan is not the rebuilt one
+        new = q.new_since_plan(now) if self.incremental and depth is not None else None
         if new is not None:  # the plan holds: only the new jobs, after the old ones, remain
             old = q.ordered_pending()[: -len(new) or None] if new else q.ordered_pending()
             if not new or (old and (not self.backfill or any(j.hold_backfill for j in old))):
@@ -69,9 +73,13 @@ class BackfillPolicy:
             backfill = self.backfill
         else:
             order = q.ordered_pending()
-            backfill = self.backfill and not any(j.hold_backfill for j in order)
-            for job in order:  # the plan is rebuilt from what runs now
-                q.drop_reservation(job)
+            hold = any(j.hold_backfill for j in order)
+            backfill = self.backfill and not hold
+            # the plan is rebuilt in priority order; reservations beyond the depth (or all but the
+            # held job's while one holds backfilling) are given back first
+            for k, job in enumerate(order):
+                if (hold and not job.hold_backfill) or (depth is not None and k >= depth):
+                    q.drop_reservation(job)
             reserved = 0
         started: list[Job] = []
         # a start after a reservation changes what the reservation saw as idle: then the plan is
@@ -79,6 +87,10 @@ class BackfillPolicy:
         settled = True
         for job in order:
             if depth != 0 and (depth is None or reserved < depth):
+                # compression (Mu'alem & Feitelson): the job gives back only its own reservation
+                # and is placed again while the lower-ranked ones still hold theirs, so its old
+                # slot is free and no reservation ever moves later
+                q.drop_reservation(job)
                 ok = q.start_or_reserve(job, now)
                 if not ok:
                     reserved += 1

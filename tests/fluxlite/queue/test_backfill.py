@@ -98,7 +98,7 @@ def test_rebuilt_plan_failure_leaves_queue_and_engine_unchanged():
     assert before[1] == {2: 100, 3: 200}
 
 
-@pytest.mark.parametrize("policy", ["easy", "conservative", "hybrid"])
+@pytest.mark.parametrize("policy", ["easy", "hybrid"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_kept_plan_equals_the_plan_rebuilt_every_pass(policy, seed):
     """Keeping the plan while only lower-ranked jobs arrive gives the start times of a rebuild every pass."""

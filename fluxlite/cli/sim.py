@@ -2,6 +2,7 @@
 
 ``fluxlite sim deadline ...``  deadline-bound jobs on grid machines: run, sweep, bench, plots
 ``fluxlite sim batch ...``     batch queues, malleable and evolving jobs, ESP workloads
+``fluxlite sim reproduce``     rerun the published studies into examples/experiments/REPRODUCTION.md
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ SIMULATORS: dict[str, tuple[str, str]] = {
         "deadline-bound jobs on grid/torus machines (Hilbert, Manhattan, leak)",
     ),
     "batch": ("fluxlite.sim.batch.cli", "batch queues with malleable and evolving jobs (ESP, SWF)"),
+    "reproduce": ("fluxlite.sim.reproduce", "rerun the published studies into REPRODUCTION.md (--quick: smoke run)"),
 }
 
 

@@ -16,9 +16,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fluxlite.errors import BusyError, InputError, StateError, UnknownJobError, UnsatisfiableError
+from fluxlite.graph import UP
+from fluxlite.match._vplan import avail_during, overlaps
 from fluxlite.queue._job import ADAPTING, CANCELLED, DONE, PENDING, RUNNING, Job
 from fluxlite.queue._request import request_jobspec
 from fluxlite.queue.base import QueuePolicy
+from fluxlite.queue.policies import create_policy
 
 if TYPE_CHECKING:
     from fluxlite.api import Engine
@@ -35,8 +38,6 @@ class Queue:
     def __init__(
         self, engine: Engine, policy: QueuePolicy | str = "easy", reservation_depth: int | None = None
     ):
-        from fluxlite.queue.policies import create_policy
-
         self.engine = engine
         self.policy = create_policy(policy, reservation_depth) if isinstance(policy, str) else policy
         self.jobs: dict[int, Job] = {}
@@ -55,6 +56,12 @@ class Queue:
         #: release (end, cancel, shrink, a moved reservation) can make them fit again
         self._failed: list[tuple[int, int, str]] = []
         self.matches = 0
+        #: reservations held by pending jobs (kept exact: a backfill placement asks it per try)
+        self._n_resv = 0
+        #: bumped by every change of what runs (start, end, cancel, grow, shrink)
+        self._epoch = 0
+        #: (epoch, last arrival seq) when the last pass finished its plan
+        self._planned: tuple[int, int] | None = None
 
     # ------------------------------------------------------------------ engine questions
     @property
@@ -152,24 +159,31 @@ class Queue:
         return job
 
     def released(self) -> None:
-        """Resources came back: shapes that failed may fit now."""
+        """Resources came back (or a reservation was given up): shapes that failed may fit now."""
         self._failed.clear()
+        self._planned = None
 
     def _release(self, job: Job, early: bool = True) -> None:
         self.released()
+        self._epoch += 1
         if job.jobid in self.engine.jobs:
             self.engine.cancel(job.jobid)
         if self._pending.pop(job.jobid, None) is not None:
             self._order = None
-        job.resv_at = None
+        self._set_resv(job, None)
         if early:
             self.dirty = True
 
     # ------------------------------------------------------------------ used by policies
+    def _set_resv(self, job: Job, at: int | None) -> None:
+        self._n_resv += (at is not None) - (job.resv_at is not None)
+        job.resv_at = at
+
     def _started(self, job: Job, now: int) -> None:
         self._pending.pop(job.jobid, None)
         self._order = None
-        job.resv_at = None
+        self._epoch += 1
+        self._set_resv(job, None)
         job.state = RUNNING
         job.start = now
         job.record(now, job.size)
@@ -192,6 +206,10 @@ class Queue:
             if size >= s and wall >= w and u == job.unit:
                 return False
         if self.free(job.unit, now, wall) >= size:
+            vids = self._tight_fit(job, now) if job.unit == "node" and self._reserved else None
+            if vids is not None and self._place_on(job, vids, now, reserve=False):
+                self._started(job, now)
+                return True
             js = request_jobspec(job.unit, size, wall)
             self.matches += 1
             r = self.engine.match(js, op="allocate", jobid=job.jobid, at=now)
@@ -202,9 +220,17 @@ class Queue:
         return False
 
     def start_or_reserve(self, job: Job, now: int) -> bool:
-        """Start ``job`` now, else give it a reservation at the earliest time (True if started)."""
+        """Start ``job`` now, else reserve it at its earliest start (True if it started).
+
+        A whole-node reservation is placed on the nodes that free up first
+        for its window, not on nodes idle now (:meth:`_reserve_on_freeing`):
+        what is free now stays free for backfilling, as count-based EASY
+        assumes.
+        """
         if not self._admitted(job, now):
             return False  # held back by the admission gate (power): no reservation either
+        if job.unit == "node" and self._reserve_by_count(job, now):
+            return job.resv_at is None
         js = request_jobspec(job.unit, job.size, job.walltime)
         self.matches += 1
         r = self.engine.match(js, op="allocate_orelse_reserve", jobid=job.jobid, at=now)
@@ -213,48 +239,211 @@ class Queue:
         if r.at == now:
             self._started(job, now)
             return True
-        job.resv_at = r.at
+        if job.unit == "node":
+            self._reserve_on_freeing(job, r.at, now)
+        self._set_resv(job, r.at)
         if job.first_resv is None:
             job.first_resv = r.at
         return False
 
-    def could_improve(self, job: Job, now: int) -> bool:
-        """Cheap test (root aggregate only) whether a held reservation might move earlier.
+    @property
+    def _reserved(self) -> bool:
+        return self._n_resv > 0
 
-        True when the job could start now by count, or when the planner sees
-        enough free units for its whole window before its reservation even
-        with the reservation in place.  False may miss an improvement (then
-        the reservation simply stays where it is: still a valid promise).
+    def _tight_fit(self, job: Job, now: int) -> list[int] | None:
+        """A backfilled whole-node job goes on the nodes reserved soonest after it ends (best fit in time).
+
+        Nodes free for longer stay free for jobs that must run past a
+        reservation, as count-based backfilling assumes (its short jobs do not
+        use up the "extra" nodes).  None when no node is reserved after the
+        job's window (the engine's own choice is as good).  O(nodes).
         """
-        at = job.resv_at
-        assert at is not None
-        if at <= now or self.free(job.unit, now, job.walltime) >= job.size:
-            return True
+        g = self.engine.graph
+        tr = self.engine.traverser
+        end = now + job.walltime
+        inf = float("inf")
+        keyed = []
+        for v in g.by_type("node"):
+            if g.v_status[v] != UP or not self._node_free(v, now, job.walltime):
+                continue
+            nxt = inf
+            for spans in (tr.vspans[v], tr.xspans[v]):
+                if spans:
+                    for sp in spans.values():
+                        if end <= sp[0] < nxt:
+                            nxt = sp[0]
+            keyed.append((nxt, g.v_id[v], v))
+        if len(keyed) < job.size:
+            return None
+        keyed.sort()
+        if keyed[0][0] == inf:
+            return None
+        return [v for _n, _i, v in keyed[: job.size]]
+
+    def _place_on(self, job: Job, vids: list[int], at: int, reserve: bool) -> bool:
+        """Give ``job`` exactly the node vertices ``vids`` (and all below them) during its window at ``at``.
+
+        The engine's update path (what Fluxion's ``update`` and a MatchGrow's
+        receiving end use): O(vertices placed), no graph walk.  False (and
+        nothing changed) if one of them is not free.
+        """
+        g = self.engine.graph
+        items = []
+        for v in vids:
+            items.extend((d, g.v_size[d], True) for d in g.subtree(v, "containment"))
+        self.matches += 1
+        try:
+            self.engine._allocate_items(job.jobid, items, at, job.walltime, None, reserve)
+        except (StateError, InputError):
+            return False
+        return True
+
+    def _reserve_by_count(self, job: Job, now: int) -> bool:
+        """Reserve a whole-node job that cannot start now without a graph walk (True if done).
+
+        The root aggregate gives the earliest time ``R`` at which enough nodes
+        are free by count (O(log spans)); counting is necessary, so no
+        placement can start earlier.  If that many nodes are each free for
+        the whole window at ``R``, the job is placed on them (those that free
+        up first, idle ones last: see :meth:`_reserve_on_freeing`), O(nodes).
+        Otherwise (nodes free by count but not each for the whole window) the
+        engine's own earliest-fit walk decides (False).
+        """
+        if self.free(job.unit, now, job.walltime) >= job.size:
+            return False  # it may start now: the engine places it
         p = self._root_plan
-        counts = [0] * p.resources_len
-        i = p.index_of(job.unit)
+        i = p.index_of("node") if p is not None else None
         if i is None:
-            return True
+            return False
+        counts = [0] * p.resources_len
         counts[i] = job.size
-        t = p.avail_time_first(now, job.walltime, counts)
-        return t is not None and t < at
+        at = p.avail_time_first(now, job.walltime, counts)
+        if at is None or at <= now:
+            return False
+        g = self.engine.graph
+        busy, idle = [], []
+        for v in g.by_type("node"):
+            if g.v_status[v] != UP or not self._node_free(v, at, job.walltime):
+                continue
+            if self._node_free(v, now, at - now):
+                idle.append(v)
+            else:
+                busy.append((self._free_from(v, now, at), g.v_id[v], v))
+        if len(busy) + len(idle) < job.size:
+            return False
+        busy.sort()
+        chosen = [v for _t, _i, v in busy[: job.size]]
+        chosen += idle[: job.size - len(chosen)]
+        if not self._place_on(job, chosen, at, reserve=True):
+            return False
+        self._set_resv(job, at)
+        if job.first_resv is None:
+            job.first_resv = at
+        return True
 
-    def replan(self, job: Job, now: int) -> bool:
-        """Move a held reservation to the earliest time (True if the job started).
+    def _node_free(self, v: int, at: int, duration: int) -> bool:
+        """Node vertex ``v`` (and all below it) is free during ``[at, at + duration)``."""
+        tr = self.engine.traverser
+        g = self.engine.graph
+        spans = tr.vspans[v]
+        if spans:
+            if g.v_size[v] == 1:  # a whole node: busy iff a span overlaps, O(spans)
+                end = at + duration
+                for sp in spans.values():
+                    if sp[0] < end and sp[1] > at:
+                        return False
+            elif avail_during(spans, g.v_size[v], at, duration) < g.v_size[v]:
+                return False
+        xs = tr.xspans[v]
+        if xs and overlaps(xs, at, duration):
+            return False
+        col = tr.subplan.get(tr.dom)
+        p = col[v] if col is not None and v < len(col) else None
+        if p is not None:
+            for i in range(p.resources_len):
+                if p.avail_resources_during(at, duration, i) < p.resource_total_at(i):
+                    return False
+        return True
 
-        The old slot is free when this runs, so the new time is never later,
-        unless a job of higher priority took it first (ESP's Z jobs).
+    def _free_from(self, v: int, now: int, at: int) -> int:
+        """When node ``v`` frees up before ``at``: the last end of its spans inside ``[now, at)``."""
+        tr = self.engine.traverser
+        ends = [now]
+        for spans in (tr.vspans[v], tr.xspans[v]):
+            if spans:
+                ends.extend(sp[1] for sp in spans.values() if sp[0] < at and sp[1] > now)
+        return max(ends)
+
+    def _reserve_on_freeing(self, job: Job, at: int, now: int) -> None:
+        """Move ``job``'s reservation at ``at`` off idle nodes onto nodes that free up by ``at``.
+
+        Idle: free from ``now`` until ``at`` (a backfilled job of any length
+        could use it).  The time stays ``at`` (it was the earliest for any
+        nodes).  Candidates are nodes busy at some point before ``at`` and
+        free for the whole window, the ones that free up first taken first.  O(nodes) per reservation; on any surprise the
+        engine's own placement is kept (state as before this call).
         """
-        self.engine.cancel(job.jobid)
-        self.released()
-        job.resv_at = None
-        return self.start_or_reserve(job, now)
+        eng = self.engine
+        g = eng.graph
+        tr = eng.traverser
+        held = {v for v in tr.job_vertices(job.jobid) if g.v_type[v] == "node"}
+        idle_held = [v for v in held if self._node_free(v, now, at - now)]
+        if not idle_held:
+            return
+        cands = [
+            v for v in g.by_type("node")
+            if v not in held and g.v_status[v] == UP and not self._node_free(v, now, at - now)
+            and self._node_free(v, at, job.walltime)
+        ]  # fmt: skip
+        if not cands:
+            return
+        cands.sort(key=lambda v: (self._free_from(v, now, at), g.v_id[v], v))
+        swap = cands[: len(idle_held)]
+        kept_idle = idle_held[: len(idle_held) - len(swap)]
+        chosen = [v for v in held if v not in idle_held] + swap + kept_idle
+        eng.cancel(job.jobid)
+        if self._place_on(job, chosen, at, reserve=True):
+            return
+        back = eng.match(request_jobspec(job.unit, job.size, job.walltime), op="allocate_orelse_reserve",
+                         jobid=job.jobid, at=now)  # fmt: skip
+        if not back.ok or back.at != at:
+            raise StateError(f"job {job.jobid}: could not restore its reservation at {at}", jobid=job.jobid)
 
     def drop_reservation(self, job: Job) -> None:
         if job.resv_at is not None:
             self.released()
             self.engine.cancel(job.jobid)
-            job.resv_at = None
+            self._set_resv(job, None)
+
+    def new_since_plan(self, now: int) -> list[Job] | None:
+        """The jobs submitted since the last pass, if the rest of that pass's plan still holds; else None.
+
+        The plan holds when, since the pass that made it, nothing started,
+        ended, was cancelled or resized (the engine's spans are the same), no
+        reservation has come due (all are after ``now``), no admission gate
+        is set, and every new job ranks below every job the pass saw.  Then a
+        pass rebuilt from scratch would make the same reservations on the
+        same nodes (the same spans give the same earliest times; "idle until
+        the reservation" and "free up first" read the same spans) and start
+        none of the old jobs (they failed on the same spans, and a window
+        that moves later only meets more of them); only the new jobs, taken
+        in order after the old ones, remain to be placed.
+        """
+        if self._planned is None or self._planned[0] != self._epoch or self.admit is not None:
+            return None
+        order = self.ordered_pending()
+        last_seq = self._planned[1]
+        new = [j for j in order if j.seq > last_seq]
+        old = len(order) - len(new)
+        if any(j.seq > last_seq for j in order[:old]):
+            return None
+        if any(j.resv_at is not None and j.resv_at <= now for j in order[:old]):
+            return None
+        return new
+
+    def plan_done(self) -> None:
+        """A pass finished its plan: remember the state it was made on (see :meth:`new_since_plan`)."""
+        self._planned = (self._epoch, self._seq)
 
     def schedule(self, now: int) -> list[Job]:
         """One pass of the policy at ``now``; returns the jobs started."""
@@ -316,6 +505,7 @@ class Queue:
             raise BusyError(f"fewer than {count} {job.unit}s free until the job's end", jobid=job.jobid)
         js = request_jobspec(job.unit, count, dur, per_node_cores)
         r = self.engine.grow(job.jobid, js, fmt="jgf", now=now)
+        self._epoch += 1
         job.record(now, job.size + count)
         return r.text
 
@@ -335,6 +525,7 @@ class Queue:
         if paths is None:
             paths = self.held(job)[-count:]
         self.engine.shrink(job.jobid, paths=paths)
+        self._epoch += 1
         self.released()
         job.record(now, job.size - count)
         self.dirty = True
@@ -342,6 +533,7 @@ class Queue:
     def undo_grow(self, job: Job, jgf: str, now: int, count: int) -> None:
         """Give back what a :meth:`grow` returned a moment ago."""
         self.engine.shrink(job.jobid, jgf=jgf)
+        self._epoch += 1
         self.released()
         job.record(now, job.size - count)
         job.history.pop()

@@ -53,3 +53,4 @@ def _shape(unit: str, count: int, per_node_cores: int) -> Any:
         f"attributes: {{system: {{duration: {duration}}}}}\n"
     )
     return parse_jobspec(text)
+

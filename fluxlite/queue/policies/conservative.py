@@ -1,6 +1,6 @@
 """``conservative``: conservative backfilling; every waiting job holds a reservation."""
 
-from fluxlite.queue._backfill import BackfillPolicy
+from fluxlite.queue.policies._backfill import BackfillPolicy
 
 
 def create(reservation_depth: int | None = None) -> BackfillPolicy:

@@ -1,6 +1,6 @@
 """``easy``: EASY backfilling; only the highest-priority waiting job holds a reservation."""
 
-from fluxlite.queue._backfill import BackfillPolicy
+from fluxlite.queue.policies._backfill import BackfillPolicy
 
 
 def create(reservation_depth: int | None = None) -> BackfillPolicy:

@@ -1,6 +1,6 @@
 """``fcfs``: first come, first served; the queue stops at the first job that cannot start."""
 
-from fluxlite.queue._backfill import BackfillPolicy
+from fluxlite.queue.policies._backfill import BackfillPolicy
 
 
 def create(reservation_depth: int | None = None) -> BackfillPolicy:

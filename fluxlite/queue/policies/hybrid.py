@@ -1,6 +1,6 @@
 """``hybrid``: the first ``reservation_depth`` waiting jobs hold reservations (Fluxion's qmanager)."""
 
-from fluxlite.queue._backfill import BackfillPolicy
+from fluxlite.queue.policies._backfill import BackfillPolicy
 
 
 def create(reservation_depth: int | None = None) -> BackfillPolicy:

@@ -7,6 +7,7 @@
 ``fluxlite sim batch run --workload swf --swf trace.swf --nodes 1024``
 ``fluxlite sim batch run --config run.yaml``     (keys: the long options, e.g. ``queue: easy``, ``json: out.json``)
 ``fluxlite sim batch bench``                      ESP/easy time and a 10,000-job SWF on 1,024 nodes
+``fluxlite sim batch bench-pass``                 cost of one scheduling pass at queue depths 100 and 10,000
 ``fluxlite sim batch experiments --out DIR``      every configuration of examples/experiments/batch
 """
 
@@ -30,7 +31,8 @@ _DEFAULTS = {
     "workload": "esp", "swf": None, "nodes": None, "cores_per_node": 1, "queue": "easy",
     "reservation_depth": None, "malleable": None, "share": 0.5, "power_scope": "waiting",
     "dynamic": False, "dfs": None, "dfs_text": None, "seed": 1, "adapt_s": 5, "limit": None,
-    "corridor": None, "idle_w": None,
+    "corridor": None, "idle_w": None, "arrival": None, "walltime_factor": None, "sigma_scale": None,
+    "dyn_model": None, "runtime_factor": None,
 }  # fmt: skip
 #: what to write: options a config file may hold as well (paths are relative to the working directory)
 _OUTPUTS: dict[str, Any] = {"json": None, "csv": None, "plots": None, "progress": False}
@@ -68,6 +70,14 @@ def _parser() -> argparse.ArgumentParser:
         help="power corridor schedule FROM:LOW:HIGH,... in s and W (power20's default: 0:1700:2500,200:1000:1700,500:2500:3500)",
     )
     r.add_argument("--idle-w", type=float, help="watts of an idle node (power20: 71)")
+    r.add_argument("--arrival", choices=("esp", "fixed"),
+                   help="ESP submissions: esp = first 50 at once then every 30 s (default); fixed = every 30 s")  # fmt: skip
+    r.add_argument("--walltime-factor", type=float,
+                   help="requested walltime / run time (esp-malleable: 1.5, esp-dynamic: 1.0)")  # fmt: skip
+    r.add_argument("--sigma-scale", type=float, help="esp-malleable: scale the communication shares (default 1)")
+    r.add_argument("--dyn-model", choices=("linear", "det-total"),
+                   help="esp-dynamic: after a grant the rest runs at DET speed (linear) or the run ends at start+DET")  # fmt: skip
+    r.add_argument("--runtime-factor", type=float, help="esp-dynamic: scale every run time (default 1)")
     r.add_argument("--seed", type=int, help="seed of the workload's random draws (1)")
     r.add_argument("--adapt-s", type=int, help="seconds an expand/shrink takes")
     r.add_argument("--json", help="write the summary here")
@@ -79,6 +89,12 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--swf", help="trace to use (default: a synthetic one, generated)")
     b.add_argument("--jobs", type=int, default=10000, help="jobs of the generated SWF trace (10000)")
     b.add_argument("--json", help="write the figures here")
+    bp = sub.add_parser("bench-pass", help="seconds per scheduling pass at queue depths 100 and 10,000")
+    bp.add_argument("--depths", default="100,10000", help="comma-separated queue depths (default 100,10000)")
+    bp.add_argument("--policies", default="easy,conservative", help="comma-separated queue policies")
+    bp.add_argument("--nodes", type=int, default=1024, help="machine size in whole nodes (default 1024)")
+    bp.add_argument("--passes", type=int, default=3, help="timed passes per cell; the median is reported")
+    bp.add_argument("--json", help="write the rows here")
     e = sub.add_parser("experiments", help="run every committed experiment configuration")
     e.add_argument("--out", default="examples/experiments/batch", help="where the results go (examples/experiments/batch)")
     e.add_argument("--only", help="substring of the configuration names to run")
@@ -120,9 +136,15 @@ def build(opts: dict[str, Any]) -> Any:
     if name == "esp":
         wl = W.esp(nodes=opts["nodes"] or 32, seed=opts["seed"])
     elif name == "esp-dynamic":
-        wl = W.esp_dynamic(seed=opts["seed"], evolving=bool(opts["dynamic"]))
+        wl = W.esp_dynamic(
+            seed=opts["seed"], evolving=bool(opts["dynamic"]), dyn_model=opts["dyn_model"] or "linear",
+            walltime_factor=float(opts["walltime_factor"] or 1.0), runtime_factor=float(opts["runtime_factor"] or 1.0),
+        )  # fmt: skip
     elif name == "esp-malleable":
-        wl = W.esp_malleable(share=float(opts["share"]), seed=opts["seed"])
+        wl = W.esp_malleable(
+            share=float(opts["share"]), seed=opts["seed"], arrival=opts["arrival"] or "esp",
+            walltime_factor=float(opts["walltime_factor"] or 1.5), sigma_scale=1.0 if opts["sigma_scale"] is None else float(opts["sigma_scale"]),
+        )  # fmt: skip
     elif name == "power20":
         wl = W.power20(seed=opts["seed"])
     elif name == "swf":
@@ -244,6 +266,31 @@ def _bench(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_pass(ns: argparse.Namespace) -> int:
+    import json
+
+    from fluxlite.queue import POLICIES
+    from fluxlite.sim.batch.passbench import bench_pass
+
+    try:
+        depths = tuple(int(x) for x in ns.depths.split(",") if x.strip())
+    except ValueError:
+        raise InputError(f"--depths {ns.depths!r}: expected comma-separated integers") from None
+    policies = tuple(p.strip() for p in ns.policies.split(",") if p.strip())
+    for p in policies:
+        if p not in POLICIES:
+            raise InputError(f"unknown queue policy {p!r} (known: {', '.join(POLICIES)})")
+    if not depths or min(depths) < 1 or ns.nodes < 2 or ns.passes < 1:
+        raise InputError("need depths >= 1, --nodes >= 2 and --passes >= 1")
+    print(f"one scheduling pass after an early end, {ns.nodes} busy nodes (baseline: the first row)")
+    rows = bench_pass(depths, policies, nodes=ns.nodes, passes=ns.passes)
+    for r in rows:
+        print(f"{r['policy']:<13} depth {r['depth']:>6}: {r['ratio_to_first']:8.1f}x the baseline")
+    if ns.json:
+        Path(ns.json).write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
 def experiment_configs() -> dict[str, dict[str, Any]]:
     """Every committed configuration: name -> options."""
     cfgs: dict[str, dict[str, Any]] = {}
@@ -298,6 +345,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(ns)
         if ns.cmd == "bench":
             return _bench(ns)
+        if ns.cmd == "bench-pass":
+            return _bench_pass(ns)
         return _experiments(ns)
     except FluxliteError as exc:
         sys.stderr.write(f"fluxlite sim batch: {exc}\n")

@@ -25,6 +25,7 @@ from fluxlite.queue import ADAPTING, DONE, RUNNING, Job, Queue
 from fluxlite.queue.dynamic import DynamicScheduler
 from fluxlite.queue.fairness import DfsConfig
 from fluxlite.queue.malleable import MalleableStrategy, power_now
+from fluxlite.sim.batch.model import TwoSpeedModel
 from fluxlite.sim.batch.workloads import SimJob, Workload
 from fluxlite.sim.kernel import Kernel
 
@@ -97,6 +98,8 @@ class BatchSim:
         self.capacity = self.q.capacity(self.unit)
         self.sched_s = 0.0
         self.dyn_requests = 0
+        #: instants an expand/shrink completed (a corridor violation ended then was restored by it)
+        self.restores: set[float] = set()
 
     # ---------------------------------------------------------------- model
     def _rate(self, job: Job) -> float:
@@ -149,10 +152,19 @@ class BatchSim:
         if new < job.size:
             self.q.shrink(job, job.size - new, now)
         self.q.set_adapting(job, False)
+        self.restores.add(self.k.now)
         job.mtct = getattr(self.runs[job.jobid].sj.model, "mtct", lambda n: 0.0)(job.size)
         self._schedule_end(job)
         self._sample()
         self._want_pass()
+
+    def _det_total(self, job: Job, now: int) -> None:
+        """``det-total`` reading of a grant: the whole run takes DET, so the rest takes DET - elapsed."""
+        r = self.runs[job.jobid]
+        m = r.sj.model
+        assert job.start is not None
+        rest = max(1.0, m.t_dynamic - (now - job.start))
+        r.sj.model = TwoSpeedModel(m.t_static, rest / r.left if r.left > 0 else m.t_dynamic, m.n0)
 
     def _want_pass(self) -> None:
         if not self._pass_due:
@@ -175,6 +187,8 @@ class BatchSim:
             for req in decided:
                 if req.granted:
                     self._advance(req.job, now)
+                    if self.wl.notes.get("dyn_model") == "det-total":
+                        self._det_total(req.job, now)
                     self._schedule_end(req.job)
                     # a granted job asks no more
                     self.runs[req.job.jobid].sj.dyn_at = ()
@@ -256,14 +270,20 @@ class BatchSim:
             area += u * (t1 - t0)
         waits = [j.start - j.submit for j in done]
         resp = [j.end - j.submit for j in done]
-        viol, viol_s = 0, 0.0
+        # a violation (malleable paper, Section VI-C) is an excursion out of the corridor that the
+        # scheduler does not restore by reconfiguring: one that ends when an expand/shrink completes
+        # is restored; every excursion is counted in corridor_episodes
+        viol, episodes, viol_s = 0, 0, 0.0
         inside = True
         for (t0, p, lo, hi), nxt in zip(self.power, [*self.power[1:], None]):
             if t0 >= last:  # after the last job: the machine is idle, nothing to schedule
                 break
             bad = not (lo - 1e-6 <= p <= hi + 1e-6)
             if bad and inside:
+                episodes += 1
                 viol += 1
+            if not bad and not inside and t0 in self.restores:
+                viol -= 1
             if bad:
                 viol_s += min(last, nxt[0] if nxt is not None else last) - t0
             inside = not bad
@@ -281,6 +301,7 @@ class BatchSim:
             "dyn_requests": self.dyn_requests,
             "dyn_satisfied_jobs": sum(1 for j in jobs if j.grants > 0),
             "corridor_violations": viol,
+            "corridor_episodes": episodes,
             "corridor_violation_s": viol_s,
             "adaptations": sum(max(0, len(j.history) - 1) for j in jobs),
             "sched_passes": self.q.passes,

@@ -29,7 +29,9 @@ __all__ = [
     "swf_workload",
 ]
 
-#: type -> (fraction of the machine, count, static time s, constraint for the malleable study)
+#: type -> (fraction of the machine, count, static time s, constraint for the malleable study):
+#: the malleable paper's Table I (ESP's own fractions); the evolving paper's Table I differs
+#: for H (0.15820) and K (0.09570): see ``EVOLVING_FRACTIONS``
 ESP_TYPES: dict[str, tuple[float, int, int, str]] = {
     "A": (0.03125, 75, 267, "none"), "B": (0.06250, 9, 322, "pof2"), "C": (0.50000, 3, 534, "none"),
     "D": (0.25000, 3, 616, "even"), "E": (0.50000, 3, 315, "none"), "F": (0.06250, 9, 1846, "pof2"),
@@ -37,7 +39,9 @@ ESP_TYPES: dict[str, tuple[float, int, int, str]] = {
     "J": (0.06250, 24, 725, "pof2"), "K": (0.09375, 15, 487, "none"), "L": (0.12500, 36, 366, "even"),
     "M": (0.25000, 15, 187, "none"), "Z": (1.00000, 2, 100, "none"),
 }  # fmt: skip
-#: dynamic execution times of the evolving types (4 more cores granted)
+#: the evolving-jobs paper's Table I sizes where they differ from ESP_TYPES
+EVOLVING_FRACTIONS = {"H": 0.15820, "K": 0.09570}
+#: dynamic execution times of the evolving types (4 more cores granted), evolving paper Table I
 ESP_DYNAMIC_TIMES = {"F": 1230, "G": 1067, "H": 896, "I": 716, "J": 483}
 Z_PRIORITY = 1_000_000
 
@@ -73,19 +77,36 @@ def _esp_order(seed: int) -> list[str]:
     return types
 
 
-def _esp_submits(n: int) -> list[int]:
-    """First 50 at 0, then one every 30 s."""
+ARRIVALS = ("esp", "fixed")
+
+
+def _esp_submits(n: int, arrival: str = "esp") -> list[int]:
+    """``esp``: the first 50 at 0, then one every 30 s; ``fixed``: one every 30 s from 0."""
+    if arrival not in ARRIVALS:
+        raise InputError(f"unknown arrival pattern {arrival!r} (known: {', '.join(ARRIVALS)})")
+    if arrival == "fixed":
+        return [30 * i for i in range(n)]
     return [0 if i < 50 else (i - 49) * 30 for i in range(n)]
 
 
-def esp(nodes: int = 32, seed: int = 1, unit: str = "node", cores_per_node: int = 1) -> Workload:
-    """230 ESP jobs of 14 types on ``nodes`` nodes (rigid)."""
+def esp(
+    nodes: int = 32, seed: int = 1, unit: str = "node", cores_per_node: int = 1, arrival: str = "esp",
+    fractions: dict[str, float] | None = None, runtime_factor: float = 1.0,
+) -> Workload:  # fmt: skip
+    """230 ESP jobs of 14 types on ``nodes`` nodes (rigid).
+
+    ``fractions`` overrides type sizes; ``runtime_factor`` scales every run
+    time and walltime (an ablation: real runs take longer than the nominal
+    ESP times).
+    """
     cap = nodes if unit == "node" else nodes * cores_per_node
     order = _esp_order(seed)
-    submits = _esp_submits(len(order))
+    submits = _esp_submits(len(order), arrival)
     jobs = []
     for i, (t, s) in enumerate(zip(order, submits)):
         frac, _n, secs, _c = ESP_TYPES[t]
+        frac = (fractions or {}).get(t, frac)
+        secs = max(1, round(secs * runtime_factor))
         size = _round(frac * cap)
         jobs.append(
             SimJob(
@@ -98,33 +119,64 @@ def esp(nodes: int = 32, seed: int = 1, unit: str = "node", cores_per_node: int 
     for _k in range(2):
         jid = len(jobs) + 1
         job = Job(
-            jid, cap, 100, submit=zt, unit=unit, user="uZ", kind="Z", priority=Z_PRIORITY, hold_backfill=True
+            jid, cap, max(1, round(100 * runtime_factor)), submit=zt, unit=unit, user="uZ", kind="Z", priority=Z_PRIORITY, hold_backfill=True
         )
-        jobs.append(SimJob(job, SpeedupModel(100, cap), 100))
+        jobs.append(SimJob(job, SpeedupModel(job.walltime, cap), job.walltime))
     return Workload("esp", nodes, cores_per_node, unit, jobs, notes={"seed": seed})
 
 
-def esp_dynamic(seed: int = 1, evolving: bool = True) -> Workload:
-    """Dynamic ESP: 15 nodes x 8 cores, sizes in cores; F..J evolving (one user), 4 more cores at 16% and 25%."""
-    w = esp(nodes=15, seed=seed, unit="core", cores_per_node=8)
+DYN_MODELS = ("linear", "det-total")
+
+
+def esp_dynamic(
+    seed: int = 1, evolving: bool = True, dyn_model: str = "linear", walltime_factor: float = 1.0,
+    runtime_factor: float = 1.0,
+) -> Workload:  # fmt: skip
+    """Dynamic ESP: 15 nodes x 8 cores, sizes in cores; F..J evolving (one user), 4 more cores at 16% and 25%.
+
+    ``dyn_model``: after a grant, ``linear`` runs the remaining work at the
+    dynamic speed (the remaining share of DET); ``det-total`` ends the job
+    at start + DET (the whole run takes DET).  ``walltime_factor``: the
+    requested walltime as a multiple of the static time.
+    """
+    if dyn_model not in DYN_MODELS:
+        raise InputError(f"unknown dynamic model {dyn_model!r} (known: {', '.join(DYN_MODELS)})")
+    if walltime_factor < 1.0:
+        raise InputError(f"walltime factor must be >= 1, got {walltime_factor}")
+    w = esp(nodes=15, seed=seed, unit="core", cores_per_node=8, fractions=EVOLVING_FRACTIONS,
+            runtime_factor=runtime_factor)  # fmt: skip
     w.name = "esp-dynamic"
+    w.notes["dyn_model"] = dyn_model
     for sj in w.jobs:
         t = sj.job.kind
+        if t != "Z":
+            sj.job.walltime = math.ceil(sj.runtime * walltime_factor)
         if t in ESP_DYNAMIC_TIMES:
             sj.job.user = "evolver"
             sj.job.evolving = evolving
             if evolving:
-                sj.model = TwoSpeedModel(ESP_TYPES[t][2], ESP_DYNAMIC_TIMES[t], sj.job.size)
+                sj.model = TwoSpeedModel(
+                    sj.runtime, ESP_DYNAMIC_TIMES[t] * sj.runtime / ESP_TYPES[t][2], sj.job.size
+                )
                 sj.dyn_at = (0.16, 0.25)
                 sj.dyn_count = 4
     return w
 
 
-def esp_malleable(share: float = 0.5, seed: int = 1, walltime_factor: float = 1.5) -> Workload:
-    """Malleable ESP on 32 nodes: ``share`` of the non-Z jobs malleable, min/max by their constraint."""
+def esp_malleable(
+    share: float = 0.5, seed: int = 1, walltime_factor: float = 1.5, arrival: str = "esp",
+    sigma_scale: float = 1.0,
+) -> Workload:  # fmt: skip
+    """Malleable ESP on 32 nodes: ``share`` of the non-Z jobs malleable, min/max by their constraint.
+
+    ``sigma_scale`` multiplies every type's communication share (an ablation
+    of the speed-up model, which the paper does not give).
+    """
     if not 0.0 <= share <= 1.0:
         raise InputError(f"malleable share must be in [0, 1], got {share}")
-    w = esp(nodes=32, seed=seed)
+    if walltime_factor < 1.0 or sigma_scale < 0:
+        raise InputError("need walltime factor >= 1 and sigma scale >= 0")
+    w = esp(nodes=32, seed=seed, arrival=arrival)
     w.name = "esp-malleable"
     cands = [sj for sj in w.jobs if sj.job.kind != "Z"]
     picked = set(random.Random(seed + 7).sample(range(len(cands)), round(share * len(cands))))
@@ -140,7 +192,7 @@ def esp_malleable(share: float = 0.5, seed: int = 1, walltime_factor: float = 1.
         job.min_size, job.max_size = sizes[0], sizes[-1]
         if job.size not in sizes:  # start size must be allowed: the nearest allowed one
             job.size = min(sizes, key=lambda n: abs(n - job.size))
-        sj.model = SpeedupModel(ESP_TYPES[t][2], job.size, ESP_SIGMA[t])
+        sj.model = SpeedupModel(ESP_TYPES[t][2], job.size, min(0.95, ESP_SIGMA[t] * sigma_scale))
         sj.runtime = sj.model.time(job.size)
         job.walltime = math.ceil(sj.runtime * walltime_factor)
         job.mtct = sj.model.mtct(job.size)

@@ -30,11 +30,11 @@ from fluxlite.grid.machine import GridInfo
 if TYPE_CHECKING:
     from fluxlite.api import Engine, MatchResult
 
-__all__ = ["GRID_POLICIES", "LEAK_STRATEGIES", "GridOps", "LeakJob", "Proc", "request_size"]
+__all__ = ["GRID_POLICIES", "LEAK_STRATEGIES", "GridOps", "LeakJob", "Proc", "placer", "request_size"]
 
-#: static grid allocators usable as match policies
+#: static grid allocators usable as match policies (registered in fluxlite.match.policies.PLACEMENTS)
 GRID_POLICIES = tuple(ALLOCATORS)
-#: grow/shrink strategies
+#: grow/shrink strategies (registered in fluxlite.match.policies.PLACEMENTS)
 LEAK_STRATEGIES = ("leak", "leak-noncontig")
 
 
@@ -116,6 +116,11 @@ def request_size(request: Any, cores_per_node: int, duration: int | None) -> tup
     if duration is None or duration <= 0:
         raise InputError(f"duration must be positive, got {duration}")
     return k, int(duration)
+
+
+def placer(eng: Engine, policy: str | None = None) -> GridOps:
+    """The provider factory the placement registry names (``fluxlite.match.policies.PLACEMENTS``)."""
+    return GridOps(eng, policy)
 
 
 class GridOps:
@@ -427,6 +432,23 @@ class GridOps:
         # the next job enters the snake elsewhere: spread jobs over the machine
         self._entry = (entry + max(1, n // 7 + 1)) % n
         return job
+
+    def grow(self, jobid: int, jobspec: Any, strategy: str, parent: int | None, now: int) -> Proc:
+        """``Engine.grow(strategy=...)``: check the request and the job, then :meth:`fork`."""
+        from fluxlite.errors import UnknownJobError
+
+        if jobspec is not None:
+            nodes, cores, _ = _jobspec_counts(jobspec)
+            if nodes or cores != 1:
+                raise InputError("a leak grow places one process: the jobspec must ask for one core")
+        job = self.leak_jobs.get(jobid)
+        if job is None:
+            if jobid not in self.eng.jobs:
+                raise UnknownJobError(f"nonexistent job {jobid}", jobid=jobid)
+            raise StateError(f"job {jobid} was not started by a leak strategy", jobid=jobid)
+        if job.strategy != strategy:
+            raise StateError(f"job {jobid} runs with strategy {job.strategy}, not {strategy}", jobid=jobid)
+        return self.fork(jobid, parent, now)
 
     def fork(self, jobid: int, parent: int | None = None, now: int = 0) -> Proc:
         """Place one new process of leak job ``jobid`` next to ``parent`` (a grid index); see :mod:`fluxlite.grid`."""

@@ -19,44 +19,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from fluxlite.errors import FluxliteError, InputError
+from fluxlite.sim.deadline.bench import BENCH_DESCRIPTION, add_bench_arguments, run_bench
+from fluxlite.sim.deadline.options import (
+    COMM_NAMES,
+    LOAD_NAMES,
+    STRATEGY_NAMES,
+    TYPE_NAMES,
+    csv_list,
+    grid_size,
+)
 
 __all__ = ["main"]
-
-STRATEGY_NAMES = ("count", "hilbert", "manhattan", "leak", "leak-noncontig")
-LOAD_NAMES = ("normal", "heavy", "very-heavy")
-TYPE_NAMES = ("0", "1", "2", "3", "uniform")
-COMM_NAMES = ("async", "sync")
-
-
-def _grid(text: str) -> tuple[int, int]:
-    try:
-        w, h = (int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"grid must look like 16x8, got {text!r}") from None
-    if w < 1 or h < 1:
-        raise argparse.ArgumentTypeError(f"grid sides must be >= 1, got {text!r}")
-    return w, h
-
-
-def _csv_list(choices: Sequence[str]):  # type: ignore[no-untyped-def]
-    def parse(text: str) -> list[str]:
-        vals = [v.strip() for v in text.split(",") if v.strip()]
-        if vals == ["all"]:
-            return list(choices)
-        bad = [v for v in vals if v not in choices]
-        if bad or not vals:
-            raise argparse.ArgumentTypeError(
-                f"{bad[0] if bad else text!r}: choose from {', '.join(choices)} or all"
-            )
-        return vals
-
-    return parse
 
 
 def _times(text: str) -> list[float]:
@@ -68,7 +48,9 @@ def _times(text: str) -> list[float]:
 
 def _machine_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("machine")
-    g.add_argument("--grid", type=_grid, default=(16, 8), metavar="WxH", help="nodes on a W x H grid (16x8)")
+    g.add_argument(
+        "--grid", type=grid_size, default=(16, 8), metavar="WxH", help="nodes on a W x H grid (16x8)"
+    )
     g.add_argument("--torus", action="store_true", help="wrap-around links (torus) instead of a mesh")
     g.add_argument("--cores", type=int, default=4, help="cores per node (4)")
     g.add_argument(
@@ -333,11 +315,33 @@ def build_parser() -> argparse.ArgumentParser:
         "run. Interrupt and rerun freely: finished runs are skipped.",
     )
     s.add_argument(
-        "--strategies", type=_csv_list(STRATEGY_NAMES), default=list(STRATEGY_NAMES), metavar="LIST"
+        "--strategies",
+        type=csv_list(STRATEGY_NAMES),
+        default=list(STRATEGY_NAMES),
+        metavar="LIST",
+        help=f"comma-separated strategies, or all ({','.join(STRATEGY_NAMES)})",
     )
-    s.add_argument("--loads", type=_csv_list(LOAD_NAMES), default=list(LOAD_NAMES), metavar="LIST")
-    s.add_argument("--types", type=_csv_list(TYPE_NAMES), default=list(TYPE_NAMES), metavar="LIST")
-    s.add_argument("--comms", type=_csv_list(COMM_NAMES), default=list(COMM_NAMES), metavar="LIST")
+    s.add_argument(
+        "--loads",
+        type=csv_list(LOAD_NAMES),
+        default=list(LOAD_NAMES),
+        metavar="LIST",
+        help=f"comma-separated loads, or all ({','.join(LOAD_NAMES)})",
+    )
+    s.add_argument(
+        "--types",
+        type=csv_list(TYPE_NAMES),
+        default=list(TYPE_NAMES),
+        metavar="LIST",
+        help=f"comma-separated runtime-behaviour types, or all ({','.join(TYPE_NAMES)})",
+    )
+    s.add_argument(
+        "--comms",
+        type=csv_list(COMM_NAMES),
+        default=list(COMM_NAMES),
+        metavar="LIST",
+        help=f"comma-separated communication styles, or all ({','.join(COMM_NAMES)})",
+    )
     s.add_argument("--traces", type=int, default=20, help="traces per configuration (20)")
     _workload_args(s, multi=True)
     _machine_args(s)
@@ -353,7 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser(
         "plot",
         help="figures and a table from a sweep CSV",
-        description="Bar charts (accepted / cancelled / completed, 95 %% CI) per comm style and a markdown "
+        description="Bar charts (accepted / cancelled / completed, 95 % CI) per comm style and a markdown "
         "table of means from a sweep CSV; and/or, with --at, grid occupancy pictures (one colour per job) "
         "of the run named by --strategy/--load/--type/--comm/--trace at those times.",
     )
@@ -374,20 +378,10 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser(
         "bench",
         help="speed of one 1,000-job trace per strategy",
-        description="One 1,000-job trace on the 16x8x4 machine per strategy, each in a fresh process: "
-        "wall time (median of --repeat), events per second, peak RSS. Target: <= 2 s per trace.",
+        description=BENCH_DESCRIPTION,
     )
-    b.add_argument(
-        "--strategies", type=_csv_list(STRATEGY_NAMES), default=list(STRATEGY_NAMES), metavar="LIST"
-    )
-    b.add_argument("--load", choices=LOAD_NAMES, default="normal")
-    b.add_argument("--type", choices=TYPE_NAMES, default="uniform", dest="jtype")
-    b.add_argument("--comm", choices=COMM_NAMES, default="async")
-    b.add_argument("--jobs", type=int, default=1000)
-    b.add_argument("--repeat", type=int, default=3, help="runs per strategy (median; 3)")
-    b.add_argument("--backend", choices=("auto", "grid", "interim"), default="auto")
-    b.add_argument("--json", metavar="FILE", help="write the measurements as JSON")
-    b.set_defaults(fn=cmd_bench)
+    add_bench_arguments(b)
+    b.set_defaults(fn=run_bench)
 
     t = sub.add_parser(
         "trace", help="write a trace as SWF", description="Write a generated (or rescaled SWF) trace as SWF."
@@ -398,12 +392,6 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--json", metavar="FILE")
     t.set_defaults(fn=cmd_trace)
     return p
-
-
-def cmd_bench(a: argparse.Namespace) -> int:
-    from fluxlite.sim.deadline.bench import run_bench
-
-    return run_bench(a)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -423,6 +411,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FluxliteError as exc:
         sys.stderr.write(f"fluxlite sim deadline {a.cmd}: {exc}\n")
         return 2
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted (finished sweep runs are kept; rerun to resume)\n")
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = int(getattr(exc, "signum", signal.SIGINT))
+        done = " (finished sweep runs are kept; rerun to resume)" if a.cmd == "sweep" else ""
+        sys.stderr.write(f"fluxlite sim deadline {a.cmd}: stopped by {signal.Signals(signum).name}{done}\n")
+        return 128 + signum

@@ -44,13 +44,21 @@ from typing import Any
 
 import numpy as np
 
-from fluxlite.errors import BusyError, InputError, MatchError, StateError, UnknownJobError
+from fluxlite.errors import BusyError, FluxliteError, InputError, MatchError, StateError, UnknownJobError
 from fluxlite.sim.deadline.placement import DYNAMIC, STATIC, STRATEGIES, Machine, make_strategy, snake_order
 from fluxlite.sim.deadline.program import COMM_STYLES, CommModel, Program
 from fluxlite.sim.deadline.workload import DeadlineJob
 from fluxlite.sim.kernel import Kernel
 
-__all__ = ["RunResult", "simulate"]
+__all__ = ["RunResult", "Stopped", "simulate"]
+
+
+class Stopped(FluxliteError):
+    """A run ended early because its ``should_stop()`` said so (a sweep being stopped)."""
+
+
+#: wall seconds between two ``should_stop()`` polls
+STOP_POLL_SECONDS = 0.5
 
 
 @dataclass
@@ -153,6 +161,7 @@ class DeadlineSim:
         machine: Machine | None = None,
         model: CommModel | None = None,
         snapshots: list[float] | None = None,
+        should_stop: Any = None,
     ) -> None:
         if strategy not in STRATEGIES:
             raise InputError(f"unknown strategy {strategy!r} (use {', '.join(STRATEGIES)})")
@@ -185,6 +194,16 @@ class DeadlineSim:
         #: times at which to record who holds which core (occupancy pictures)
         self.snapshot_times = sorted(snapshots or [])
         self.snapshots: list[tuple[float, list[int]]] = []
+        self._should_stop = should_stop
+        self._next_poll = 0.0
+
+    def _poll_stop(self) -> None:
+        """Raise :class:`Stopped` when ``should_stop()`` says so (asked at most every half second)."""
+        now = time.perf_counter()
+        if now >= self._next_poll:
+            self._next_poll = now + STOP_POLL_SECONDS
+            if self._should_stop():
+                raise Stopped("the run was asked to stop")
 
     # ------------------------------------------------------------------ bookkeeping
     def _busy(self, delta: int) -> None:
@@ -226,6 +245,8 @@ class DeadlineSim:
         self.res.outcomes.append((job.jobid, "rejected", self.k.now, self.k.now))
 
     def _arrive(self, job: DeadlineJob) -> None:
+        if self._should_stop is not None:
+            self._poll_stop()
         prog = Program(job, self.comm, self.m.geom, self.model)
         if self.leak:
             self._leak_start(job, prog)
@@ -563,6 +584,8 @@ class DeadlineSim:
             r.phase_ev = self.k.at(end, self._phase_end, r)
 
     def _phase_end(self, r: _Run) -> None:
+        if self._should_stop is not None:
+            self._poll_stop()
         assert r.own is not None
         self.traffic -= r.own
         r.own = None
@@ -638,10 +661,11 @@ def simulate(
     snapshots: list[float] | None = None,
     machine: Machine | None = None,
     backend: str = "auto",
+    should_stop: Any = None,
 ) -> RunResult:
     """Simulate one trace; returns the run's metrics (the machine's engine is left empty)."""
     m = machine or Machine(width, height, cores_per_node, torus, strategy=strategy, backend=backend)
-    sim = DeadlineSim(jobs, strategy, comm, m, model, snapshots)
+    sim = DeadlineSim(jobs, strategy, comm, m, model, snapshots, should_stop)
     res = sim.run()
     res.snapshots = sim.snapshots
     return res

@@ -1,0 +1,18 @@
+"""Fixtures shared by the simulator tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def dask_cluster() -> Iterator[Any]:
+    """A real Dask cluster on loopback (a scheduler and two single-thread worker processes), shared."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
+    ) as cluster:
+        yield cluster

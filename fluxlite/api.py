@@ -243,9 +243,15 @@ class Engine:
         now: int = 0,
         duration: int | None = None,
         jobid: int | None = None,
+        start_on: str = "core",
     ) -> Any:
-        """Start a job with a leak strategy; returns its :class:`fluxlite.grid.LeakJob` (see :mod:`fluxlite.grid`)."""
-        return self.grid.leak_start(nprocs, strategy, now=now, duration=duration, jobid=jobid)
+        """Start a job with a leak strategy; returns its :class:`fluxlite.grid.LeakJob` (see :mod:`fluxlite.grid`).
+
+        ``start_on``: the first process needs a node with a free core (``core``) or an empty node.
+        """
+        return self.grid.leak_start(
+            nprocs, strategy, now=now, duration=duration, jobid=jobid, start_on=start_on
+        )
 
     def leak_join(self, jobid: int, proc: Any) -> bool:
         """End one process of a leak job, or a list of them (cores freed at once); True when the job is gone."""

@@ -326,11 +326,18 @@ class GridOps:
             return False
 
     def _snake_scan(
-        self, from_pos: int, at: int, duration: int, taken: set[int], known_busy: set[int] = frozenset()
+        self,
+        from_pos: int,
+        at: int,
+        duration: int,
+        taken: set[int],
+        known_busy: set[int] = frozenset(),
+        empty: bool = False,
     ) -> tuple[int, list[int]] | None:
         """First node in snake order from position ``from_pos`` (wrapping) with a free core not in ``taken``.
 
         ``known_busy``: nodes the caller has just found without a free core over the same window.
+        ``empty``: only a node whose every core is free counts.
         """
         order = self._snake_list
         n = self.gi.n
@@ -339,7 +346,7 @@ class GridOps:
             if i in known_busy:
                 continue
             cores = [c for c in self._free_cores(i, at, duration) if c not in taken]
-            if cores:
+            if cores and (not empty or len(cores) == len(self._cores[i])):
                 return i, cores
         return None
 
@@ -350,8 +357,15 @@ class GridOps:
         now: int = 0,
         duration: int | None = None,
         jobid: int | None = None,
+        start_on: str = "core",
     ) -> LeakJob:
-        """Start a leak job of ``nprocs`` processes (see :mod:`fluxlite.grid`); BusyError if no core is free."""
+        """Start a leak job of ``nprocs`` processes (see :mod:`fluxlite.grid`); BusyError if no core is free.
+
+        ``start_on``: the first process needs a node with a free core (``core``) or a node with no
+        process at all (``empty``).
+        """
+        if start_on not in ("core", "empty"):
+            raise InputError(f"start_on must be core or empty, got {start_on!r}")
         eng = self.eng
         if strategy not in LEAK_STRATEGIES:
             raise InputError(f"unknown leak strategy {strategy!r} (known: {', '.join(LEAK_STRATEGIES)})")
@@ -383,9 +397,9 @@ class GridOps:
 
         if self._no_free_core(eng.traverser.g.roots[eng.traverser.dom], now, duration):
             raise BusyError("no node has a free core", jobid=jobid)
-        found = self._snake_scan(entry, now, duration, set())
+        found = self._snake_scan(entry, now, duration, set(), empty=start_on == "empty")
         if found is None:
-            raise BusyError("no node has a free core", jobid=jobid)
+            raise BusyError(f"no node has a free {'node' if start_on == 'empty' else 'core'}", jobid=jobid)
         start, _ = found
         job = LeakJob(jobid, strategy, now, now + duration, entry)
         taken: set[int] = set()

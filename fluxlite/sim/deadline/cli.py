@@ -81,6 +81,34 @@ def _workload_args(p: argparse.ArgumentParser, multi: bool) -> None:
             "--type", choices=TYPE_NAMES, default="uniform", dest="jtype", help="runtime-behaviour type"
         )
         g.add_argument("--trace", type=int, default=0, help="trace number (seeds the trace)")
+    g.add_argument(
+        "--lag",
+        choices=("uniform-63d", "half-1h", "none"),
+        default="uniform-63d",
+        help="earliest start after submission: U(0, 63 days) (the paper's 65-74-day traces; default), "
+        "half the jobs up to 1 h later, or none (ablations)",
+    )
+    g.add_argument(
+        "--margin",
+        type=float,
+        default=0.0,
+        help="requested runtime = runtime x (1 + MARGIN): what a static allocator reserves (0: the paper's "
+        "t_runtime)",
+    )
+    m = p.add_argument_group("model (choices the paper leaves open; see docs)")
+    m.add_argument(
+        "--comm-model",
+        default="",
+        metavar="K=V,...",
+        help="communication cost settings, e.g. gamma=0 (no link load) or beta=0 (no hop cost); "
+        "keys kappa, beta, gamma, local, dynamic_phases",
+    )
+    m.add_argument(
+        "--leak-start",
+        choices=("core", "empty"),
+        default="core",
+        help="the leak's one-node check needs a node with a free core (default) or an empty node",
+    )
 
 
 def _json_out(path: str | None, data: Any) -> None:
@@ -105,20 +133,40 @@ def _spec(a: argparse.Namespace, strategy: str, comm: str) -> Any:
         torus=a.torus,
         swf=a.swf,
         backend=a.backend,
+        **_model(a),
     )
+
+
+def _model(a: argparse.Namespace) -> dict[str, Any]:
+    """The modelling options of a command line, checked (bad values: one-line errors)."""
+    from fluxlite.sim.deadline.program import parse_comm_model
+
+    if a.margin < 0:
+        raise InputError(f"--margin must be >= 0, got {a.margin}")
+    parse_comm_model(a.comm_model)
+    return {"lag": a.lag, "margin": a.margin, "comm_model": a.comm_model, "leak_start": a.leak_start}
 
 
 # ---------------------------------------------------------------------------- run
 def cmd_run(a: argparse.Namespace) -> int:
     from fluxlite.check import recount_errors
     from fluxlite.sim.deadline.placement import Machine
+    from fluxlite.sim.deadline.program import parse_comm_model
     from fluxlite.sim.deadline.sim import simulate
     from fluxlite.sim.deadline.sweep import make_jobs
 
     spec = _spec(a, a.strategy, a.comm)
     jobs = make_jobs(spec)
     m = Machine(spec.width, spec.height, spec.cores, spec.torus, strategy=a.strategy, backend=a.backend)
-    res = simulate(jobs, a.strategy, a.comm, machine=m, snapshots=a.at)
+    res = simulate(
+        jobs,
+        a.strategy,
+        a.comm,
+        machine=m,
+        snapshots=a.at,
+        model=parse_comm_model(spec.comm_model),
+        leak_start=spec.leak_start,
+    )
     d = res.summary()
     d.update(load=a.load, type=a.jtype, trace=a.trace, machine=spec.machine, backend=m.backend)
     if a.check:
@@ -193,6 +241,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
         torus=a.torus,
         swf=a.swf,
         backend=a.backend,
+        **_model(a),
     )
     out = Path(a.out)
     bar: Any = None
@@ -240,7 +289,17 @@ def cmd_plot(a: argparse.Namespace) -> int:
 
         spec = _spec(a, a.strategy, a.comm)
         m = Machine(spec.width, spec.height, spec.cores, spec.torus, strategy=a.strategy, backend=a.backend)
-        res = simulate(make_jobs(spec), a.strategy, a.comm, machine=m, snapshots=a.at)
+        from fluxlite.sim.deadline.program import parse_comm_model
+
+        res = simulate(
+            make_jobs(spec),
+            a.strategy,
+            a.comm,
+            machine=m,
+            snapshots=a.at,
+            model=parse_comm_model(spec.comm_model),
+            leak_start=spec.leak_start,
+        )
         coords = [(int(m.geom.x[i]), int(m.geom.y[i])) for i in range(m.nodes)]
         name = f"occupancy-{a.strategy}-{a.load}-type{a.jtype}-{a.comm}-trace{a.trace}.png"
         title = f"{a.strategy}, load {a.load}, type {a.jtype}, comm {a.comm}, trace {a.trace} ({m.backend})"
@@ -269,6 +328,7 @@ def cmd_trace(a: argparse.Namespace) -> int:
         cores=a.cores,
         torus=a.torus,
         swf=a.swf,
+        **_model(a),
     )
     jobs = make_jobs(spec)
     to_swf(jobs, a.out, cores=spec.width * spec.height * spec.cores)

@@ -1,31 +1,59 @@
 """The deadline simulator: one virtual clock (the shared SimPy kernel) driving the engine.
 
 One run = one trace, one strategy, one communication style on one machine.
+Each rule names its source in the journal paper (``deadline-static-vs-leak-journal.txt``;
+"conference" = ``deadline-leak-conference.txt``) or says the paper is silent.
 
 * **Static strategies** (``count``, ``hilbert``, ``manhattan``) decide at
-  submission: the earliest start ``t >= max(now, earliest_start)`` such that
-  ``t + requested <= deadline`` and the strategy finds enough whole nodes
-  free over ``[t, t + requested)`` on the engine's planner; candidate times
-  are the earliest start and then the ends of the windows already planned.
-  None: the job is **rejected**.  Otherwise it is **accepted**, the nodes
-  are allocated (advance reservation) and the job starts at ``t``.  A job
-  still running at the end of its window (its requested walltime) is
-  killed, as a batch system does; that counts as cancelled.
-* **Leak strategies** (``leak``, ``leak-noncontig``) decide at the earliest
-  start: accepted if one node is free, then placed process by process
-  (one process = one core, allocated on the engine with a window up to the
-  deadline; a join shrinks the job by its core at once).  Start node: the
-  first free node in snake order from an entry node that rotates from job
-  to job; initial processes breadth-first over free neighbours.  A fork
-  takes a free core on its parent's node, then on a neighbour of the
-  parent's node, then on a neighbour of any of the job's nodes; failing
-  that the contiguous leak oversubscribes the parent's core (both slow
-  down) and the non-contiguous leak takes the next free node in snake
-  order (a new region).  The same rules place initial processes that do
-  not fit in the first region.  Type-2 forks are local: own nodes only, then
-  oversubscription (:mod:`fluxlite.sim.deadline.program`).
-* A job still running at its **deadline is cancelled** (engine cancel);
-  one whose last phase ends by its deadline is **completed**.
+  submission (section 3: "the check ... is performed at the time the job
+  request is submitted"): the earliest start ``t >= max(now,
+  earliest_start)`` such that ``t + requested <= deadline`` and the strategy
+  finds enough whole nodes free over ``[t, t + requested)`` on the engine's
+  planner; candidate times are the earliest start and then the ends of the
+  windows already planned (figures 6 and 8, "the start time is increased in
+  increments determined by the change in the occupancy state of all other
+  jobs").  None: the job is **rejected**.  Otherwise it is **accepted**,
+  the nodes are reserved and the job starts at ``t``.  ``requested`` is the
+  runtime (figures 6 and 8 reserve ``t_runtime``; a margin is an ablation).
+* **Static cancellation**: "when the job is finished, or when the specified
+  end time of the job is reached, the computing resources are released"
+  (section 3.2): a job still running at the end of its reservation loses
+  its nodes there and cannot finish: it counts as **cancelled**
+  (``walltime_kills``).  The paper's simulator also cancels at the deadline
+  (section 5); a reservation never passes the deadline, so the reservation
+  end comes first.  Letting such a job run on until its deadline would need
+  nodes the paper says are released: not modelled.
+* **Leak strategies** (``leak``, ``leak-noncontig``): accepted at submission
+  without a check (conference section 4, "the job is accepted - no further
+  check is performed"); **the one-node check is made at the job's earliest
+  start** ("no advance reservation ... the job is started at the earliest
+  possible time", section 4.1): the first free node in snake order from an
+  entry node that changes from job to job (figures 10 and 11); none: the job
+  is **rejected** (figure 10, line 7) - it does not wait.  **"Free"** is a
+  node with a free core: the journal says "an empty compute node"
+  (section 4.1) but the conference paper "an empty compute node or CPU core"
+  and the simulator "search[es] for a new CPU core" at each fork
+  (section 5); the empty-node reading is the ablation ``leak_start="empty"``.
+  Then the job is placed process by process (one process = one core,
+  allocated on the engine with a window up to the deadline; a join shrinks
+  the job by its core at once, section 4.1 and figure 12).  Initial
+  processes: breadth-first over free neighbours (figure 11).  A fork takes
+  a free core on its parent's node, then on a neighbour of the parent's
+  node, then on a neighbour of any of the job's nodes (section 4.1);
+  failing that the contiguous leak oversubscribes the parent's core ("the
+  new process is started on the node of the creating process", section 4.1)
+  and the non-contiguous leak takes the next free node in snake order (a new
+  region, section 4.2).  Type-2 forks are local: own nodes only, then
+  oversubscription (table 1; :mod:`fluxlite.sim.deadline.program`).
+* A leak job still running at its **deadline is cancelled** ("the
+  termination of the job in case the deadline has been reached (canceled
+  job)", section 5); one whose last phase ends by its deadline is
+  **completed**.
+* The communication model (:mod:`fluxlite.sim.deadline.program`): the paper
+  says messages cost more with distance and with load on the links
+  (sections 4.2 and 5.2) but gives no formula: the form and constants are
+  this code's (ablations: ``gamma=0``, no link load; ``beta=0``, no hop
+  cost).
 
 Metrics (:class:`RunResult`): jobs, accepted, rejected, cancelled,
 completed (before the deadline), utilization (engine-held core-seconds over
@@ -57,6 +85,8 @@ class Stopped(FluxliteError):
     """A run ended early because its ``should_stop()`` said so (a sweep being stopped)."""
 
 
+#: the leak's one-node check: a node with a free core (the default), or an empty node (an ablation)
+LEAK_START = ("core", "empty")
 #: wall seconds between two ``should_stop()`` polls
 STOP_POLL_SECONDS = 0.5
 
@@ -162,6 +192,7 @@ class DeadlineSim:
         model: CommModel | None = None,
         snapshots: list[float] | None = None,
         should_stop: Any = None,
+        leak_start: str = "core",
     ) -> None:
         if strategy not in STRATEGIES:
             raise InputError(f"unknown strategy {strategy!r} (use {', '.join(STRATEGIES)})")
@@ -196,6 +227,10 @@ class DeadlineSim:
         self.snapshots: list[tuple[float, list[int]]] = []
         self._should_stop = should_stop
         self._next_poll = 0.0
+        if leak_start not in LEAK_START:
+            raise InputError(f"leak start must be one of {', '.join(LEAK_START)}, got {leak_start!r}")
+        #: what the leak's one-node check asks for (see the module docstring)
+        self.leak_start = leak_start
 
     def _poll_stop(self) -> None:
         """Raise :class:`Stopped` when ``should_stop()`` says so (asked at most every half second)."""
@@ -338,12 +373,18 @@ class DeadlineSim:
                 return c
         return -1
 
-    def _next_free_node(self, start_pos: int, until: int) -> int:
-        """First node with a free core in snake order from position ``start_pos``."""
+    def _next_free_node(self, start_pos: int, until: int, empty: bool = False) -> int:
+        """First node with a free core (``empty``: all cores free) in snake order from ``start_pos``."""
         n = len(self.snake)
+        cpn = self.m.cpn
         for i in range(n):
             node = self.snake[(start_pos + i) % n]
-            if self._free_core_on(node, until) >= 0:
+            if not empty and self._free_core_on(node, until) >= 0:
+                return node
+            if empty and all(
+                self.core_count[c] == 0 and self.m.core_free(c, self.k.tick(), until - self.k.tick())
+                for c in range(node * cpn, (node + 1) * cpn)
+            ):
                 return node
         return -1
 
@@ -368,7 +409,7 @@ class DeadlineSim:
             self._grid_leak_start(job, prog)
             return
         until = job.deadline
-        first = self._next_free_node(self.entry, until)
+        first = self._next_free_node(self.entry, until, empty=self.leak_start == "empty")
         self.entry = (self.entry + 37) % len(self.snake)  # rotate the entry node (37: coprime stride)
         if first < 0:
             self._reject(job)
@@ -463,15 +504,26 @@ class DeadlineSim:
         want = prog.active[0]
         r = _Run(job, prog)
         r.procs = [None] * job.procs
+        on = self.leak_start
         try:
             lj = eng.leak_start(
-                want, strategy=self.strategy, now=now, duration=job.deadline - now, jobid=job.jobid
+                want,
+                strategy=self.strategy,
+                now=now,
+                duration=job.deadline - now,
+                jobid=job.jobid,
+                start_on=on,
             )
             procs: list[Any] = list(lj.procs)
         except BusyError:
             try:  # not enough free cores left for all (non-contiguous): start one, fork the rest
                 lj = eng.leak_start(
-                    1, strategy=self.strategy, now=now, duration=job.deadline - now, jobid=job.jobid
+                    1,
+                    strategy=self.strategy,
+                    now=now,
+                    duration=job.deadline - now,
+                    jobid=job.jobid,
+                    start_on=on,
                 )
             except BusyError:
                 self._reject(job)
@@ -662,10 +714,11 @@ def simulate(
     machine: Machine | None = None,
     backend: str = "auto",
     should_stop: Any = None,
+    leak_start: str = "core",
 ) -> RunResult:
     """Simulate one trace; returns the run's metrics (the machine's engine is left empty)."""
     m = machine or Machine(width, height, cores_per_node, torus, strategy=strategy, backend=backend)
-    sim = DeadlineSim(jobs, strategy, comm, m, model, snapshots, should_stop)
+    sim = DeadlineSim(jobs, strategy, comm, m, model, snapshots, should_stop, leak_start)
     res = sim.run()
     res.snapshots = sim.snapshots
     return res

@@ -102,6 +102,11 @@ class RunSpec:
     swf: str | None = None
     #: who chooses nodes: grid (the engine's grid allocators), interim, or auto
     backend: str = "auto"
+    #: modelling choices the paper leaves open (defaults cited in workload.py / sim.py; others = ablations)
+    lag: str = "uniform-63d"
+    margin: float = 0.0
+    comm_model: str = ""
+    leak_start: str = "core"
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -122,10 +127,11 @@ def make_jobs(spec: RunSpec) -> list[Any]:
 
     s = trace_seed(spec.seed, spec.load, spec.type, spec.trace)
     cores = spec.width * spec.height * spec.cores
+    opts = {"cores_per_node": spec.cores, "walltime_margin": spec.margin, "lag_model": spec.lag}
     if spec.swf:
-        jobs = from_swf(spec.swf, spec.type, s, cores=cores, cores_per_node=spec.cores, limit=spec.jobs)
+        jobs = from_swf(spec.swf, spec.type, s, cores=cores, limit=spec.jobs, **opts)  # type: ignore[arg-type]
         return _rescale_load(jobs, spec.load)
-    return lublin_trace(spec.jobs, spec.load, spec.type, s, cores=cores, cores_per_node=spec.cores)
+    return lublin_trace(spec.jobs, spec.load, spec.type, s, cores=cores, **opts)  # type: ignore[arg-type]
 
 
 def _rescale_load(jobs: list[Any], load: str) -> list[Any]:
@@ -167,13 +173,21 @@ def run_one(spec: RunSpec, should_stop: Callable[[], bool] | None = None) -> dic
     ``should_stop()`` is polled about twice a second of wall time; when it
     says yes the run ends with :class:`fluxlite.sim.deadline.sim.Stopped`.
     """
+    from fluxlite.sim.deadline.placement import Machine
+    from fluxlite.sim.deadline.program import parse_comm_model
     from fluxlite.sim.deadline.sim import simulate
 
     jobs = make_jobs(spec)
-    from fluxlite.sim.deadline.placement import Machine
-
     m = Machine(spec.width, spec.height, spec.cores, spec.torus, strategy=spec.strategy, backend=spec.backend)
-    res = simulate(jobs, spec.strategy, spec.comm, machine=m, should_stop=should_stop)
+    res = simulate(
+        jobs,
+        spec.strategy,
+        spec.comm,
+        machine=m,
+        model=parse_comm_model(spec.comm_model),
+        should_stop=should_stop,
+        leak_start=spec.leak_start,
+    )
     d = res.summary()
     row = {k: d[k] for k in COLUMNS if k in d}
     row.update(

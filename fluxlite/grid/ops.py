@@ -30,7 +30,16 @@ from fluxlite.grid.machine import GridInfo
 if TYPE_CHECKING:
     from fluxlite.api import Engine, MatchResult
 
-__all__ = ["GRID_POLICIES", "LEAK_STRATEGIES", "GridOps", "LeakJob", "Proc", "placer", "request_size"]
+__all__ = [
+    "GRID_POLICIES",
+    "LEAK_STRATEGIES",
+    "ForkBatch",
+    "GridOps",
+    "LeakJob",
+    "Proc",
+    "placer",
+    "request_size",
+]
 
 #: static grid allocators usable as match policies (registered in fluxlite.match.policies.PLACEMENTS)
 GRID_POLICIES = tuple(ALLOCATORS)
@@ -116,6 +125,122 @@ def request_size(request: Any, cores_per_node: int, duration: int | None) -> tup
     if duration is None or duration <= 0:
         raise InputError(f"duration must be positive, got {duration}")
     return k, int(duration)
+
+
+class ForkBatch:
+    """The forks of one leak job at one time, allocated together (see :meth:`GridOps.fork_batch`)."""
+
+    def __init__(self, ops: GridOps, job: LeakJob, now: int) -> None:
+        self.ops = ops
+        self.job = job
+        self.now = now
+        self.d = job.end - now
+        self.taken: set[int] = set()
+        self.new: list[Proc] = []
+        self._free: dict[int, list[int]] = {}
+        eng = ops.eng
+        self.full = ops._no_free_core(eng.traverser.g.roots[eng.traverser.dom], now, self.d)
+
+    def _first_free(self, u: int) -> int | None:
+        cores = self._free.get(u)
+        if cores is None:
+            cores = self._free[u] = self.ops._free_cores(u, self.now, self.d)
+        for c in cores:
+            if c not in self.taken:
+                return c
+        return None
+
+    def has_free(self, u: int) -> bool:
+        """Node ``u`` has a core free over the job's window that no fork of this batch took."""
+        return not self.full and self._first_free(u) is not None
+
+    def fork(self, parent: int, only: Sequence[int] | None = None) -> Proc | None:
+        """Place one process next to grid node ``parent`` (as :meth:`GridOps.fork`); ``only``: look
+        on these nodes alone, in order (a local fork), and return None when none has a free core.
+        None also when the non-contiguous leak finds no core anywhere (:meth:`GridOps.fork` raises)."""
+        ops, job = self.ops, self.job
+        if not 0 <= parent < ops.gi.n:
+            raise InputError(f"parent node {parent} is not a grid index", jobid=job.jobid)
+        place: tuple[int, int] | None = None
+        ff = self._first_free
+        if only is not None:
+            if not self.full:
+                for u in only:
+                    c = ff(u)
+                    if c is not None:
+                        place = (u, c)
+                        break
+            if place is None:
+                return None
+        elif not self.full:
+            c = ff(parent)
+            if c is not None:
+                place = (parent, c)
+            if place is None:
+                nb = ops.gi.neighbours
+                for w in nb(parent):
+                    c = ff(w)
+                    if c is not None:
+                        place = (w, c)
+                        break
+                if place is None:
+                    for u in job.nodes():
+                        c = ff(u)
+                        if c is not None:
+                            place = (u, c)
+                            break
+                        for w in nb(u):
+                            c = ff(w)
+                            if c is not None:
+                                place = (w, c)
+                                break
+                        if place is not None:
+                            break
+        if place is None:
+            if job.strategy == "leak":
+                p = Proc(parent, None, True)
+                job.procs.append(p)
+                self.new.append(p)
+                job.oversubscribed += 1
+                job.oversubscribed_total += 1
+                return p
+            got = None
+            if not self.full:
+                start = int(ops.gi.snake_pos[job.procs[0].node if job.procs else job.entry])
+                got = ops._snake_scan(start, self.now, self.d, self.taken)
+            if got is None:
+                return None
+            place = (got[0], got[1][0])
+        node, core = place
+        self.taken.add(core)
+        p = Proc(node, core)
+        job.procs.append(p)
+        self.new.append(p)
+        return p
+
+    def __enter__(self) -> ForkBatch:
+        return self
+
+    def _undo(self) -> None:
+        job = self.job
+        gone = {id(p) for p in self.new}
+        job.procs = [p for p in job.procs if id(p) not in gone]
+        over = sum(p.core is None for p in self.new)
+        job.oversubscribed -= over
+        job.oversubscribed_total -= over
+        self.new = []
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is not None:
+            self._undo()
+            return
+        items = [(p.core, 1, True) for p in self.new if p.core is not None]
+        if items:
+            try:
+                self.ops.eng._allocate_items(self.job.jobid, items, self.now, self.d, None, False)
+            except BaseException:
+                self._undo()
+                raise
 
 
 def placer(eng: Engine, policy: str | None = None) -> GridOps:
@@ -536,6 +661,25 @@ class GridOps:
         p = Proc(node, core)
         job.procs.append(p)
         return p
+
+    def fork_batch(self, jobid: int, now: int) -> ForkBatch:
+        """Several forks of one job at one time, placed one after the other and allocated in one engine call.
+
+        ``with ops.fork_batch(jobid, now) as b: b.fork(parent)`` places each
+        process by the rules of :meth:`fork` as if the forks before it in the
+        batch were already allocated (their cores count as taken), and at the
+        end of the block allocates all the new cores with one update of the
+        ancestors' aggregates: the same placement as one :meth:`fork` each.
+        If the block raises, or the allocation fails, nothing changed.
+        """
+        job = self.leak_jobs.get(jobid)
+        if job is None:
+            from fluxlite.errors import UnknownJobError
+
+            raise UnknownJobError(f"job {jobid} is not a running leak job", jobid=jobid)
+        if now >= job.end:
+            raise StateError(f"job {jobid} ends at {job.end}: cannot fork at {now}", jobid=jobid)
+        return ForkBatch(self, job, now)
 
     def join(self, jobid: int, proc: Proc | Sequence[Proc]) -> bool:
         """End process ``proc`` (or several, in order): cores are released at once; True when the job holds nothing.

@@ -539,6 +539,39 @@ class DeadlineSim:
         self._grid_sync(r)
         self._phase(r)
 
+    def _grid_forks(self, r: _Run, forks: list[tuple[int, int]]) -> None:
+        """The forks of one phase boundary through the engine's leak policy: one engine update for all.
+
+        Each fork is placed as :meth:`Engine.grow(strategy=...) <fluxlite.api.Engine.grow>` would
+        place it after the ones before it (``GridOps.fork_batch``); a fork the policy cannot place
+        shares its parent's node.  Type-2 forks are local: the first of the parent's node and the
+        job's nodes with a free core, else shared.
+        """
+        if not forks:
+            return
+        eng = self.m.engine
+        now = self.k.tick()
+        jobid = r.job.jobid
+        if now >= r.job.deadline or jobid not in eng.leak_jobs:
+            for child, parent in forks:
+                r.procs[child] = _Shared(r.procs[parent].node)
+                self.res.oversubscribed += 1
+            return
+        cpn = self.m.cpn
+        held_nodes = list(dict.fromkeys(x // cpn for x in r.held))
+        local = r.job.type == 2
+        with eng.grid.fork_batch(jobid, now) as b:
+            for child, parent in forks:
+                pnode = r.procs[parent].node  # the parent may be a fork of this same boundary
+                if local:
+                    proc: Any = b.fork(pnode, only=list(dict.fromkeys([pnode, *held_nodes])))
+                else:
+                    proc = b.fork(pnode)
+                if proc is None:
+                    proc = _Shared(pnode)
+                r.procs[child] = proc
+                self.res.oversubscribed += proc.core is None
+
     def _leak_fork(self, r: _Run, k: int, parent: int) -> None:
         m = self.m
         if self.grid:  # placed through the engine; _phase_end syncs the bookkeeping
@@ -660,11 +693,14 @@ class DeadlineSim:
         if self.leak and r.released:  # one shrink for all the joins of this phase boundary
             self.m.release_cores(r.job.jobid, r.released)
             r.released = []
-        for child, parent in prog.forks[i]:
-            if self.leak:
-                self._leak_fork(r, child, parent)
-            else:
-                self._place_static(r, child, r.core_of[parent])
+        if self.leak and self.grid:
+            self._grid_forks(r, prog.forks[i])
+        else:
+            for child, parent in prog.forks[i]:
+                if self.leak:
+                    self._leak_fork(r, child, parent)
+                else:
+                    self._place_static(r, child, r.core_of[parent])
         if self.leak and self.grid:
             self._grid_sync(r)
         elif self.leak:

@@ -109,6 +109,12 @@ def _workload_args(p: argparse.ArgumentParser, multi: bool) -> None:
         default="core",
         help="the leak's one-node check needs a node with a free core (default) or an empty node",
     )
+    m.add_argument(
+        "--type2-forks",
+        choices=("leak", "local"),
+        default="leak",
+        help="under a leak policy, type-2 forks use the leak's search (default) or stay on the job's nodes",
+    )
 
 
 def _json_out(path: str | None, data: Any) -> None:
@@ -144,7 +150,13 @@ def _model(a: argparse.Namespace) -> dict[str, Any]:
     if a.margin < 0:
         raise InputError(f"--margin must be >= 0, got {a.margin}")
     parse_comm_model(a.comm_model)
-    return {"lag": a.lag, "margin": a.margin, "comm_model": a.comm_model, "leak_start": a.leak_start}
+    return {
+        "lag": a.lag,
+        "margin": a.margin,
+        "comm_model": a.comm_model,
+        "leak_start": a.leak_start,
+        "type2_forks": a.type2_forks,
+    }
 
 
 # ---------------------------------------------------------------------------- run
@@ -166,6 +178,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         snapshots=a.at,
         model=parse_comm_model(spec.comm_model),
         leak_start=spec.leak_start,
+        type2_forks=spec.type2_forks,
     )
     d = res.summary()
     d.update(load=a.load, type=a.jtype, trace=a.trace, machine=spec.machine, backend=m.backend)
@@ -299,6 +312,7 @@ def cmd_plot(a: argparse.Namespace) -> int:
             snapshots=a.at,
             model=parse_comm_model(spec.comm_model),
             leak_start=spec.leak_start,
+            type2_forks=spec.type2_forks,
         )
         coords = [(int(m.geom.x[i]), int(m.geom.y[i])) for i in range(m.nodes)]
         name = f"occupancy-{a.strategy}-{a.load}-type{a.jtype}-{a.comm}-trace{a.trace}.png"

@@ -37,9 +37,10 @@ type  phases  processes and messages                                     forks
 3     8       as type 2                                                  remote
 ====  ======  =========================================================  ======
 
-Type-2 forks stay on the job's own nodes ("local": threads next to their
-parent); type-3 forks may land on new nodes ("remote", MPI-2 spawn): that
-is where the leak policies differ (:mod:`fluxlite.sim.deadline.sim`).
+Under a static partition every fork lands on the job's reserved nodes; under
+a leak policy every fork is placed by the leak's search (journal section 5);
+keeping type-2 forks on the job's own nodes ("local": threads next to their
+parent) is an ablation (:mod:`fluxlite.sim.deadline.sim`).
 
 **Calibration.**  ``c`` is chosen so that the program takes exactly the
 job's ``runtime`` on a compact partition of an empty machine (a near-square

@@ -43,8 +43,14 @@ Each rule names its source in the journal paper (``deadline-static-vs-leak-journ
   failing that the contiguous leak oversubscribes the parent's core ("the
   new process is started on the node of the creating process", section 4.1)
   and the non-contiguous leak takes the next free node in snake order (a new
-  region, section 4.2).  Type-2 forks are local: own nodes only, then
-  oversubscription (table 1; :mod:`fluxlite.sim.deadline.program`).
+  region, section 4.2).  This rule places **every fork of every type**:
+  "the search for a new CPU core is performed when a process invokes a fork
+  system call" (section 5), and sections 4.1-4.2 describe one search for
+  all process creations.  Table 1 calls type-2 creation "dynamic on local
+  nodes", which under a static partition means the job's reserved nodes;
+  the paper does not say it restricts the leak's search.  Keeping type-2
+  forks on the job's own nodes under the leak (then oversubscribing) is the
+  ablation ``type2_forks="local"`` (this code's earlier rule).
 * A leak job still running at its **deadline is cancelled** ("the
   termination of the job in case the deadline has been reached (canceled
   job)", section 5); one whose last phase ends by its deadline is
@@ -87,6 +93,8 @@ class Stopped(FluxliteError):
 
 #: the leak's one-node check: a node with a free core (the default), or an empty node (an ablation)
 LEAK_START = ("core", "empty")
+#: under a leak policy, type-2 forks use the leak's search (default) or stay on the job's nodes (ablation)
+TYPE2_FORKS = ("leak", "local")
 #: wall seconds between two ``should_stop()`` polls
 STOP_POLL_SECONDS = 0.5
 
@@ -193,6 +201,7 @@ class DeadlineSim:
         snapshots: list[float] | None = None,
         should_stop: Any = None,
         leak_start: str = "core",
+        type2_forks: str = "leak",
     ) -> None:
         if strategy not in STRATEGIES:
             raise InputError(f"unknown strategy {strategy!r} (use {', '.join(STRATEGIES)})")
@@ -231,6 +240,10 @@ class DeadlineSim:
             raise InputError(f"leak start must be one of {', '.join(LEAK_START)}, got {leak_start!r}")
         #: what the leak's one-node check asks for (see the module docstring)
         self.leak_start = leak_start
+        if type2_forks not in TYPE2_FORKS:
+            raise InputError(f"type-2 forks must be one of {', '.join(TYPE2_FORKS)}, got {type2_forks!r}")
+        #: leak: type-2 forks by the leak's search (the default) or on the job's own nodes only
+        self.type2_forks = type2_forks
 
     def _poll_stop(self) -> None:
         """Raise :class:`Stopped` when ``should_stop()`` says so (asked at most every half second)."""
@@ -544,8 +557,8 @@ class DeadlineSim:
 
         Each fork is placed as :meth:`Engine.grow(strategy=...) <fluxlite.api.Engine.grow>` would
         place it after the ones before it (``GridOps.fork_batch``); a fork the policy cannot place
-        shares its parent's node.  Type-2 forks are local: the first of the parent's node and the
-        job's nodes with a free core, else shared.
+        shares its parent's node.  With ``type2_forks="local"`` (an ablation) type-2 forks are local:
+        the first of the parent's node and the job's nodes with a free core, else shared.
         """
         if not forks:
             return
@@ -559,7 +572,7 @@ class DeadlineSim:
             return
         cpn = self.m.cpn
         held_nodes = list(dict.fromkeys(x // cpn for x in r.held))
-        local = r.job.type == 2
+        local = r.job.type == 2 and self.type2_forks == "local"
         with eng.grid.fork_batch(jobid, now) as b:
             for child, parent in forks:
                 pnode = r.procs[parent].node  # the parent may be a fork of this same boundary
@@ -578,7 +591,7 @@ class DeadlineSim:
             pnode = r.procs[parent].node  # the parent may be a fork of this same boundary
             proc: Any = _Shared(pnode)
             if self.k.tick() < r.job.deadline:
-                if r.job.type == 2:  # local: only where the job already has a free core, else share
+                if r.job.type == 2 and self.type2_forks == "local":  # only where the job has a free core
                     for node in dict.fromkeys([pnode, *(x // m.cpn for x in r.held)]):
                         if self._free_core_on(node, r.job.deadline) >= 0:
                             proc = self._grid_fork(r, node)
@@ -594,7 +607,7 @@ class DeadlineSim:
         c = self._free_core_on(pnode, until) if self.k.tick() < until else -1
         if c < 0 and self.k.tick() < until:
             job_nodes = list(dict.fromkeys(x // m.cpn for x in r.held))
-            if r.job.type == 2:  # local: the job's own nodes only
+            if r.job.type == 2 and self.type2_forks == "local":  # the job's own nodes only
                 for node in job_nodes:
                     c = self._free_core_on(node, until)
                     if c >= 0:
@@ -751,10 +764,11 @@ def simulate(
     backend: str = "auto",
     should_stop: Any = None,
     leak_start: str = "core",
+    type2_forks: str = "leak",
 ) -> RunResult:
     """Simulate one trace; returns the run's metrics (the machine's engine is left empty)."""
     m = machine or Machine(width, height, cores_per_node, torus, strategy=strategy, backend=backend)
-    sim = DeadlineSim(jobs, strategy, comm, m, model, snapshots, should_stop, leak_start)
+    sim = DeadlineSim(jobs, strategy, comm, m, model, snapshots, should_stop, leak_start, type2_forks)
     res = sim.run()
     res.snapshots = sim.snapshots
     return res

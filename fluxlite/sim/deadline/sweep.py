@@ -107,6 +107,7 @@ class RunSpec:
     margin: float = 0.0
     comm_model: str = ""
     leak_start: str = "core"
+    type2_forks: str = "leak"
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -187,6 +188,7 @@ def run_one(spec: RunSpec, should_stop: Callable[[], bool] | None = None) -> dic
         model=parse_comm_model(spec.comm_model),
         should_stop=should_stop,
         leak_start=spec.leak_start,
+        type2_forks=spec.type2_forks,
     )
     d = res.summary()
     row = {k: d[k] for k in COLUMNS if k in d}

@@ -54,3 +54,16 @@ def test_communication_model_settings() -> None:
     for bad in ("gamma", "delta=1", "gamma=x", "gamma=-1", "dynamic_phases=2"):
         with pytest.raises(InputError):
             parse_comm_model(bad)
+
+
+def test_type2_forks_use_the_leak_search_unless_kept_local() -> None:
+    """Journal section 5: the leak searches a core at every fork; 'local' (the ablation) oversubscribes."""
+    from fluxlite.sim.deadline.sim import simulate
+
+    jobs = [j for j in lublin_trace(60, "normal", "2", seed=11, cores=64) if j.procs >= 8][:6]
+    assert jobs
+    leak = simulate(jobs, "leak", width=4, height=4, cores_per_node=4)
+    local = simulate(jobs, "leak", width=4, height=4, cores_per_node=4, type2_forks="local")
+    assert leak.oversubscribed < local.oversubscribed
+    with pytest.raises(InputError, match="type-2"):
+        simulate(jobs, "leak", width=4, height=4, cores_per_node=4, type2_forks="remote")

@@ -18,6 +18,7 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -271,23 +272,25 @@ class GridOps:
 
     # ------------------------------------------------------------ state, read from the engine
     def _spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(grid index, start, end) of every job window on every node (from ``xspans``)."""
+        """(grid index, start, end) of every job window on every node (from ``xspans``).
+
+        Read afresh at every call (no copy of the state is kept); the windows are gathered by
+        ``np.fromiter`` over chained iterators, so the loop over every span runs in C.
+        """
         xspans = self.eng.traverser.xspans
-        idx: list[int] = []
-        ss: list[int] = []
-        es: list[int] = []
-        for i, v in enumerate(self._node_vid):
-            xs = xspans[v]
-            if xs:
-                for s, e in xs.values():
-                    ss.append(s)
-                    es.append(e)
-                idx.extend([i] * len(xs))
-        return (
-            np.array(idx, dtype=np.int64),
-            np.array(ss, dtype=np.int64),
-            np.array(es, dtype=np.int64),
+        per_node = [xspans[v] for v in self._node_vid]
+        n = len(per_node)
+        counts = np.fromiter((len(xs) if xs else 0 for xs in per_node), dtype=np.int64, count=n)
+        total = int(counts.sum())
+        if total == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty.copy(), empty.copy()
+        flat = np.fromiter(
+            chain.from_iterable(chain.from_iterable(xs.values() for xs in per_node if xs)),
+            dtype=np.int64,
+            count=2 * total,
         )
+        return np.repeat(np.arange(n, dtype=np.int64), counts), flat[0::2].copy(), flat[1::2].copy()
 
     def _down(self) -> np.ndarray:
         st = self.eng.graph.v_status

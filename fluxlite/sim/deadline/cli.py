@@ -8,6 +8,7 @@ Subcommands::
     plot     bar charts with 95 % CIs from a sweep CSV (+ a markdown table);
              or grid occupancy pictures of one run at chosen times (--occupancy)
     bench    one 1,000-job trace on 16x8x4 per strategy: wall time, events/s, peak RSS
+    reproduce  the journal study's findings beside fluxlite's (REPRODUCTION-deadline.md)
     trace    write a generated trace as SWF (with type/earliest-start/deadline columns)
 
 Every subcommand takes ``--json FILE`` for its summary.  Bad input gives a
@@ -352,6 +353,19 @@ def cmd_trace(a: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- reproduce
+def cmd_reproduce(a: argparse.Namespace) -> int:
+    from fluxlite.sim.deadline.reproduce import section
+
+    out = Path(a.out)
+    md = section(out, quick=a.quick, progress=None if a.quiet else print)
+    dest = out / "deadline" / "REPRODUCTION-deadline.md"
+    dest.write_text(md)
+    print(f"wrote {dest}")
+    _json_out(a.json, {"markdown": str(dest)})
+    return 0
+
+
 # ---------------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -360,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
         "reserve at submission; leak policies (leak, leak-noncontig) grow and shrink jobs at run time. "
         "All on the fluxlite engine, with one SimPy virtual clock.",
     )
-    sub = p.add_subparsers(dest="cmd", required=True, metavar="{run,sweep,plot,bench,trace}")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="{run,sweep,plot,bench,reproduce,trace}")
 
     r = sub.add_parser(
         "run", help="simulate one trace", description="Simulate one trace and print its metrics."
@@ -456,6 +470,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_bench_arguments(b)
     b.set_defaults(fn=run_bench)
+
+    rp = sub.add_parser(
+        "reproduce",
+        help="the journal study's findings beside fluxlite's (markdown, figures, data)",
+        description="Run (or resume) the reproduction sweep and its ablations under OUT/deadline, draw the "
+        "figures in the paper's layout and write OUT/deadline/REPRODUCTION-deadline.md: each published "
+        "finding, fluxlite's number and a verdict. The full run is 20 traces per configuration (hours on two "
+        "busy cores; resumable); --quick is a smoke run in seconds.",
+    )
+    rp.add_argument("--out", "-o", required=True, help="output directory (the sweep goes in OUT/deadline)")
+    rp.add_argument("--quick", action="store_true", help="small traces, one trace, no ablations")
+    rp.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    rp.add_argument("--json", metavar="FILE", help="write the markdown's path as JSON")
+    rp.set_defaults(fn=cmd_reproduce)
 
     t = sub.add_parser(
         "trace", help="write a trace as SWF", description="Write a generated (or rescaled SWF) trace as SWF."

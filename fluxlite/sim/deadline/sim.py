@@ -78,7 +78,7 @@ from typing import Any
 
 import numpy as np
 
-from fluxlite.errors import BusyError, FluxliteError, InputError, MatchError, StateError, UnknownJobError
+from fluxlite.errors import BusyError, FluxliteError, InputError, MatchError
 from fluxlite.sim.deadline.placement import DYNAMIC, STATIC, STRATEGIES, Machine, make_strategy, snake_order
 from fluxlite.sim.deadline.program import COMM_STYLES, CommModel, Program
 from fluxlite.sim.deadline.workload import DeadlineJob
@@ -468,15 +468,6 @@ class DeadlineSim:
         self._phase(r)
 
     # -- on the engine's own leak policies (fluxlite.grid)
-    def _grid_fork(self, r: _Run, parent_node: int) -> Any:
-        """One fork through ``Engine.grow(strategy=...)``; a process sharing its parent's node if refused."""
-        try:
-            return self.m.engine.grow(
-                r.job.jobid, None, strategy=self.strategy, parent=parent_node, now=self.k.tick()
-            )
-        except (BusyError, StateError, UnknownJobError):  # full machine (non-contiguous), job past its end
-            return _Shared(parent_node)
-
     def _grid_sync(self, r: _Run) -> None:
         """Processes' cores, the job's held cores and the busy count, as the engine's ``Proc``s say.
 
@@ -542,7 +533,11 @@ class DeadlineSim:
                 self._reject(job)
                 return
             procs = list(lj.procs)
-            procs += [self._grid_fork(r, procs[0].node) for _ in range(want - 1)]
+            first = procs[0].node
+            with eng.grid.fork_batch(job.jobid, now) as b:  # one engine update for all the forks
+                for _ in range(want - 1):
+                    got = b.fork(first)
+                    procs.append(got if got is not None else _Shared(first))
         self.res.accepted += 1
         r.start = self.k.now
         self.running[job.jobid] = r
@@ -586,21 +581,8 @@ class DeadlineSim:
                 self.res.oversubscribed += proc.core is None
 
     def _leak_fork(self, r: _Run, k: int, parent: int) -> None:
+        """One fork on the interim backend (the grid backend places forks in :meth:`_grid_forks`)."""
         m = self.m
-        if self.grid:  # placed through the engine; _phase_end syncs the bookkeeping
-            pnode = r.procs[parent].node  # the parent may be a fork of this same boundary
-            proc: Any = _Shared(pnode)
-            if self.k.tick() < r.job.deadline:
-                if r.job.type == 2 and self.type2_forks == "local":  # only where the job has a free core
-                    for node in dict.fromkeys([pnode, *(x // m.cpn for x in r.held)]):
-                        if self._free_core_on(node, r.job.deadline) >= 0:
-                            proc = self._grid_fork(r, node)
-                            break
-                else:
-                    proc = self._grid_fork(r, pnode)
-            r.procs[k] = proc
-            self.res.oversubscribed += proc.core is None
-            return
         pcore = r.core_of[parent]
         pnode = pcore // m.cpn
         until = r.job.deadline

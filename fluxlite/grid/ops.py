@@ -366,6 +366,8 @@ class GridOps:
                 f"cannot meet the deadline: earliest start {t0} + runtime {d} > {limit}", jobid=jobid
             )
         idx, s, e = self._spans()
+        near = (s < limit) & (e > t0)  # only windows that meet [t0, limit) can stand in the way
+        idx, s, e = idx[near], s[near], e[near]
         cands = np.unique(e[e > t0]) if len(e) else np.empty(0, dtype=np.int64)
         times = [t0, *cands[cands + d <= limit].tolist()]
         for t in times:

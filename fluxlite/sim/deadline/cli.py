@@ -379,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser(
         "run", help="simulate one trace", description="Simulate one trace and print its metrics."
     )
-    r.add_argument("--strategy", "-s", choices=STRATEGY_NAMES, default="hilbert")
+    r.add_argument("--strategy", "-s", choices=STRATEGY_NAMES, default="hilbert", help="strategy (hilbert)")
     r.add_argument(
         "--comm", choices=COMM_NAMES, default="async", help="async send + sync receive, or sync send"
     )
@@ -491,7 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
     _workload_args(t, multi=False)
     _machine_args(t)
     t.add_argument("--out", "-o", required=True, help="the SWF file to write (.gz compresses)")
-    t.add_argument("--json", metavar="FILE")
+    t.add_argument("--json", metavar="FILE", help="write the file name, job count and span as JSON")
     t.set_defaults(fn=cmd_trace)
     return p
 

@@ -595,76 +595,18 @@ class GridOps:
         return self.fork(jobid, parent, now)
 
     def fork(self, jobid: int, parent: int | None = None, now: int = 0) -> Proc:
-        """Place one new process of leak job ``jobid`` next to ``parent`` (a grid index); see :mod:`fluxlite.grid`."""
-        eng = self.eng
+        """Place one new process of leak job ``jobid`` next to ``parent`` (a grid index); see :mod:`fluxlite.grid`.
+
+        A batch of one (:meth:`fork_batch`): the rules live there.  BusyError when the
+        non-contiguous leak finds no free core anywhere (nothing changed).
+        """
         job = self.leak_jobs.get(jobid)
-        if job is None:
-            from fluxlite.errors import UnknownJobError
-
-            raise UnknownJobError(f"job {jobid} is not a running leak job", jobid=jobid)
-        if now >= job.end:
-            raise StateError(f"job {jobid} ends at {job.end}: cannot fork at {now}", jobid=jobid)
-        if parent is None:
+        if job is not None and parent is None:
             parent = job.procs[0].node if job.procs else job.entry
-        if not 0 <= parent < self.gi.n:
-            raise InputError(f"parent node {parent} is not a grid index", jobid=jobid)
-        d = job.end - now
-        nb = self.gi.neighbours
-        # the engine's state does not change during one fork: look at each node once
-        seen: set[int] = set()
-        free_cores = self._free_cores
-
-        def first_free(u: int) -> int | None:
-            if u in seen:
-                return None
-            seen.add(u)
-            cores = free_cores(u, now, d)
-            return cores[0] if cores else None
-
-        place: tuple[int, int] | None = None
-        # the root's core aggregate says at once when no core is free anywhere over the window
-        full = self._no_free_core(eng.traverser.g.roots[eng.traverser.dom], now, d)
-        c = None if full else first_free(parent)
-        if c is not None:
-            place = (parent, c)
-        if place is None and not full:
-            for w in nb(parent):
-                c = first_free(w)
-                if c is not None:
-                    place = (w, c)
-                    break
-        if place is None and not full:
-            for u in job.nodes():
-                c = first_free(u)
-                if c is not None:
-                    place = (u, c)
-                    break
-                for w in nb(u):
-                    c = first_free(w)
-                    if c is not None:
-                        place = (w, c)
-                        break
-                if place is not None:
-                    break
-        if place is None:
-            if job.strategy == "leak":
-                p = Proc(parent, None, True)
-                job.procs.append(p)
-                job.oversubscribed += 1
-                job.oversubscribed_total += 1
-                return p
-            got = None
-            if not full:
-                got = self._snake_scan(
-                    int(self.gi.snake_pos[job.procs[0].node if job.procs else job.entry]), now, d, set(), seen
-                )
-            if got is None:
-                raise BusyError("no free core anywhere for the new process", jobid=jobid)
-            place = (got[0], got[1][0])
-        node, core = place
-        eng._allocate_items(jobid, [(core, 1, True)], now, d, None, False)
-        p = Proc(node, core)
-        job.procs.append(p)
+        with self.fork_batch(jobid, now) as b:
+            p = b.fork(int(parent) if parent is not None else 0)
+        if p is None:
+            raise BusyError("no free core anywhere for the new process", jobid=jobid)
         return p
 
     def fork_batch(self, jobid: int, now: int) -> ForkBatch:

@@ -160,27 +160,33 @@ def _model(a: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-# ---------------------------------------------------------------------------- run
-def cmd_run(a: argparse.Namespace) -> int:
-    from fluxlite.check import recount_errors
+def _simulate_spec(spec: Any, snapshots: list[float]) -> tuple[Any, Any]:
+    """The machine and the result of the run ``spec`` names, with occupancy snapshots."""
     from fluxlite.sim.deadline.placement import Machine
     from fluxlite.sim.deadline.program import parse_comm_model
     from fluxlite.sim.deadline.sim import simulate
     from fluxlite.sim.deadline.sweep import make_jobs
 
-    spec = _spec(a, a.strategy, a.comm)
-    jobs = make_jobs(spec)
-    m = Machine(spec.width, spec.height, spec.cores, spec.torus, strategy=a.strategy, backend=a.backend)
+    m = Machine(spec.width, spec.height, spec.cores, spec.torus, strategy=spec.strategy, backend=spec.backend)
     res = simulate(
-        jobs,
-        a.strategy,
-        a.comm,
+        make_jobs(spec),
+        spec.strategy,
+        spec.comm,
         machine=m,
-        snapshots=a.at,
+        snapshots=snapshots,
         model=parse_comm_model(spec.comm_model),
         leak_start=spec.leak_start,
         type2_forks=spec.type2_forks,
     )
+    return m, res
+
+
+# ---------------------------------------------------------------------------- run
+def cmd_run(a: argparse.Namespace) -> int:
+    from fluxlite.check import recount_errors
+
+    spec = _spec(a, a.strategy, a.comm)
+    m, res = _simulate_spec(spec, a.at)
     d = res.summary()
     d.update(load=a.load, type=a.jtype, trace=a.trace, machine=spec.machine, backend=m.backend)
     if a.check:
@@ -296,25 +302,10 @@ def cmd_plot(a: argparse.Namespace) -> int:
         print(f"wrote {outdir / 'table.md'}")
         out.update(figures=[str(f) for f in files], table=str(outdir / "table.md"), summary=summary)
     if a.at:
-        from fluxlite.sim.deadline.placement import Machine
         from fluxlite.sim.deadline.plot import plot_occupancy
-        from fluxlite.sim.deadline.sim import simulate
-        from fluxlite.sim.deadline.sweep import make_jobs
 
         spec = _spec(a, a.strategy, a.comm)
-        m = Machine(spec.width, spec.height, spec.cores, spec.torus, strategy=a.strategy, backend=a.backend)
-        from fluxlite.sim.deadline.program import parse_comm_model
-
-        res = simulate(
-            make_jobs(spec),
-            a.strategy,
-            a.comm,
-            machine=m,
-            snapshots=a.at,
-            model=parse_comm_model(spec.comm_model),
-            leak_start=spec.leak_start,
-            type2_forks=spec.type2_forks,
-        )
+        m, res = _simulate_spec(spec, a.at)
         coords = [(int(m.geom.x[i]), int(m.geom.y[i])) for i in range(m.nodes)]
         name = f"occupancy-{a.strategy}-{a.load}-type{a.jtype}-{a.comm}-trace{a.trace}.png"
         title = f"{a.strategy}, load {a.load}, type {a.jtype}, comm {a.comm}, trace {a.trace} ({m.backend})"

@@ -349,7 +349,7 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
     from fluxlite.sim.deadline.reproduce import section
 
     out = Path(a.out)
-    md = section(out, quick=a.quick, progress=None if a.quiet else print)
+    md = section(out, quick=a.quick, progress=None if a.quiet else print, run=not a.no_run)
     dest = out / "deadline" / "REPRODUCTION-deadline.md"
     dest.write_text(md)
     print(f"wrote {dest}")
@@ -473,6 +473,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", "-o", required=True, help="output directory (the sweep goes in OUT/deadline)")
     rp.add_argument("--quick", action="store_true", help="small traces, one trace, no ablations")
     rp.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    rp.add_argument(
+        "--no-run", action="store_true", help="run nothing: report the data already in OUT/deadline"
+    )
     rp.add_argument("--json", metavar="FILE", help="write the markdown's path as JSON")
     rp.set_defaults(fn=cmd_reproduce)
 

@@ -31,8 +31,8 @@ __all__ = ["ABLATIONS", "CHOICES", "FULL_TRACES", "section"]
 #: traces per configuration of the full reproduction (the issue's target; the paper ran 320)
 FULL_TRACES = 20
 
-#: the quick (smoke) run: small traces on a small grid, three workload mixes, one trace, async, no ablations
-QUICK: dict[str, Any] = {"jobs": 40, "width": 5, "height": 4, "types": ("0", "2", "uniform")}
+#: the quick (smoke) run: small traces on a small grid, types 0 and 2, one trace, async, no ablations
+QUICK: dict[str, Any] = {"jobs": 30, "width": 4, "height": 4, "types": ("0", "2")}
 
 #: (choice, what fluxlite does, source in the papers or "silent", ablation file or "")
 CHOICES: tuple[tuple[str, str, str, str], ...] = (
@@ -340,7 +340,7 @@ def section(
 ) -> str:
     """Run (or resume) the deadline study under ``out_dir/deadline`` and return its markdown section.
 
-    ``quick``: :data:`QUICK` (40-job traces on a 5x4 grid, one trace, three workload mixes, async only,
+    ``quick``: :data:`QUICK` (30-job traces on a 4x4 grid, one trace, types 0 and 2, async only,
     no ablations): a smoke run of the whole path in seconds; its numbers are not the study's.
     A ``sweep-before.csv`` beside the sweep (the runs of an earlier model) gets its own column.
     ``run=False``: no new runs, the section reports the data already under ``out_dir/deadline``.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 
 from fluxlite.sim.deadline.cli import main
-from fluxlite.sim.deadline.reproduce import CHOICES, _findings
+from fluxlite.sim.deadline.reproduce import CHOICES, QUICK, _findings
 
 
 def test_quick_section_runs_resumes_and_reports_every_finding(tmp_path, capsys) -> None:
@@ -14,7 +14,7 @@ def test_quick_section_runs_resumes_and_reports_every_finding(tmp_path, capsys) 
     data = tmp_path / "deadline" / "sweep.csv"
     with data.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == 5 * 3 * 3  # strategies x loads x the quick mixes
+    assert len(rows) == 5 * 3 * len(QUICK["types"])  # strategies x loads x the quick mixes
     findings = [ln for ln in md.splitlines() if ln.startswith("| ") and "journal 5." in ln]
     assert len(findings) == 7
     assert all(("reproduce" in ln) or ("no data" in ln) for ln in findings)

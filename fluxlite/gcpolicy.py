@@ -28,15 +28,18 @@ Frozen objects are still freed by reference counting when dropped.  Used by
 ``fluxlite query`` (which calls :meth:`OperationGC.release` when it ends, so
 that a caller running it in its own process gets its collector back) and
 ``fluxlite bench match``; a library user who runs the
-engine in a long-lived process can do the same.  Nothing in the engine calls
-it by itself: the collector belongs to the process.
+engine in a long-lived process can do the same.  Multi-threaded servers (an
+instance and its queue service, the Kubernetes shim) use :func:`upkeep`: each
+operation pokes it and a background thread does the upkeep off the request
+path.  Nothing in the engine calls it by itself: the collector belongs to the
+process.
 """
 
 from __future__ import annotations
 
 import gc
 
-__all__ = ["OperationGC"]
+__all__ = ["BackgroundUpkeep", "OperationGC", "upkeep"]
 
 
 class OperationGC:
@@ -75,3 +78,70 @@ class OperationGC:
         else:
             gc.collect(1)
         gc.freeze()
+
+
+class BackgroundUpkeep:
+    """:class:`OperationGC` for a multi-threaded server, off the request path.
+
+    Operations call :meth:`poke` (cheap: sets an event); a daemon thread at
+    idle priority then runs :meth:`OperationGC.after` (collect the young
+    generations, freeze the survivors), at most once per ``min_interval``
+    seconds however many operations poked.  A server's replies never wait
+    for a collection, and its heap stays frozen as ``fluxlite query``'s does.
+    """
+
+    def __init__(self, min_interval: float = 0.2, full_every: int = 100_000) -> None:
+        import threading
+
+        self.gc = OperationGC(full_every=full_every)
+        self.min_interval = min_interval
+        self._event = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def poke(self) -> None:
+        """An operation ended: upkeep is due (starts the thread on first use)."""
+        self._event.set()
+        if self._thread is None:
+            import threading
+
+            with self._lock:
+                if self._thread is None and not self._stop.is_set():
+                    self._thread = threading.Thread(target=self._run, name="gc-upkeep", daemon=True)
+                    self._thread.start()
+
+    def _run(self) -> None:
+        import contextlib
+        import os
+        import threading
+
+        # the collection yields to the work of the server (Linux: per thread)
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        while not self._stop.is_set():
+            self._event.wait()
+            if self._stop.is_set():
+                break
+            self._event.clear()
+            self.gc.after()
+            self._stop.wait(self.min_interval)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the thread (for tests and orderly shutdowns)."""
+        self._stop.set()
+        self._event.set()
+        t = self._thread
+        if t is not None:
+            t.join(timeout)
+
+
+_UPKEEP: BackgroundUpkeep | None = None
+
+
+def upkeep() -> BackgroundUpkeep:
+    """The process's :class:`BackgroundUpkeep` (one collector per process, so one upkeep)."""
+    global _UPKEEP
+    if _UPKEEP is None:
+        _UPKEEP = BackgroundUpkeep()
+    return _UPKEEP

@@ -562,6 +562,24 @@ def main_match(argv: Sequence[str]) -> int:
         help="run each graph this many times (fresh processes) and report the median of the medians",
     )
     p.add_argument("--bench-dir", help="benchmark inputs (graphs/, jobspecs/, README.md)")
+    f = p.add_argument_group(
+        "side by side with Fluxion (--against)",
+        "fluxlite query and resource-query on the same GRUG graph, jobspecs and command stream, "
+        "alternating fresh processes; cells: empty graph (each request), a failing match, busy "
+        "sessions (see fluxlite.cli.bench_fluxion)",
+    )
+    f.add_argument("--against", metavar="PATH", help="Fluxion's resource-query binary: run side by side")
+    f.add_argument("--matches", type=int, default=200, help="empty cells: at most this many matches (200)")
+    f.add_argument(
+        "--sessions", default="fail,busy", help="extra cells: fail, busy (comma-separated; '' for none)"
+    )
+    f.add_argument("--queue", type=int, default=60, help="busy: reservations standing before the churn (60)")
+    f.add_argument("--rounds", type=int, default=60, help="busy: cancel + new match rounds (60)")
+    f.add_argument("--fails", type=int, default=5, help="fail: failing matches after the graph is full (5)")
+    f.add_argument("--seed", type=int, default=1, help="busy: seed of the request mix (1)")
+    f.add_argument("--timeout", type=float, default=1800.0, help="seconds per process run (1800)")
+    f.add_argument("--txt", type=Path, help="write the side-by-side table here")
+    f.add_argument("--progress", action="store_true", help="progress bar on standard error")
     p.add_argument("--csv", type=Path, help="write every row as CSV here")
     p.add_argument("--json", type=Path, help="write every row as JSON lines here")
     p.add_argument("--plot", type=Path, help="bar chart (PNG) of median ms vs Fluxion's")
@@ -587,6 +605,12 @@ def main_match(argv: Sequence[str]) -> int:
     bench_dir = find_bench_dir(a.bench_dir)
     if bench_dir is not None and not bench_dir.is_dir():
         p.error(f"--bench-dir {bench_dir}: not a directory")
+    if a.against:
+        from fluxlite.cli.bench_fluxion import main_against
+
+        if a.matches < 1 or a.repeat < 1:
+            p.error("--matches and --repeat must be at least 1")
+        return main_against(a, bench_dir)
     fluxion = fluxion_figures(bench_dir)
     out = sys.stdout
     out.write(

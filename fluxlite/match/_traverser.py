@@ -236,6 +236,9 @@ class Traverser(
         self._marked_asked = False
         self._skip: dict[tuple[int, str, str], tuple[dict[int, int], tuple[str, ...], Any, int]] = {}
         self._skip_of: dict[int, tuple[int, str, str]] = {}
+        #: window indexes (reservation search), keyed like the skip index; child -> (key, row)
+        self._win: dict[tuple[int, str, str], Any] = {}
+        self._win_of: dict[int, tuple[tuple[int, str, str], int]] = {}
         self._ranges: dict[tuple, tuple[int, list]] = {}
         self._pt_plans: dict[tuple, tuple] = {}
         #: memo of the root's children's evaluations (see _explore_passthrough):

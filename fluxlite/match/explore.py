@@ -188,6 +188,26 @@ class ExploreStage:
         colors = self._colors.get(ss) if self._need_colors else None
         leaf_ok = dfv and colors is None and len(g.out) == 1 and self._leaf_requests(resources)
         col = g.out[ss] if leaf_ok else None
+        if (
+            not leaf_ok
+            and dfv
+            and self.shortcuts
+            and colors is None
+            and len(resources) == 1
+            and meta.constraint is None
+            and not self._variation
+            and not self._locality
+            and len(g.out) == 1
+        ):
+            r = resources[0]
+            if (
+                r.type == "node"
+                and not r.with_
+                and not (excl and r.exclusive is _TRISTATE_FALSE)
+                and self._leaf_kids_type(u, keys) == "node"
+            ):
+                # bare nodes (no children): the leaf test of dom_dfv, inline
+                return self._leaves_dynamically(meta, keys, r, multiplier, excl, dfu)
         if leaf_ok:
             if len(resources) == 1:
                 r = resources[0]
@@ -361,6 +381,11 @@ class ExploreStage:
         g = self.g
         dst, vstat, vsize, vid = g.e_dst, g.v_status, g.v_size, g.v_id
         vspans, allocs, xspans = self.vspans, self.allocs, self.xspans
+        # a node leaf also passes dom_discover_vtx (ids below -1 fail with a score factor)
+        # and its own aggregate, if it has one (the plain walk's _prune)
+        node = r.type == "node"
+        bad_ids = node and r.type in self.factors
+        aggs = self.subplan.get(self.dom) if node else None
         status = meta.alloc_type != AT_SATISFIABILITY
         alloc_check = meta.alloc_type == AT_ALLOC
         at, dur = meta.at, meta.duration
@@ -392,6 +417,11 @@ class ExploreStage:
                 sp_seen, size_seen = sp, vsize[v]
             if avail == 0:
                 continue
+            if node:
+                if bad_ids and vid[v] < -1:
+                    continue
+                if aggs is not None and aggs[v] is not None and self._by_subplan(meta, self.dom, v, r) == -1:
+                    continue
             if x:
                 if alloc_check and allocs[v]:
                     continue

@@ -372,6 +372,23 @@ class SelectStage:
         for t in list(dfu_slot.evals):
             dfu_slot.choose_accum_all(t, self.slot_descending)
         qual = self._cnt_slot(slot_shape, dfu_slot)
+        if len(slot_shape) == 1 and qual:
+            elem = slot_shape[0]
+            ev = dfu_slot.evals.get(elem.type)
+            if ev is not None and calc_count(elem, ev.qual_count) == 1:
+                # one unit per slot: slot i is the i-th best group alone (what _take_slot gives)
+                out = dfu.get("slot")
+                egs = out.egroups
+                qc = 0
+                for eg in ev.egroups[:qual]:
+                    e0 = eg[4][0]
+                    score = MATCH_MET + eg[0]
+                    egs.append((score, 1, True, False, ((e0[0], e0[0], True, e0[3]),)))
+                    if score > 0:
+                        qc += 1
+                out.total_count += qual
+                out.qual_count += qc
+                return 0
         groups = []
         iters: dict[str, int] = {}
         for _ in range(qual):

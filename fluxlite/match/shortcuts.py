@@ -29,6 +29,7 @@ from fluxlite.match._common import (
     pack_marks,
 )
 from fluxlite.match._scoring import MATCH_MET, Dfu
+from fluxlite.match._window import WindowIndex
 
 
 class ShortcutsStage:
@@ -65,7 +66,12 @@ class ShortcutsStage:
         return pos, types, free
 
     def _agg_touched(self, ss: str, v: int) -> None:
-        """Vertex ``v``'s aggregate changed: refresh its entry in its parent's skip index.  O(types)."""
+        """Vertex ``v``'s aggregate changed: refresh its entry in its parent's skip and window indexes.  O(types)."""
+        w = self._win_of.get(v)
+        if w is not None and w[0][1] == ss:
+            win = self._win.get(w[0])
+            if win is not None:
+                win.touch(w[1])
         key = self._skip_of.get(v)
         if key is None or key[1] != ss:
             return
@@ -89,9 +95,11 @@ class ShortcutsStage:
         pruned by their aggregate; skipping them changes no result.
         """
         ud = self._ud.get(id(r))
-        if not ud or meta.at != self._t0 or meta.alloc_type == AT_SATISFIABILITY:
+        if not ud or meta.alloc_type == AT_SATISFIABILITY:
             return None
         _pos, types, free = self._skip_index(u, ss, kid_type, eids)
+        if meta.at != self._t0:
+            return self._alive_window(meta, u, ss, kid_type, ud, types, eids)
         mask = None
         for k, t in enumerate(types):
             need = ud.get(t, 0)
@@ -99,6 +107,38 @@ class ShortcutsStage:
                 row = free[k] >= need
                 mask = row if mask is None else (mask & row)
         return mask
+
+    def _alive_window(
+        self,
+        meta: JobMeta,
+        u: int,
+        ss: str,
+        kid_type: str,
+        ud: dict[str, int],
+        types: tuple[str, ...],
+        eids: list[int],
+    ) -> Any:
+        """Boolean array over ``eids``: does the child's aggregate pass the prune during the window?
+
+        The same answer as :meth:`_by_subplan` over ``[meta.at, meta.at +
+        meta.duration)``, for all children at once from the window index
+        (:mod:`fluxlite.match._window`): the reservation search asks it at
+        every candidate time.
+        """
+        need = [(k, ud[t]) for k, t in enumerate(types) if ud.get(t, 0) > 0]
+        col = self.subplan.get(ss)
+        if not need or col is None:
+            return None
+        key = (u, ss, kid_type)
+        g = self.g
+        win = self._win.get(key)
+        if win is None or win.version != g.version:
+            dst = g.e_dst
+            verts = [dst[e] for e in eids]
+            win = self._win[key] = WindowIndex(col, verts, types, g.version)
+            for i, v in enumerate(verts):
+                self._win_of[v] = (key, i)
+        return win.alive(meta.at, meta.at + meta.duration, need)
 
     def _alive(self, meta: JobMeta, u: int, ss: str, r: Any, eids: list[int]) -> Sequence[int] | None:
         """Positions in ``eids`` (ascending) whose subtree may hold ``r`` (children of ``r``'s type)."""

@@ -97,6 +97,8 @@ class GraphStateStage:
         self._reset_color()
         self._skip.clear()
         self._skip_of.clear()
+        self._win.clear()
+        self._win_of.clear()
         for ss in self.subsystems:
             if ss not in self.g.roots:
                 raise LookupError(f"subsystem {ss!r} has no root in this graph")

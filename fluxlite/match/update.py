@@ -268,6 +268,8 @@ class UpdateStage:
                         self._wide_kids[key] = have
         if leaf_t is not None:
             acc[leaf_t] = acc.get(leaf_t, 0) + leaf_units
+        if hide and n_plans:
+            writer.complete = False  # matched vertices below an exclusive one were left out
         return self._upd_sched(u, writer, dom, needs, excl, n_plans, meta, full, acc, to_parent, excl_parent)
 
     def _leaf_kids_of(self, u: int) -> str | None:

@@ -20,15 +20,29 @@ UNITS = ("node", "core")
 
 @lru_cache(maxsize=8192)
 def request_jobspec(unit: str, count: int, duration: int, per_node_cores: int = 0) -> Any:
-    """The jobspec for ``count`` units of ``unit`` during ``duration`` seconds."""
+    """The jobspec for ``count`` units of ``unit`` during ``duration`` seconds.
+
+    The shape is parsed once per (unit, count, cores) and shared (the same
+    resource tree, which the matcher's per-request caches key on); only the
+    duration differs between jobs (a trace has nearly one walltime per job).
+    """
+    import dataclasses
+
+    if duration < 1:
+        raise InputError(f"a request needs a duration of at least 1 s, got {duration}")
+    shape = _shape(unit, count, per_node_cores)
+    return dataclasses.replace(shape, duration=float(duration), attributes={"system": {"duration": duration}})
+
+
+@lru_cache(maxsize=1024)
+def _shape(unit: str, count: int, per_node_cores: int) -> Any:
     from fluxlite.jobspec import parse_jobspec
 
+    duration = 1
     if unit not in UNITS:
         raise InputError(f"unknown request unit {unit!r} (use node or core)")
     if count < 1:
         raise InputError(f"a request needs at least one {unit}, got {count}")
-    if duration < 1:
-        raise InputError(f"a request needs a duration of at least 1 s, got {duration}")
     inner = f"      - type: {unit}\n        count: 1\n"
     if unit == "node" and per_node_cores > 0:
         inner += f"        with:\n          - type: core\n            count: {per_node_cores}\n"

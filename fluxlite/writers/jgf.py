@@ -14,7 +14,7 @@ with nodes and edges each in emission order.  A node is::
 where every key after ``type`` is optional and appears only when it carries
 information, always in this order: ``basename`` if it differs from the type,
 ``name`` if it is not basename+id, ``id`` and ``rank`` always,
-``properties`` if any (sorted by key) (no ``unit``: Fluxion's match JGF omits it), ``exclusive``
+``properties`` if any (sorted by key) (no ``unit``: see docs/query.md), ``exclusive``
 only when true, ``size`` only when ``needs != 1``, ``paths`` if any (one
 entry per subsystem, containment first), ``ephemeral`` and ``agfilter`` if
 given (sorted by key).  An edge is ``{"source": "<uniq>", "target":
@@ -142,14 +142,19 @@ def edge_json(g: ResourceGraph, eid: int) -> str:
 class JgfWriter:
     """Fluxion's ``jgf`` format (``jgf_match_writers_t``)."""
 
-    __slots__ = ("_e", "_ss", "_v")
+    __slots__ = ("_e", "_ss", "_v", "complete")
     emit_exclusive_subtrees = True
     emits_edges = True
+    #: the ``"writer"`` key of an incomplete graph (Fluxion's get_uri; None: never written)
+    uri: str | None = None
 
     def __init__(self) -> None:
         self._v: list[str] = []
         self._e: list[str] = []
         self._ss: tuple[tuple[str, ...], list[str]] = ((), [])
+        #: False once a matched vertex was left out (below an exclusive one): the text
+        #: then carries ``"writer": uri``, as Fluxion's jgf_shorthand writer does
+        self.complete = True
 
     def _subsystems(self, g: ResourceGraph) -> list[str] | None:
         if len(g.paths) <= 1:
@@ -194,10 +199,13 @@ class JgfWriter:
             return None
         if not nv or not ne:
             raise EmitError("JGF needs both vertices and edges", errno.ENOENT, vertices=nv, edges=ne)
-        text = '{"graph": {"nodes": [' + ", ".join(self._v) + '], "edges": [' + ", ".join(self._e) + "]}}"
+        text = '{"graph": {"nodes": [' + ", ".join(self._v) + '], "edges": [' + ", ".join(self._e) + "]}"
+        if not self.complete and self.uri is not None:
+            text += f', "writer": "{self.uri}"'
         self._v = []
         self._e = []
-        return text
+        self.complete = True
+        return text + "}"
 
     def emit(self) -> str:
         """The JGF line (empty if nothing was emitted); resets."""
@@ -217,6 +225,7 @@ class JgfWriter:
         """Drop pending nodes and edges."""
         self._v = []
         self._e = []
+        self.complete = True
 
 
 class JgfShorthandWriter(JgfWriter):
@@ -229,6 +238,7 @@ class JgfShorthandWriter(JgfWriter):
 
     __slots__ = ()
     emit_exclusive_subtrees = False
+    uri = "fluxion:jgf_shorthand"
 
 
 def subgraph_jgf(

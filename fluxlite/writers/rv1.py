@@ -329,6 +329,7 @@ class _JgfShorthandPart(JgfWriter):
     """
 
     __slots__ = ("_ee", "_ex", "_vv")
+    uri = "fluxion:jgf_shorthand"
 
     def __init__(self) -> None:
         super().__init__()
@@ -358,6 +359,8 @@ class _JgfShorthandPart(JgfWriter):
     def take_text(self) -> str | None:
         ex = self._ex
         hidden = {d for s, d, _t in self._ee if s in ex}
+        if hidden:
+            self.complete = False
         self._v = [t for v, t in self._vv if v not in hidden]
         self._e = [t for _s, d, t in self._ee if d not in hidden]
         self._vv, self._ee, self._ex = [], [], set()

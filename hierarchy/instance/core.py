@@ -25,6 +25,7 @@ from typing import Any
 
 from fluxlite.api import Engine
 from fluxlite.errors import InputError
+from fluxlite.gcpolicy import upkeep
 from fluxlite.jobspec import Jobspec, parse_jobspec
 from hierarchy._errors import InstanceUnavailableError
 from hierarchy._limits import Limits
@@ -126,6 +127,12 @@ class InstanceCore:
         #: the instance owner (admin): may act on every job; "" = nobody
         self.owner = owner
         self.limits = limits
+        #: other services' jobs by owner (the batch queue): user -> engine job ids, for limits
+        self.holders: list[Callable[[str], Iterable[int]]] = []
+        #: other services' state kept in this instance's state file (key -> function returning JSON-able data)
+        self.extra_state: dict[str, Callable[[], Any]] = {}
+        #: what the state file held for them at restore (key -> data)
+        self.restored_extra: dict[str, Any] = {}
         #: user -> wall-clock times of their recent grows (for ``grows_per_minute``)
         self.grow_times: dict[str, list[float]] = {}
         self.returning: list[dict[str, Any]] = []
@@ -166,6 +173,7 @@ class InstanceCore:
                 if was:
                     gc.enable()
                 self._lock.release()
+                upkeep().poke()  # fluxlite.gcpolicy: young generations collected and frozen, off this thread
             else:
                 after, starter = hold.after, hold.starter
 

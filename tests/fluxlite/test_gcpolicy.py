@@ -168,3 +168,49 @@ def test_release_keeps_a_freeze_the_caller_made() -> None:
     assert gc.get_freeze_count() > 0
     policy.release()
     assert gc.get_freeze_count() == 0
+
+
+def test_background_upkeep_runs_off_the_caller_and_coalesces_pokes() -> None:
+    import time
+
+    from fluxlite.gcpolicy import BackgroundUpkeep
+
+    up = BackgroundUpkeep(min_interval=0.05)
+    try:
+        gc.disable()
+        ref = cycle()
+        kept = [Node() for _ in range(100)]
+        frozen = gc.get_freeze_count()
+        for _ in range(20):  # a burst of operations: one upkeep, not twenty
+            up.poke()
+        deadline = time.monotonic() + 10
+        while up.gc.operations == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert up.gc.operations >= 1
+        assert up.gc.operations < 20
+        assert ref() is None  # the young cycle was collected by the upkeep thread
+        assert gc.get_freeze_count() >= frozen + len(kept)
+        assert up._thread is not None and up._thread.name == "gc-upkeep"
+    finally:
+        up.close()
+    assert up._thread is not None and not up._thread.is_alive()
+
+
+def test_an_instance_operation_pokes_the_process_upkeep(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every RPC of an instance (and of its queue service) runs under the instance lock, which pokes it."""
+    pytest.importorskip("grpc")
+    from fluxlite import gcpolicy
+    from hierarchy.instance import Instance
+
+    class Counter:
+        pokes = 0
+
+        def poke(self) -> None:
+            Counter.pokes += 1
+
+    monkeypatch.setattr(gcpolicy, "_UPKEEP", Counter())
+    inst = Instance(Engine(generate_graph(nodes=2, sockets=1, cores=2)), name="root", owner="admin")
+    with inst._locked(None):
+        assert Counter.pokes == 0
+    assert Counter.pokes == 1
+    assert gcpolicy.upkeep() is gcpolicy.upkeep()

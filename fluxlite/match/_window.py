@@ -1,0 +1,113 @@
+"""The window index: which children of a wide vertex pass the aggregate prune during ``[at, end)``.
+
+The reservation search (``allocate_orelse_reserve``) walks the graph once per
+candidate start time, and on a busy graph most children of a wide vertex are
+then pruned by their subtree aggregate (:meth:`PlannerMulti.avail_during`).
+Asking each child in turn costs a walk step per child per candidate.  This
+index holds the children's aggregate timelines side by side, one padded row
+per child (scheduled times and free units per type), so that one query
+answers for every child with a few array operations.
+
+Rows follow the planners: :meth:`WindowIndex.touch` marks a child whose
+aggregate changed and the row is copied again from its planner at the next
+query (O(points of that child)).  The answer is exactly
+``PlannerMulti.avail_during(at, end - at, counts)`` per child, including
+Fluxion's corner cases (a window before the first point passes, a window
+past the plan end fails).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["WindowIndex"]
+
+_PAD = np.iinfo(np.int64).max
+
+
+class WindowIndex:
+    """Padded per-child timelines of one resource-type tuple, for window queries over all children."""
+
+    __slots__ = ("_col", "_dirty", "_ends", "_rem", "_times", "_tl", "_totals", "_verts", "_width", "version")
+
+    def __init__(self, col: list[Any], verts: Sequence[int], types: Sequence[str], version: int) -> None:
+        self._col = col
+        self._verts = list(verts)
+        self._tl = list(types)
+        self.version = version
+        n, k = len(self._verts), len(self._tl)
+        self._width = 4
+        self._times = np.full((k, n, self._width), _PAD, dtype=np.int64)
+        self._rem = np.zeros((k, n, self._width), dtype=np.int64)
+        #: per type and row: total units (-1: the row has no comparable aggregate: always alive)
+        self._totals = np.zeros((k, n), dtype=np.int64)
+        self._ends = np.full(n, _PAD, dtype=np.int64)
+        self._dirty: set[int] | None = None  # None: every row
+
+    def touch(self, row: int) -> None:
+        """The aggregate of the child in ``row`` changed: copy it again before the next query."""
+        if self._dirty is not None:
+            self._dirty.add(row)
+
+    def _widen(self, width: int) -> None:
+        w = self._width
+        while w < width:
+            w *= 2
+        k, n, _ = self._times.shape
+        times = np.full((k, n, w), _PAD, dtype=np.int64)
+        rem = np.zeros((k, n, w), dtype=np.int64)
+        times[:, :, : self._width] = self._times
+        rem[:, :, : self._width] = self._rem
+        self._times, self._rem, self._width = times, rem, w
+
+    def _copy_row(self, row: int) -> None:
+        p = self._col[self._verts[row]]
+        times_a, rem_a = self._times, self._rem
+        if p is None or p._types != self._tl:
+            self._totals[:, row] = -1
+            self._ends[row] = _PAD
+            times_a[:, row, :] = _PAD
+            return
+        pls = p._planners
+        self._ends[row] = pls[0]._end
+        for k, pl in enumerate(pls):
+            self._totals[k, row] = pl._total
+            times = pl._times
+            if times is None:
+                times_a[k, row, :] = _PAD
+                continue
+            m = len(times)
+            if m > self._width:
+                self._widen(m)
+                times_a, rem_a = self._times, self._rem
+            times_a[k, row, :m] = times
+            times_a[k, row, m:] = _PAD
+            rem_a[k, row, :m] = pl._rem
+
+    def _sync(self) -> None:
+        dirty = self._dirty
+        rows = range(len(self._verts)) if dirty is None else sorted(dirty)
+        for row in rows:
+            self._copy_row(row)
+        self._dirty = set()
+
+    def alive(self, at: int, end: int, need: Sequence[tuple[int, int]]) -> Any:
+        """Boolean array over the children: ``need`` ((type index, units) pairs) free during ``[at, end)``."""
+        if self._dirty is None or self._dirty:
+            self._sync()
+        nop = self._totals[0] < 0
+        ok = self._ends >= end
+        for k, c in need:
+            times = self._times[k]
+            rem = self._rem[k]
+            ok &= self._totals[k] >= c
+            last = (times <= at).sum(axis=1) - 1  # the point whose state covers ``at`` (-1: before the first)
+            first = np.take_along_axis(rem, np.maximum(last, 0)[:, None], axis=1)[:, 0]
+            inside = (times > at) & (times < end)
+            low = np.where(inside, rem, _PAD).min(axis=1)
+            ok &= (last < 0) | ((first >= c) & (low >= c))
+        ok |= nop
+        return ok

@@ -32,8 +32,8 @@ from fluxlite.errors import (
     UnsatisfiableError,
 )
 from fluxlite.graph import DOWN, UP, ResourceGraph
-from fluxlite.grid.ops import GRID_POLICIES, LEAK_STRATEGIES
 from fluxlite.match import Traverser, parse_policy
+from fluxlite.match.policies import PLACEMENTS, load_placer, placements
 from fluxlite.writers import create_writer
 
 __all__ = ["MATCH_OPS", "Engine", "MatchResult"]
@@ -123,7 +123,7 @@ class Engine:
     ) -> None:
         self.graph = graph
         #: a static grid allocator chooses the nodes (fluxlite.grid); the traverser keeps a plain policy
-        self.grid_policy: str | None = policy if policy in GRID_POLICIES else None
+        self.grid_policy: str | None = policy if PLACEMENTS.get(policy, ("",))[0] == "static" else None
         if self.grid_policy is not None:
             import dataclasses
 
@@ -198,10 +198,8 @@ class Engine:
 
         Built on first use; raises :class:`InputError` if the graph is not a grid machine.
         """
-        if self._grid is None:
-            from fluxlite.grid.ops import GridOps
-
-            self._grid = GridOps(self, self.grid_policy)
+        if self._grid is None:  # the provider registered for the grid placements (never imported here)
+            self._grid = load_placer(self.grid_policy or placements("grow")[0])(self, self.grid_policy)
         return self._grid
 
     @property
@@ -245,9 +243,15 @@ class Engine:
         now: int = 0,
         duration: int | None = None,
         jobid: int | None = None,
+        start_on: str = "core",
     ) -> Any:
-        """Start a job with a leak strategy; returns its :class:`fluxlite.grid.LeakJob` (see :mod:`fluxlite.grid`)."""
-        return self.grid.leak_start(nprocs, strategy, now=now, duration=duration, jobid=jobid)
+        """Start a job with a leak strategy; returns its :class:`fluxlite.grid.LeakJob` (see :mod:`fluxlite.grid`).
+
+        ``start_on``: the first process needs a node with a free core (``core``) or an empty node.
+        """
+        return self.grid.leak_start(
+            nprocs, strategy, now=now, duration=duration, jobid=jobid, start_on=start_on
+        )
 
     def leak_join(self, jobid: int, proc: Any) -> bool:
         """End one process of a leak job, or a list of them (cores freed at once); True when the job is gone."""
@@ -405,24 +409,10 @@ class Engine:
         (``jobspec``: None or one core); returns a :class:`fluxlite.grid.Proc`.
         """
         if strategy is not None:
-            if strategy not in LEAK_STRATEGIES:
-                raise InputError(f"unknown grow strategy {strategy!r} (known: {', '.join(LEAK_STRATEGIES)})")
-            if jobspec is not None:
-                from fluxlite.grid.ops import _jobspec_counts
-
-                nodes, cores, _ = _jobspec_counts(jobspec)
-                if nodes or cores != 1:
-                    raise InputError("a leak grow places one process: the jobspec must ask for one core")
-            job = self.grid.leak_jobs.get(jobid)
-            if job is None:
-                if jobid not in self.jobs:
-                    raise UnknownJobError(f"nonexistent job {jobid}", jobid=jobid)
-                raise StateError(f"job {jobid} was not started by a leak strategy", jobid=jobid)
-            if job.strategy != strategy:
-                raise StateError(
-                    f"job {jobid} runs with strategy {job.strategy}, not {strategy}", jobid=jobid
-                )
-            return self.grid.fork(jobid, parent, now)
+            if PLACEMENTS.get(strategy, ("",))[0] != "grow":
+                known = ", ".join(placements("grow"))
+                raise InputError(f"unknown grow strategy {strategy!r} (known: {known})")
+            return self.grid.grow(jobid, jobspec, strategy, parent, now)
         if jobspec is None:
             raise InputError("grow needs a jobspec")
         if jobid not in self.jobs:

@@ -114,7 +114,7 @@ def _run(argv: list[str], graph: str, policy: str, prune: str, commands: str, ti
 
 
 def _capacity(nodes: int, request: str) -> int:
-    from fluxlite.cli.bench import BENCH_REQUESTS
+    from fluxlite.cli._bench_inputs import BENCH_REQUESTS
 
     n = BENCH_REQUESTS[request]
     return nodes // n if n else 2 * nodes
@@ -160,7 +160,7 @@ def _busy_session(
 
 
 def _cells(a: Any, bench_dir: Path | None, tmp: Path) -> list[dict[str, Any]]:
-    from fluxlite.cli.bench import BENCH_GRAPHS, _graph_source, request_files
+    from fluxlite.cli._bench_inputs import BENCH_GRAPHS, _graph_source, request_files
 
     cells: list[dict[str, Any]] = []
     graphs = [g for g in a.graphs.split(",") if g]

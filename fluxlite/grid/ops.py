@@ -18,6 +18,7 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,11 +31,20 @@ from fluxlite.grid.machine import GridInfo
 if TYPE_CHECKING:
     from fluxlite.api import Engine, MatchResult
 
-__all__ = ["GRID_POLICIES", "LEAK_STRATEGIES", "GridOps", "LeakJob", "Proc", "request_size"]
+__all__ = [
+    "GRID_POLICIES",
+    "LEAK_STRATEGIES",
+    "ForkBatch",
+    "GridOps",
+    "LeakJob",
+    "Proc",
+    "placer",
+    "request_size",
+]
 
-#: static grid allocators usable as match policies
+#: static grid allocators usable as match policies (registered in fluxlite.match.policies.PLACEMENTS)
 GRID_POLICIES = tuple(ALLOCATORS)
-#: grow/shrink strategies
+#: grow/shrink strategies (registered in fluxlite.match.policies.PLACEMENTS)
 LEAK_STRATEGIES = ("leak", "leak-noncontig")
 
 
@@ -118,6 +128,127 @@ def request_size(request: Any, cores_per_node: int, duration: int | None) -> tup
     return k, int(duration)
 
 
+class ForkBatch:
+    """The forks of one leak job at one time, allocated together (see :meth:`GridOps.fork_batch`)."""
+
+    def __init__(self, ops: GridOps, job: LeakJob, now: int) -> None:
+        self.ops = ops
+        self.job = job
+        self.now = now
+        self.d = job.end - now
+        self.taken: set[int] = set()
+        self.new: list[Proc] = []
+        self._free: dict[int, list[int]] = {}
+        eng = ops.eng
+        self.full = ops._no_free_core(eng.traverser.g.roots[eng.traverser.dom], now, self.d)
+
+    def _first_free(self, u: int) -> int | None:
+        cores = self._free.get(u)
+        if cores is None:
+            cores = self._free[u] = self.ops._free_cores(u, self.now, self.d)
+        for c in cores:
+            if c not in self.taken:
+                return c
+        return None
+
+    def has_free(self, u: int) -> bool:
+        """Node ``u`` has a core free over the job's window that no fork of this batch took."""
+        return not self.full and self._first_free(u) is not None
+
+    def fork(self, parent: int, only: Sequence[int] | None = None) -> Proc | None:
+        """Place one process next to grid node ``parent`` (as :meth:`GridOps.fork`); ``only``: look
+        on these nodes alone, in order (a local fork), and return None when none has a free core.
+        None also when the non-contiguous leak finds no core anywhere (:meth:`GridOps.fork` raises)."""
+        ops, job = self.ops, self.job
+        if not 0 <= parent < ops.gi.n:
+            raise InputError(f"parent node {parent} is not a grid index", jobid=job.jobid)
+        place: tuple[int, int] | None = None
+        ff = self._first_free
+        if only is not None:
+            if not self.full:
+                for u in only:
+                    c = ff(u)
+                    if c is not None:
+                        place = (u, c)
+                        break
+            if place is None:
+                return None
+        elif not self.full:
+            c = ff(parent)
+            if c is not None:
+                place = (parent, c)
+            if place is None:
+                nb = ops.gi.neighbours
+                for w in nb(parent):
+                    c = ff(w)
+                    if c is not None:
+                        place = (w, c)
+                        break
+                if place is None:
+                    for u in job.nodes():
+                        c = ff(u)
+                        if c is not None:
+                            place = (u, c)
+                            break
+                        for w in nb(u):
+                            c = ff(w)
+                            if c is not None:
+                                place = (w, c)
+                                break
+                        if place is not None:
+                            break
+        if place is None:
+            if job.strategy == "leak":
+                p = Proc(parent, None, True)
+                job.procs.append(p)
+                self.new.append(p)
+                job.oversubscribed += 1
+                job.oversubscribed_total += 1
+                return p
+            got = None
+            if not self.full:
+                start = int(ops.gi.snake_pos[job.procs[0].node if job.procs else job.entry])
+                got = ops._snake_scan(start, self.now, self.d, self.taken)
+            if got is None:
+                return None
+            place = (got[0], got[1][0])
+        node, core = place
+        self.taken.add(core)
+        p = Proc(node, core)
+        job.procs.append(p)
+        self.new.append(p)
+        return p
+
+    def __enter__(self) -> ForkBatch:
+        return self
+
+    def _undo(self) -> None:
+        job = self.job
+        gone = {id(p) for p in self.new}
+        job.procs = [p for p in job.procs if id(p) not in gone]
+        over = sum(p.core is None for p in self.new)
+        job.oversubscribed -= over
+        job.oversubscribed_total -= over
+        self.new = []
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is not None:
+            self._undo()
+            return
+        items = [(p.core, 1, True) for p in self.new if p.core is not None]
+        if items:
+            try:
+                self.ops.eng._allocate_items(self.job.jobid, items, self.now, self.d, None, False)
+            except BaseException:
+                self._undo()
+                raise
+
+
+def placer(eng: Engine, policy: str | None = None) -> GridOps:
+    """The provider factory the placement registry names (``fluxlite.match.policies.PLACEMENTS``)."""
+    return GridOps(eng, policy)
+
+
 class GridOps:
     """Grid allocators and leak strategies over one engine (see the module docstring)."""
 
@@ -141,23 +272,25 @@ class GridOps:
 
     # ------------------------------------------------------------ state, read from the engine
     def _spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(grid index, start, end) of every job window on every node (from ``xspans``)."""
+        """(grid index, start, end) of every job window on every node (from ``xspans``).
+
+        Read afresh at every call (no copy of the state is kept); the windows are gathered by
+        ``np.fromiter`` over chained iterators, so the loop over every span runs in C.
+        """
         xspans = self.eng.traverser.xspans
-        idx: list[int] = []
-        ss: list[int] = []
-        es: list[int] = []
-        for i, v in enumerate(self._node_vid):
-            xs = xspans[v]
-            if xs:
-                for s, e in xs.values():
-                    ss.append(s)
-                    es.append(e)
-                idx.extend([i] * len(xs))
-        return (
-            np.array(idx, dtype=np.int64),
-            np.array(ss, dtype=np.int64),
-            np.array(es, dtype=np.int64),
+        per_node = [xspans[v] for v in self._node_vid]
+        n = len(per_node)
+        counts = np.fromiter((len(xs) if xs else 0 for xs in per_node), dtype=np.int64, count=n)
+        total = int(counts.sum())
+        if total == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty.copy(), empty.copy()
+        flat = np.fromiter(
+            chain.from_iterable(chain.from_iterable(xs.values() for xs in per_node if xs)),
+            dtype=np.int64,
+            count=2 * total,
         )
+        return np.repeat(np.arange(n, dtype=np.int64), counts), flat[0::2].copy(), flat[1::2].copy()
 
     def _down(self) -> np.ndarray:
         st = self.eng.graph.v_status
@@ -233,6 +366,8 @@ class GridOps:
                 f"cannot meet the deadline: earliest start {t0} + runtime {d} > {limit}", jobid=jobid
             )
         idx, s, e = self._spans()
+        near = (s < limit) & (e > t0)  # only windows that meet [t0, limit) can stand in the way
+        idx, s, e = idx[near], s[near], e[near]
         cands = np.unique(e[e > t0]) if len(e) else np.empty(0, dtype=np.int64)
         times = [t0, *cands[cands + d <= limit].tolist()]
         for t in times:
@@ -321,11 +456,18 @@ class GridOps:
             return False
 
     def _snake_scan(
-        self, from_pos: int, at: int, duration: int, taken: set[int], known_busy: set[int] = frozenset()
+        self,
+        from_pos: int,
+        at: int,
+        duration: int,
+        taken: set[int],
+        known_busy: set[int] = frozenset(),
+        empty: bool = False,
     ) -> tuple[int, list[int]] | None:
         """First node in snake order from position ``from_pos`` (wrapping) with a free core not in ``taken``.
 
         ``known_busy``: nodes the caller has just found without a free core over the same window.
+        ``empty``: only a node whose every core is free counts.
         """
         order = self._snake_list
         n = self.gi.n
@@ -334,7 +476,7 @@ class GridOps:
             if i in known_busy:
                 continue
             cores = [c for c in self._free_cores(i, at, duration) if c not in taken]
-            if cores:
+            if cores and (not empty or len(cores) == len(self._cores[i])):
                 return i, cores
         return None
 
@@ -345,8 +487,15 @@ class GridOps:
         now: int = 0,
         duration: int | None = None,
         jobid: int | None = None,
+        start_on: str = "core",
     ) -> LeakJob:
-        """Start a leak job of ``nprocs`` processes (see :mod:`fluxlite.grid`); BusyError if no core is free."""
+        """Start a leak job of ``nprocs`` processes (see :mod:`fluxlite.grid`); BusyError if no core is free.
+
+        ``start_on``: the first process needs a node with a free core (``core``) or a node with no
+        process at all (``empty``).
+        """
+        if start_on not in ("core", "empty"):
+            raise InputError(f"start_on must be core or empty, got {start_on!r}")
         eng = self.eng
         if strategy not in LEAK_STRATEGIES:
             raise InputError(f"unknown leak strategy {strategy!r} (known: {', '.join(LEAK_STRATEGIES)})")
@@ -378,9 +527,9 @@ class GridOps:
 
         if self._no_free_core(eng.traverser.g.roots[eng.traverser.dom], now, duration):
             raise BusyError("no node has a free core", jobid=jobid)
-        found = self._snake_scan(entry, now, duration, set())
+        found = self._snake_scan(entry, now, duration, set(), empty=start_on == "empty")
         if found is None:
-            raise BusyError("no node has a free core", jobid=jobid)
+            raise BusyError(f"no node has a free {'node' if start_on == 'empty' else 'core'}", jobid=jobid)
         start, _ = found
         job = LeakJob(jobid, strategy, now, now + duration, entry)
         taken: set[int] = set()
@@ -428,9 +577,48 @@ class GridOps:
         self._entry = (entry + max(1, n // 7 + 1)) % n
         return job
 
+    def grow(self, jobid: int, jobspec: Any, strategy: str, parent: int | None, now: int) -> Proc:
+        """``Engine.grow(strategy=...)``: check the request and the job, then :meth:`fork`."""
+        from fluxlite.errors import UnknownJobError
+
+        if jobspec is not None:
+            nodes, cores, _ = _jobspec_counts(jobspec)
+            if nodes or cores != 1:
+                raise InputError("a leak grow places one process: the jobspec must ask for one core")
+        job = self.leak_jobs.get(jobid)
+        if job is None:
+            if jobid not in self.eng.jobs:
+                raise UnknownJobError(f"nonexistent job {jobid}", jobid=jobid)
+            raise StateError(f"job {jobid} was not started by a leak strategy", jobid=jobid)
+        if job.strategy != strategy:
+            raise StateError(f"job {jobid} runs with strategy {job.strategy}, not {strategy}", jobid=jobid)
+        return self.fork(jobid, parent, now)
+
     def fork(self, jobid: int, parent: int | None = None, now: int = 0) -> Proc:
-        """Place one new process of leak job ``jobid`` next to ``parent`` (a grid index); see :mod:`fluxlite.grid`."""
-        eng = self.eng
+        """Place one new process of leak job ``jobid`` next to ``parent`` (a grid index); see :mod:`fluxlite.grid`.
+
+        A batch of one (:meth:`fork_batch`): the rules live there.  BusyError when the
+        non-contiguous leak finds no free core anywhere (nothing changed).
+        """
+        job = self.leak_jobs.get(jobid)
+        if job is not None and parent is None:
+            parent = job.procs[0].node if job.procs else job.entry
+        with self.fork_batch(jobid, now) as b:
+            p = b.fork(int(parent) if parent is not None else 0)
+        if p is None:
+            raise BusyError("no free core anywhere for the new process", jobid=jobid)
+        return p
+
+    def fork_batch(self, jobid: int, now: int) -> ForkBatch:
+        """Several forks of one job at one time, placed one after the other and allocated in one engine call.
+
+        ``with ops.fork_batch(jobid, now) as b: b.fork(parent)`` places each
+        process by the rules of :meth:`fork` as if the forks before it in the
+        batch were already allocated (their cores count as taken), and at the
+        end of the block allocates all the new cores with one update of the
+        ancestors' aggregates: the same placement as one :meth:`fork` each.
+        If the block raises, or the allocation fails, nothing changed.
+        """
         job = self.leak_jobs.get(jobid)
         if job is None:
             from fluxlite.errors import UnknownJobError
@@ -438,68 +626,7 @@ class GridOps:
             raise UnknownJobError(f"job {jobid} is not a running leak job", jobid=jobid)
         if now >= job.end:
             raise StateError(f"job {jobid} ends at {job.end}: cannot fork at {now}", jobid=jobid)
-        if parent is None:
-            parent = job.procs[0].node if job.procs else job.entry
-        if not 0 <= parent < self.gi.n:
-            raise InputError(f"parent node {parent} is not a grid index", jobid=jobid)
-        d = job.end - now
-        nb = self.gi.neighbours
-        # the engine's state does not change during one fork: look at each node once
-        seen: set[int] = set()
-        free_cores = self._free_cores
-
-        def first_free(u: int) -> int | None:
-            if u in seen:
-                return None
-            seen.add(u)
-            cores = free_cores(u, now, d)
-            return cores[0] if cores else None
-
-        place: tuple[int, int] | None = None
-        # the root's core aggregate says at once when no core is free anywhere over the window
-        full = self._no_free_core(eng.traverser.g.roots[eng.traverser.dom], now, d)
-        c = None if full else first_free(parent)
-        if c is not None:
-            place = (parent, c)
-        if place is None and not full:
-            for w in nb(parent):
-                c = first_free(w)
-                if c is not None:
-                    place = (w, c)
-                    break
-        if place is None and not full:
-            for u in job.nodes():
-                c = first_free(u)
-                if c is not None:
-                    place = (u, c)
-                    break
-                for w in nb(u):
-                    c = first_free(w)
-                    if c is not None:
-                        place = (w, c)
-                        break
-                if place is not None:
-                    break
-        if place is None:
-            if job.strategy == "leak":
-                p = Proc(parent, None, True)
-                job.procs.append(p)
-                job.oversubscribed += 1
-                job.oversubscribed_total += 1
-                return p
-            got = None
-            if not full:
-                got = self._snake_scan(
-                    int(self.gi.snake_pos[job.procs[0].node if job.procs else job.entry]), now, d, set(), seen
-                )
-            if got is None:
-                raise BusyError("no free core anywhere for the new process", jobid=jobid)
-            place = (got[0], got[1][0])
-        node, core = place
-        eng._allocate_items(jobid, [(core, 1, True)], now, d, None, False)
-        p = Proc(node, core)
-        job.procs.append(p)
-        return p
+        return ForkBatch(self, job, now)
 
     def join(self, jobid: int, proc: Proc | Sequence[Proc]) -> bool:
         """End process ``proc`` (or several, in order): cores are released at once; True when the job holds nothing.

@@ -24,15 +24,36 @@ Settings (the same keys as Fluxion's custom policy strings):
 
 "is it known?" is ``name in POLICIES``; ``parse_policy`` also accepts a
 custom settings string.
+
+Placements (:data:`PLACEMENTS`) are the other kind of policy: the resources
+are chosen outside the traverser, by a module above the engine that is
+imported only when a placement of its own is used (so the engine never
+imports it; the module uses the engine).  ``kind`` ``static``: usable as
+``Engine(graph, policy=NAME)`` (whole nodes, advance reservation with a
+deadline); ``grow``: usable as ``Engine.grow(..., strategy=NAME)`` and
+``Engine.leak_start(..., strategy=NAME)``.  The provider module offers
+``placer(engine, policy)``.  A new placement is one line::
+
+    register_placement("snake", "static", "fluxlite.grid.ops")
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from fluxlite.errors import InputError
 
-__all__ = ["POLICIES", "MatchPolicy", "parse_policy", "register"]
+__all__ = [
+    "PLACEMENTS",
+    "POLICIES",
+    "MatchPolicy",
+    "load_placer",
+    "parse_policy",
+    "placements",
+    "register",
+    "register_placement",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +84,32 @@ def register(name: str, settings: str) -> None:
         raise ValueError(f"match policy {name!r} is already registered")
     _parse_settings(name, settings)  # validate now
     POLICIES[name] = settings
+
+
+#: name -> (kind, provider module): placements chosen outside the traverser (see the module docstring)
+PLACEMENTS: dict[str, tuple[str, str]] = {}
+PLACEMENT_KINDS = ("static", "grow")
+
+
+def register_placement(name: str, kind: str, module: str) -> None:
+    """Register a placement ``name`` of ``kind`` (static or grow) provided by ``module``."""
+    if name in PLACEMENTS or name in POLICIES:
+        raise ValueError(f"policy {name!r} is already registered")
+    if kind not in PLACEMENT_KINDS:
+        raise ValueError(f"placement kind must be one of {PLACEMENT_KINDS}, got {kind!r}")
+    PLACEMENTS[name] = (kind, module)
+
+
+def placements(kind: str) -> tuple[str, ...]:
+    """The registered placement names of ``kind``, in registration order."""
+    return tuple(n for n, (k, _m) in PLACEMENTS.items() if k == kind)
+
+
+def load_placer(name: str) -> Any:
+    """The provider module's ``placer`` factory of placement ``name`` (imported now)."""
+    import importlib
+
+    return importlib.import_module(PLACEMENTS[name][1]).placer
 
 
 def _parse_settings(name: str, settings: str) -> MatchPolicy:
@@ -122,3 +169,10 @@ register("lonode", "policy=low node_centric=true")
 register("hinode", "policy=high node_centric=true")
 register("lonodex", "policy=low node_centric=true node_exclusive=true")
 register("hinodex", "policy=high node_centric=true node_exclusive=true")
+
+# Placements chosen outside the traverser (fluxlite.grid: grid allocators with deadlines, leak strategies).
+register_placement("hilbert", "static", "fluxlite.grid.ops")
+register_placement("manhattan", "static", "fluxlite.grid.ops")
+register_placement("count", "static", "fluxlite.grid.ops")
+register_placement("leak", "grow", "fluxlite.grid.ops")
+register_placement("leak-noncontig", "grow", "fluxlite.grid.ops")

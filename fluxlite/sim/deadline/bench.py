@@ -1,12 +1,19 @@
 """``fluxlite sim deadline bench`` (also ``fluxlite bench deadline``): speed of the deadline simulator.
 
 One 1,000-job Lublin-Feitelson trace on the 16x8 grid with 4 cores per node,
-per strategy, each run in a fresh (spawned) process so its peak RSS is its
-own: wall time of the simulation (median of ``--repeat``; the trace
-generation and the machine's construction are reported apart), simulation
-events per second (kernel callbacks: arrivals, phase ends, kills,
-snapshots), engine operations included, and the process's peak RSS.
-Target: <= 2 s per trace.
+per strategy, each run in a fresh process so its peak RSS is its own: wall
+time of the simulation (median of ``--repeat``; the trace generation and the
+machine's construction are reported apart), simulation events per second
+(kernel callbacks: arrivals, phase ends, kills, snapshots), engine operations
+included, and the process's peak RSS.  Target: <= 2 s per trace.
+
+``--baseline REF`` measures the code of git revision ``REF`` (e.g. ``main``)
+in the same run, on the same machine, interleaved run by run with this
+code's (``git archive REF`` into a temporary directory, run there in fresh
+processes), and reports the ratio of medians: the machine may be loaded, so
+the ratio is the figure to read.  ``--lag half-1h --margin 0.25
+--type2-forks local`` give the trace and model of the code before the
+reproduction (the same rows), so a baseline from then runs the same jobs.
 """
 
 from __future__ import annotations
@@ -16,25 +23,74 @@ import json
 import multiprocessing as mp
 import resource
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "run_bench"]
+from fluxlite.sim.deadline.options import COMM_NAMES, LOAD_NAMES, STRATEGY_NAMES, TYPE_NAMES, csv_list
+
+__all__ = ["BENCH_DESCRIPTION", "add_bench_arguments", "main", "run_bench"]
+
+BENCH_DESCRIPTION = (
+    "One 1,000-job trace on the 16x8x4 machine per strategy, each in a fresh process: "
+    "wall time (median of --repeat), events per second, peak RSS. Target: <= 2 s per trace."
+)
 
 
-def _one(strategy: str, load: str, jtype: str, comm: str, jobs: int, backend: str) -> dict[str, Any]:
+def add_bench_arguments(b: argparse.ArgumentParser) -> None:
+    """The bench's options (``fluxlite sim deadline bench`` and ``fluxlite bench deadline``)."""
+    b.add_argument(
+        "--strategies",
+        type=csv_list(STRATEGY_NAMES),
+        default=list(STRATEGY_NAMES),
+        metavar="LIST",
+        help=f"comma-separated strategies, or all ({','.join(STRATEGY_NAMES)})",
+    )
+    b.add_argument("--load", choices=LOAD_NAMES, default="normal", help="load of the trace (normal)")
+    b.add_argument("--type", choices=TYPE_NAMES, default="uniform", dest="jtype", help="job types (uniform)")
+    b.add_argument("--comm", choices=COMM_NAMES, default="async", help="communication style (async)")
+    b.add_argument("--jobs", type=int, default=1000, help="jobs in the trace (1000)")
+    b.add_argument("--repeat", type=int, default=3, help="runs per strategy (median; 3)")
+    b.add_argument("--backend", choices=("auto", "grid", "interim"), default="auto", help="who chooses nodes")
+    b.add_argument(
+        "--lag", choices=("uniform-63d", "half-1h", "none"), default="uniform-63d", help="lag model"
+    )
+    b.add_argument("--margin", type=float, default=0.0, help="requested = runtime x (1 + MARGIN) (0)")
+    b.add_argument(
+        "--type2-forks", choices=("leak", "local"), default="leak", help="type-2 forks under a leak"
+    )
+    b.add_argument(
+        "--baseline",
+        metavar="REF",
+        help="also time git revision REF (e.g. main) in the same run, interleaved, and report the ratios",
+    )
+    b.add_argument("--json", metavar="FILE", help="write the measurements as JSON")
+
+
+def _one(
+    strategy: str, load: str, jtype: str, comm: str, jobs: int, backend: str, **model: Any
+) -> dict[str, Any]:
+    """One timed run (in the calling process).  ``model``: lag, margin, type2_forks."""
     from fluxlite.sim.deadline.placement import Machine
     from fluxlite.sim.deadline.sim import simulate
     from fluxlite.sim.deadline.workload import lublin_trace
 
+    gen = {
+        k: v
+        for k, v in (("lag_model", model.get("lag")), ("walltime_margin", model.get("margin")))
+        if v is not None
+    }
+    sim_kw = {"type2_forks": model["type2_forks"]} if model.get("type2_forks") else {}
     t0 = time.perf_counter()
-    trace = lublin_trace(jobs, load, jtype, seed=1)
+    trace = lublin_trace(jobs, load, jtype, seed=1, **gen)
     t1 = time.perf_counter()
     m = Machine(16, 8, 4, strategy=strategy, backend=backend)
     t2 = time.perf_counter()
-    res = simulate(trace, strategy, comm, machine=m)
+    res = simulate(trace, strategy, comm, machine=m, **sim_kw)
     t3 = time.perf_counter()
     return {
         "trace_s": t1 - t0,
@@ -42,48 +98,118 @@ def _one(strategy: str, load: str, jtype: str, comm: str, jobs: int, backend: st
         "sim_s": t3 - t2,
         "events": res.events,
         "accepted": res.accepted,
+        "completed": res.completed,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "backend": m.backend,
     }
 
 
+_BASELINE_CODE = """
+import json, sys
+from fluxlite.sim.deadline.bench import _one
+print(json.dumps(_one(*json.loads(sys.argv[1]))))
+"""
+
+
+def _baseline_tree(ref: str, into: str) -> None:
+    """Unpack git revision ``ref`` of the checkout this module lives in under ``into``."""
+    from fluxlite.errors import InputError
+
+    repo = Path(__file__).resolve().parents[3]
+    try:
+        arch = subprocess.run(
+            ["git", "-C", str(repo), "archive", "--format=tar", ref, "fluxlite"],
+            capture_output=True,
+            check=True,
+            timeout=120,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        err = getattr(exc, "stderr", b"") or b""
+        raise InputError(
+            f"cannot read git revision {ref!r}: {err.decode(errors='replace').strip() or exc}"
+        ) from None
+    subprocess.run(["tar", "-x", "-C", into], input=arch.stdout, check=True, timeout=120)
+
+
+def _baseline_one(tree: str, args: list[Any]) -> dict[str, Any]:
+    """One run of the baseline's ``_one`` in a fresh interpreter whose ``fluxlite`` is ``tree``'s."""
+    env = {**__import__("os").environ, "PYTHONPATH": tree}
+    r = subprocess.run(
+        [sys.executable, "-c", _BASELINE_CODE, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        cwd=tree,
+        env=env,
+        timeout=3600,
+    )
+    if r.returncode != 0:
+        from fluxlite.errors import CommandError
+
+        raise CommandError(f"the baseline run failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _row(s: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    sim = statistics.median(r["sim_s"] for r in runs)
+    return {
+        "strategy": s,
+        "sim_s_median": sim,
+        "sim_s_min": min(r["sim_s"] for r in runs),
+        "sim_s_all": [r["sim_s"] for r in runs],
+        "trace_s": statistics.median(r["trace_s"] for r in runs),
+        "machine_s": statistics.median(r["machine_s"] for r in runs),
+        "events": runs[0]["events"],
+        "events_per_s": runs[0]["events"] / sim if sim > 0 else 0.0,
+        "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+        "accepted": runs[0]["accepted"],
+        "completed": runs[0].get("completed"),
+        "meets_2s": sim <= 2.0,
+        "backend": runs[0]["backend"],
+    }
+
+
 def run_bench(a: argparse.Namespace) -> int:
     ctx = mp.get_context("spawn")
+    model = {"lag": a.lag, "margin": a.margin, "type2_forks": a.type2_forks}
     rows = []
-    print(
-        f"deadline bench: {a.jobs}-job trace, load {a.load}, type {a.jtype}, comm {a.comm}, 16x8x4, "
-        f"median of {a.repeat} fresh processes"
-    )
-    print(
-        f"{'strategy':<16}{'sim s':>8}{'min s':>8}{'events':>8}{'events/s':>10}{'RSS MB':>8}{'accepted':>9}"
-        f"{'target':>8}"
-    )
-    for s in a.strategies:
-        runs = []
-        for _ in range(a.repeat):
-            with ctx.Pool(1) as pool:
-                runs.append(pool.apply(_one, (s, a.load, a.jtype, a.comm, a.jobs, a.backend)))
-        sim = statistics.median(r["sim_s"] for r in runs)
-        ev = runs[0]["events"]
-        row = {
-            "strategy": s,
-            "sim_s_median": sim,
-            "sim_s_min": min(r["sim_s"] for r in runs),
-            "sim_s_all": [r["sim_s"] for r in runs],
-            "trace_s": statistics.median(r["trace_s"] for r in runs),
-            "machine_s": statistics.median(r["machine_s"] for r in runs),
-            "events": ev,
-            "events_per_s": ev / sim if sim > 0 else 0.0,
-            "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
-            "accepted": runs[0]["accepted"],
-            "meets_2s": sim <= 2.0,
-            "backend": runs[0]["backend"],
-        }
-        rows.append(row)
+    base_rows = []
+    tmp = tempfile.TemporaryDirectory(prefix="fluxlite-bench-deadline-") if a.baseline else None
+    try:
+        if tmp is not None:
+            _baseline_tree(a.baseline, tmp.name)
         print(
-            f"{s:<16}{sim:>8.2f}{row['sim_s_min']:>8.2f}{ev:>8}{row['events_per_s']:>10.0f}"
-            f"{row['peak_rss_mb']:>8.0f}{row['accepted']:>9}{'ok' if row['meets_2s'] else 'MISSED':>8}"
+            f"deadline bench: {a.jobs}-job trace, load {a.load}, type {a.jtype}, comm {a.comm}, 16x8x4, "
+            f"lag {a.lag}, margin {a.margin}, type-2 forks {a.type2_forks}; median of {a.repeat} fresh processes"
+            + (f"; baseline {a.baseline} (its own defaults) interleaved" if a.baseline else "")
         )
+        hdr = f"{'strategy':<16}{'sim s':>8}{'min s':>8}{'events':>8}{'events/s':>10}{'RSS MB':>8}{'accepted':>9}"
+        print(hdr + (f"{'base s':>8}{'ratio':>7}" if a.baseline else "") + f"{'target':>8}")
+        for s in a.strategies:
+            runs, base = [], []
+            for _ in range(a.repeat):
+                with ctx.Pool(1) as pool:
+                    runs.append(pool.apply(_one, (s, a.load, a.jtype, a.comm, a.jobs, a.backend), model))
+                if tmp is not None:
+                    base.append(_baseline_one(tmp.name, [s, a.load, a.jtype, a.comm, a.jobs, a.backend]))
+            row = _row(s, runs)
+            line = (
+                f"{s:<16}{row['sim_s_median']:>8.2f}{row['sim_s_min']:>8.2f}{row['events']:>8}"
+                f"{row['events_per_s']:>10.0f}{row['peak_rss_mb']:>8.0f}{row['accepted']:>9}"
+            )
+            if base:
+                brow = _row(s, base)
+                base_rows.append(brow)
+                row["baseline_s_median"] = brow["sim_s_median"]
+                row["ratio_to_baseline"] = row["sim_s_median"] / brow["sim_s_median"]
+                # what both report (an older baseline may not report completed jobs)
+                both = [k for k in ("accepted", "completed") if brow.get(k) is not None]
+                row["same_result_as_baseline"] = all(row[k] == brow[k] for k in both)
+                line += f"{brow['sim_s_median']:>8.2f}{row['ratio_to_baseline']:>7.2f}"
+            rows.append(row)
+            print(line + f"{'ok' if row['meets_2s'] else 'MISSED':>8}", flush=True)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
     if a.json:
         Path(a.json).write_text(
             json.dumps(
@@ -93,7 +219,10 @@ def run_bench(a: argparse.Namespace) -> int:
                     "comm": a.comm,
                     "jobs": a.jobs,
                     "repeat": a.repeat,
+                    "model": model,
+                    "baseline": a.baseline,
                     "results": rows,
+                    "baseline_results": base_rows,
                 },
                 indent=2,
             )
@@ -104,6 +233,9 @@ def run_bench(a: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``fluxlite bench deadline`` (same options as ``fluxlite sim deadline bench``)."""
-    from fluxlite.sim.deadline.cli import main as sim_main
-
-    return sim_main(["bench", *(argv or [])])
+    p = argparse.ArgumentParser(prog="fluxlite bench deadline", description=BENCH_DESCRIPTION)
+    add_bench_arguments(p)
+    a = p.parse_args(list(argv or []))
+    if a.jobs < 1 or a.repeat < 1:
+        p.error("--jobs and --repeat must be >= 1")
+    return run_bench(a)

@@ -8,6 +8,7 @@ Subcommands::
     plot     bar charts with 95 % CIs from a sweep CSV (+ a markdown table);
              or grid occupancy pictures of one run at chosen times (--occupancy)
     bench    one 1,000-job trace on 16x8x4 per strategy: wall time, events/s, peak RSS
+    reproduce  the journal study's findings beside fluxlite's (REPRODUCTION-deadline.md)
     trace    write a generated trace as SWF (with type/earliest-start/deadline columns)
 
 Every subcommand takes ``--json FILE`` for its summary.  Bad input gives a
@@ -19,44 +20,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from fluxlite.errors import FluxliteError, InputError
+from fluxlite.sim.deadline.bench import BENCH_DESCRIPTION, add_bench_arguments, run_bench
+from fluxlite.sim.deadline.options import (
+    COMM_NAMES,
+    LOAD_NAMES,
+    STRATEGY_NAMES,
+    TYPE_NAMES,
+    csv_list,
+    grid_size,
+)
 
 __all__ = ["main"]
-
-STRATEGY_NAMES = ("count", "hilbert", "manhattan", "leak", "leak-noncontig")
-LOAD_NAMES = ("normal", "heavy", "very-heavy")
-TYPE_NAMES = ("0", "1", "2", "3", "uniform")
-COMM_NAMES = ("async", "sync")
-
-
-def _grid(text: str) -> tuple[int, int]:
-    try:
-        w, h = (int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"grid must look like 16x8, got {text!r}") from None
-    if w < 1 or h < 1:
-        raise argparse.ArgumentTypeError(f"grid sides must be >= 1, got {text!r}")
-    return w, h
-
-
-def _csv_list(choices: Sequence[str]):  # type: ignore[no-untyped-def]
-    def parse(text: str) -> list[str]:
-        vals = [v.strip() for v in text.split(",") if v.strip()]
-        if vals == ["all"]:
-            return list(choices)
-        bad = [v for v in vals if v not in choices]
-        if bad or not vals:
-            raise argparse.ArgumentTypeError(
-                f"{bad[0] if bad else text!r}: choose from {', '.join(choices)} or all"
-            )
-        return vals
-
-    return parse
 
 
 def _times(text: str) -> list[float]:
@@ -68,7 +49,9 @@ def _times(text: str) -> list[float]:
 
 def _machine_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("machine")
-    g.add_argument("--grid", type=_grid, default=(16, 8), metavar="WxH", help="nodes on a W x H grid (16x8)")
+    g.add_argument(
+        "--grid", type=grid_size, default=(16, 8), metavar="WxH", help="nodes on a W x H grid (16x8)"
+    )
     g.add_argument("--torus", action="store_true", help="wrap-around links (torus) instead of a mesh")
     g.add_argument("--cores", type=int, default=4, help="cores per node (4)")
     g.add_argument(
@@ -99,6 +82,40 @@ def _workload_args(p: argparse.ArgumentParser, multi: bool) -> None:
             "--type", choices=TYPE_NAMES, default="uniform", dest="jtype", help="runtime-behaviour type"
         )
         g.add_argument("--trace", type=int, default=0, help="trace number (seeds the trace)")
+    g.add_argument(
+        "--lag",
+        choices=("uniform-63d", "half-1h", "none"),
+        default="uniform-63d",
+        help="earliest start after submission: U(0, 63 days) (the paper's 65-74-day traces; default), "
+        "half the jobs up to 1 h later, or none (ablations)",
+    )
+    g.add_argument(
+        "--margin",
+        type=float,
+        default=0.0,
+        help="requested runtime = runtime x (1 + MARGIN): what a static allocator reserves (0: the paper's "
+        "t_runtime)",
+    )
+    m = p.add_argument_group("model (choices the paper leaves open; see docs)")
+    m.add_argument(
+        "--comm-model",
+        default="",
+        metavar="K=V,...",
+        help="communication cost settings, e.g. gamma=0 (no link load) or beta=0 (no hop cost); "
+        "keys kappa, beta, gamma, local, dynamic_phases",
+    )
+    m.add_argument(
+        "--leak-start",
+        choices=("core", "empty"),
+        default="core",
+        help="the leak's one-node check needs a node with a free core (default) or an empty node",
+    )
+    m.add_argument(
+        "--type2-forks",
+        choices=("leak", "local"),
+        default="leak",
+        help="under a leak policy, type-2 forks use the leak's search (default) or stay on the job's nodes",
+    )
 
 
 def _json_out(path: str | None, data: Any) -> None:
@@ -123,20 +140,53 @@ def _spec(a: argparse.Namespace, strategy: str, comm: str) -> Any:
         torus=a.torus,
         swf=a.swf,
         backend=a.backend,
+        **_model(a),
     )
+
+
+def _model(a: argparse.Namespace) -> dict[str, Any]:
+    """The modelling options of a command line, checked (bad values: one-line errors)."""
+    from fluxlite.sim.deadline.program import parse_comm_model
+
+    if a.margin < 0:
+        raise InputError(f"--margin must be >= 0, got {a.margin}")
+    parse_comm_model(a.comm_model)
+    return {
+        "lag": a.lag,
+        "margin": a.margin,
+        "comm_model": a.comm_model,
+        "leak_start": a.leak_start,
+        "type2_forks": a.type2_forks,
+    }
+
+
+def _simulate_spec(spec: Any, snapshots: list[float]) -> tuple[Any, Any]:
+    """The machine and the result of the run ``spec`` names, with occupancy snapshots."""
+    from fluxlite.sim.deadline.placement import Machine
+    from fluxlite.sim.deadline.program import parse_comm_model
+    from fluxlite.sim.deadline.sim import simulate
+    from fluxlite.sim.deadline.sweep import make_jobs
+
+    m = Machine(spec.width, spec.height, spec.cores, spec.torus, strategy=spec.strategy, backend=spec.backend)
+    res = simulate(
+        make_jobs(spec),
+        spec.strategy,
+        spec.comm,
+        machine=m,
+        snapshots=snapshots,
+        model=parse_comm_model(spec.comm_model),
+        leak_start=spec.leak_start,
+        type2_forks=spec.type2_forks,
+    )
+    return m, res
 
 
 # ---------------------------------------------------------------------------- run
 def cmd_run(a: argparse.Namespace) -> int:
     from fluxlite.check import recount_errors
-    from fluxlite.sim.deadline.placement import Machine
-    from fluxlite.sim.deadline.sim import simulate
-    from fluxlite.sim.deadline.sweep import make_jobs
 
     spec = _spec(a, a.strategy, a.comm)
-    jobs = make_jobs(spec)
-    m = Machine(spec.width, spec.height, spec.cores, spec.torus, strategy=a.strategy, backend=a.backend)
-    res = simulate(jobs, a.strategy, a.comm, machine=m, snapshots=a.at)
+    m, res = _simulate_spec(spec, a.at)
     d = res.summary()
     d.update(load=a.load, type=a.jtype, trace=a.trace, machine=spec.machine, backend=m.backend)
     if a.check:
@@ -211,6 +261,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
         torus=a.torus,
         swf=a.swf,
         backend=a.backend,
+        **_model(a),
     )
     out = Path(a.out)
     bar: Any = None
@@ -251,14 +302,10 @@ def cmd_plot(a: argparse.Namespace) -> int:
         print(f"wrote {outdir / 'table.md'}")
         out.update(figures=[str(f) for f in files], table=str(outdir / "table.md"), summary=summary)
     if a.at:
-        from fluxlite.sim.deadline.placement import Machine
         from fluxlite.sim.deadline.plot import plot_occupancy
-        from fluxlite.sim.deadline.sim import simulate
-        from fluxlite.sim.deadline.sweep import make_jobs
 
         spec = _spec(a, a.strategy, a.comm)
-        m = Machine(spec.width, spec.height, spec.cores, spec.torus, strategy=a.strategy, backend=a.backend)
-        res = simulate(make_jobs(spec), a.strategy, a.comm, machine=m, snapshots=a.at)
+        m, res = _simulate_spec(spec, a.at)
         coords = [(int(m.geom.x[i]), int(m.geom.y[i])) for i in range(m.nodes)]
         name = f"occupancy-{a.strategy}-{a.load}-type{a.jtype}-{a.comm}-trace{a.trace}.png"
         title = f"{a.strategy}, load {a.load}, type {a.jtype}, comm {a.comm}, trace {a.trace} ({m.backend})"
@@ -287,12 +334,26 @@ def cmd_trace(a: argparse.Namespace) -> int:
         cores=a.cores,
         torus=a.torus,
         swf=a.swf,
+        **_model(a),
     )
     jobs = make_jobs(spec)
     to_swf(jobs, a.out, cores=spec.width * spec.height * spec.cores)
     span = (jobs[-1].submit - jobs[0].submit) / 86400.0
     print(f"{a.out}: {len(jobs)} jobs over {span:.2f} days")
     _json_out(a.json, {"swf": a.out, "jobs": len(jobs), "span_days": span})
+    return 0
+
+
+# ---------------------------------------------------------------------------- reproduce
+def cmd_reproduce(a: argparse.Namespace) -> int:
+    from fluxlite.sim.deadline.reproduce import section
+
+    out = Path(a.out)
+    md = section(out, quick=a.quick, progress=None if a.quiet else print, run=not a.no_run)
+    dest = out / "deadline" / "REPRODUCTION-deadline.md"
+    dest.write_text(md)
+    print(f"wrote {dest}")
+    _json_out(a.json, {"markdown": str(dest)})
     return 0
 
 
@@ -304,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
         "reserve at submission; leak policies (leak, leak-noncontig) grow and shrink jobs at run time. "
         "All on the fluxlite engine, with one SimPy virtual clock.",
     )
-    sub = p.add_subparsers(dest="cmd", required=True, metavar="{run,sweep,plot,bench,trace}")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="{run,sweep,plot,bench,reproduce,trace}")
 
     r = sub.add_parser(
         "run", help="simulate one trace", description="Simulate one trace and print its metrics."
@@ -334,23 +395,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--strategies",
-        type=_csv_list(STRATEGY_NAMES),
+        type=csv_list(STRATEGY_NAMES),
         default=list(STRATEGY_NAMES),
         metavar="LIST",
-        help=f"comma-separated strategies (default all: {','.join(STRATEGY_NAMES)})",
+        help=f"comma-separated strategies, or all ({','.join(STRATEGY_NAMES)})",
     )
     s.add_argument(
-        "--loads", type=_csv_list(LOAD_NAMES), default=list(LOAD_NAMES), metavar="LIST",
-        help=f"comma-separated loads (default all: {','.join(LOAD_NAMES)})",
+        "--loads",
+        type=csv_list(LOAD_NAMES),
+        default=list(LOAD_NAMES),
+        metavar="LIST",
+        help=f"comma-separated loads, or all ({','.join(LOAD_NAMES)})",
     )
     s.add_argument(
-        "--types", type=_csv_list(TYPE_NAMES), default=list(TYPE_NAMES), metavar="LIST",
-        help=f"comma-separated runtime-behaviour types (default all: {','.join(TYPE_NAMES)})",
+        "--types",
+        type=csv_list(TYPE_NAMES),
+        default=list(TYPE_NAMES),
+        metavar="LIST",
+        help=f"comma-separated runtime-behaviour types, or all ({','.join(TYPE_NAMES)})",
     )
     s.add_argument(
-        "--comms", type=_csv_list(COMM_NAMES), default=list(COMM_NAMES), metavar="LIST",
-        help=f"comma-separated communication styles (default all: {','.join(COMM_NAMES)})",
-    )  # fmt: skip
+        "--comms",
+        type=csv_list(COMM_NAMES),
+        default=list(COMM_NAMES),
+        metavar="LIST",
+        help=f"comma-separated communication styles, or all ({','.join(COMM_NAMES)})",
+    )
     s.add_argument("--traces", type=int, default=20, help="traces per configuration (20)")
     _workload_args(s, multi=True)
     _machine_args(s)
@@ -366,7 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser(
         "plot",
         help="figures and a table from a sweep CSV",
-        description="Bar charts (accepted / cancelled / completed, 95% CI) per comm style and a markdown "
+        description="Bar charts (accepted / cancelled / completed, 95 % CI) per comm style and a markdown "
         "table of means from a sweep CSV; and/or, with --at, grid occupancy pictures (one colour per job) "
         "of the run named by --strategy/--load/--type/--comm/--trace at those times.",
     )
@@ -387,26 +457,27 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser(
         "bench",
         help="speed of one 1,000-job trace per strategy",
-        description="One 1,000-job trace on the 16x8x4 machine per strategy, each in a fresh process: "
-        "wall time (median of --repeat), events per second, peak RSS. Target: <= 2 s per trace.",
+        description=BENCH_DESCRIPTION,
     )
-    b.add_argument(
-        "--strategies",
-        type=_csv_list(STRATEGY_NAMES),
-        default=list(STRATEGY_NAMES),
-        metavar="LIST",
-        help=f"comma-separated strategies (default all: {','.join(STRATEGY_NAMES)})",
+    add_bench_arguments(b)
+    b.set_defaults(fn=run_bench)
+
+    rp = sub.add_parser(
+        "reproduce",
+        help="the journal study's findings beside fluxlite's (markdown, figures, data)",
+        description="Run (or resume) the reproduction sweep and its ablations under OUT/deadline, draw the "
+        "figures in the paper's layout and write OUT/deadline/REPRODUCTION-deadline.md: each published "
+        "finding, fluxlite's number and a verdict. The full run is 20 traces per configuration (hours on two "
+        "busy cores; resumable); --quick is a smoke run in seconds.",
     )
-    b.add_argument("--load", choices=LOAD_NAMES, default="normal", help="load (normal)")
-    b.add_argument("--type", choices=TYPE_NAMES, default="uniform", dest="jtype", help="job type (uniform)")
-    b.add_argument("--comm", choices=COMM_NAMES, default="async", help="communication style (async)")
-    b.add_argument("--jobs", type=int, default=1000, help="jobs per trace (1000)")
-    b.add_argument("--repeat", type=int, default=3, help="runs per strategy (median; 3)")
-    b.add_argument(
-        "--backend", choices=("auto", "grid", "interim"), default="auto", help="who chooses nodes (auto; see run)"
+    rp.add_argument("--out", "-o", required=True, help="output directory (the sweep goes in OUT/deadline)")
+    rp.add_argument("--quick", action="store_true", help="small traces, one trace, no ablations")
+    rp.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    rp.add_argument(
+        "--no-run", action="store_true", help="run nothing: report the data already in OUT/deadline"
     )
-    b.add_argument("--json", metavar="FILE", help="write the measurements as JSON")
-    b.set_defaults(fn=cmd_bench)
+    rp.add_argument("--json", metavar="FILE", help="write the markdown's path as JSON")
+    rp.set_defaults(fn=cmd_reproduce)
 
     t = sub.add_parser(
         "trace", help="write a trace as SWF", description="Write a generated (or rescaled SWF) trace as SWF."
@@ -417,12 +488,6 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--json", metavar="FILE", help="write the file name, job count and span as JSON")
     t.set_defaults(fn=cmd_trace)
     return p
-
-
-def cmd_bench(a: argparse.Namespace) -> int:
-    from fluxlite.sim.deadline.bench import run_bench
-
-    return run_bench(a)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -442,6 +507,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FluxliteError as exc:
         sys.stderr.write(f"fluxlite sim deadline {a.cmd}: {exc}\n")
         return 2
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted (finished sweep runs are kept; rerun to resume)\n")
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = int(getattr(exc, "signum", signal.SIGINT))
+        done = " (finished sweep runs are kept; rerun to resume)" if a.cmd == "sweep" else ""
+        sys.stderr.write(f"fluxlite sim deadline {a.cmd}: stopped by {signal.Signals(signum).name}{done}\n")
+        return 128 + signum

@@ -37,9 +37,10 @@ type  phases  processes and messages                                     forks
 3     8       as type 2                                                  remote
 ====  ======  =========================================================  ======
 
-Type-2 forks stay on the job's own nodes ("local": threads next to their
-parent); type-3 forks may land on new nodes ("remote", MPI-2 spawn): that
-is where the leak policies differ (:mod:`fluxlite.sim.deadline.sim`).
+Under a static partition every fork lands on the job's reserved nodes; under
+a leak policy every fork is placed by the leak's search (journal section 5);
+keeping type-2 forks on the job's own nodes ("local": threads next to their
+parent) is an ablation (:mod:`fluxlite.sim.deadline.sim`).
 
 **Calibration.**  ``c`` is chosen so that the program takes exactly the
 job's ``runtime`` on a compact partition of an empty machine (a near-square
@@ -58,7 +59,7 @@ import numpy as np
 
 from fluxlite.sim.deadline.workload import DeadlineJob
 
-__all__ = ["COMM_STYLES", "CommModel", "Geometry", "Program"]
+__all__ = ["COMM_STYLES", "CommModel", "Geometry", "Program", "parse_comm_model"]
 
 #: communication styles: asynchronous send + synchronous receive, synchronous send
 COMM_STYLES: tuple[str, ...] = ("async", "sync")
@@ -73,6 +74,28 @@ class CommModel:
     gamma: float = 0.5
     local: float = 0.1
     dynamic_phases: int = 8
+
+
+def parse_comm_model(text: str) -> CommModel:
+    """``"gamma=0,beta=0.5"`` -> a :class:`CommModel` with those fields changed (empty: the defaults)."""
+    import dataclasses
+
+    from fluxlite.errors import InputError
+
+    fields = {f.name: f.type for f in dataclasses.fields(CommModel)}
+    kw: dict[str, float | int] = {}
+    for part in filter(None, (x.strip() for x in text.split(","))):
+        key, sep, val = part.partition("=")
+        if not sep or key not in fields:
+            raise InputError(f"bad communication model setting {part!r} (use {', '.join(fields)}=NUMBER)")
+        try:
+            num = int(val) if key == "dynamic_phases" else float(val)
+        except ValueError:
+            raise InputError(f"bad communication model value {part!r}") from None
+        if num < 0 or (key == "dynamic_phases" and num < 3):
+            raise InputError(f"communication model value out of range: {part!r}")
+        kw[key] = num
+    return CommModel(**kw)  # type: ignore[arg-type]
 
 
 class Geometry:

@@ -1,31 +1,65 @@
 """The deadline simulator: one virtual clock (the shared SimPy kernel) driving the engine.
 
 One run = one trace, one strategy, one communication style on one machine.
+Each rule names its source in the journal paper (``deadline-static-vs-leak-journal.txt``;
+"conference" = ``deadline-leak-conference.txt``) or says the paper is silent.
 
 * **Static strategies** (``count``, ``hilbert``, ``manhattan``) decide at
-  submission: the earliest start ``t >= max(now, earliest_start)`` such that
-  ``t + requested <= deadline`` and the strategy finds enough whole nodes
-  free over ``[t, t + requested)`` on the engine's planner; candidate times
-  are the earliest start and then the ends of the windows already planned.
-  None: the job is **rejected**.  Otherwise it is **accepted**, the nodes
-  are allocated (advance reservation) and the job starts at ``t``.  A job
-  still running at the end of its window (its requested walltime) is
-  killed, as a batch system does; that counts as cancelled.
-* **Leak strategies** (``leak``, ``leak-noncontig``) decide at the earliest
-  start: accepted if one node is free, then placed process by process
-  (one process = one core, allocated on the engine with a window up to the
-  deadline; a join shrinks the job by its core at once).  Start node: the
-  first free node in snake order from an entry node that rotates from job
-  to job; initial processes breadth-first over free neighbours.  A fork
-  takes a free core on its parent's node, then on a neighbour of the
-  parent's node, then on a neighbour of any of the job's nodes; failing
-  that the contiguous leak oversubscribes the parent's core (both slow
-  down) and the non-contiguous leak takes the next free node in snake
-  order (a new region).  The same rules place initial processes that do
-  not fit in the first region.  Type-2 forks are local: own nodes only, then
-  oversubscription (:mod:`fluxlite.sim.deadline.program`).
-* A job still running at its **deadline is cancelled** (engine cancel);
-  one whose last phase ends by its deadline is **completed**.
+  submission (section 3: "the check ... is performed at the time the job
+  request is submitted"): the earliest start ``t >= max(now,
+  earliest_start)`` such that ``t + requested <= deadline`` and the strategy
+  finds enough whole nodes free over ``[t, t + requested)`` on the engine's
+  planner; candidate times are the earliest start and then the ends of the
+  windows already planned (figures 6 and 8, "the start time is increased in
+  increments determined by the change in the occupancy state of all other
+  jobs").  None: the job is **rejected**.  Otherwise it is **accepted**,
+  the nodes are reserved and the job starts at ``t``.  ``requested`` is the
+  runtime (figures 6 and 8 reserve ``t_runtime``; a margin is an ablation).
+* **Static cancellation**: "when the job is finished, or when the specified
+  end time of the job is reached, the computing resources are released"
+  (section 3.2): a job still running at the end of its reservation loses
+  its nodes there and cannot finish: it counts as **cancelled**
+  (``walltime_kills``).  The paper's simulator also cancels at the deadline
+  (section 5); a reservation never passes the deadline, so the reservation
+  end comes first.  Letting such a job run on until its deadline would need
+  nodes the paper says are released: not modelled.
+* **Leak strategies** (``leak``, ``leak-noncontig``): accepted at submission
+  without a check (conference section 4, "the job is accepted - no further
+  check is performed"); **the one-node check is made at the job's earliest
+  start** ("no advance reservation ... the job is started at the earliest
+  possible time", section 4.1): the first free node in snake order from an
+  entry node that changes from job to job (figures 10 and 11); none: the job
+  is **rejected** (figure 10, line 7) - it does not wait.  **"Free"** is a
+  node with a free core: the journal says "an empty compute node"
+  (section 4.1) but the conference paper "an empty compute node or CPU core"
+  and the simulator "search[es] for a new CPU core" at each fork
+  (section 5); the empty-node reading is the ablation ``leak_start="empty"``.
+  Then the job is placed process by process (one process = one core,
+  allocated on the engine with a window up to the deadline; a join shrinks
+  the job by its core at once, section 4.1 and figure 12).  Initial
+  processes: breadth-first over free neighbours (figure 11).  A fork takes
+  a free core on its parent's node, then on a neighbour of the parent's
+  node, then on a neighbour of any of the job's nodes (section 4.1);
+  failing that the contiguous leak oversubscribes the parent's core ("the
+  new process is started on the node of the creating process", section 4.1)
+  and the non-contiguous leak takes the next free node in snake order (a new
+  region, section 4.2).  This rule places **every fork of every type**:
+  "the search for a new CPU core is performed when a process invokes a fork
+  system call" (section 5), and sections 4.1-4.2 describe one search for
+  all process creations.  Table 1 calls type-2 creation "dynamic on local
+  nodes", which under a static partition means the job's reserved nodes;
+  the paper does not say it restricts the leak's search.  Keeping type-2
+  forks on the job's own nodes under the leak (then oversubscribing) is the
+  ablation ``type2_forks="local"`` (this code's earlier rule).
+* A leak job still running at its **deadline is cancelled** ("the
+  termination of the job in case the deadline has been reached (canceled
+  job)", section 5); one whose last phase ends by its deadline is
+  **completed**.
+* The communication model (:mod:`fluxlite.sim.deadline.program`): the paper
+  says messages cost more with distance and with load on the links
+  (sections 4.2 and 5.2) but gives no formula: the form and constants are
+  this code's (ablations: ``gamma=0``, no link load; ``beta=0``, no hop
+  cost).
 
 Metrics (:class:`RunResult`): jobs, accepted, rejected, cancelled,
 completed (before the deadline), utilization (engine-held core-seconds over
@@ -44,13 +78,25 @@ from typing import Any
 
 import numpy as np
 
-from fluxlite.errors import BusyError, InputError, MatchError, StateError, UnknownJobError
+from fluxlite.errors import BusyError, FluxliteError, InputError, MatchError
 from fluxlite.sim.deadline.placement import DYNAMIC, STATIC, STRATEGIES, Machine, make_strategy, snake_order
 from fluxlite.sim.deadline.program import COMM_STYLES, CommModel, Program
 from fluxlite.sim.deadline.workload import DeadlineJob
 from fluxlite.sim.kernel import Kernel
 
-__all__ = ["RunResult", "simulate"]
+__all__ = ["RunResult", "Stopped", "simulate"]
+
+
+class Stopped(FluxliteError):
+    """A run ended early because its ``should_stop()`` said so (a sweep being stopped)."""
+
+
+#: the leak's one-node check: a node with a free core (the default), or an empty node (an ablation)
+LEAK_START = ("core", "empty")
+#: under a leak policy, type-2 forks use the leak's search (default) or stay on the job's nodes (ablation)
+TYPE2_FORKS = ("leak", "local")
+#: wall seconds between two ``should_stop()`` polls
+STOP_POLL_SECONDS = 0.5
 
 
 @dataclass
@@ -153,6 +199,9 @@ class DeadlineSim:
         machine: Machine | None = None,
         model: CommModel | None = None,
         snapshots: list[float] | None = None,
+        should_stop: Any = None,
+        leak_start: str = "core",
+        type2_forks: str = "leak",
     ) -> None:
         if strategy not in STRATEGIES:
             raise InputError(f"unknown strategy {strategy!r} (use {', '.join(STRATEGIES)})")
@@ -185,6 +234,24 @@ class DeadlineSim:
         #: times at which to record who holds which core (occupancy pictures)
         self.snapshot_times = sorted(snapshots or [])
         self.snapshots: list[tuple[float, list[int]]] = []
+        self._should_stop = should_stop
+        self._next_poll = 0.0
+        if leak_start not in LEAK_START:
+            raise InputError(f"leak start must be one of {', '.join(LEAK_START)}, got {leak_start!r}")
+        #: what the leak's one-node check asks for (see the module docstring)
+        self.leak_start = leak_start
+        if type2_forks not in TYPE2_FORKS:
+            raise InputError(f"type-2 forks must be one of {', '.join(TYPE2_FORKS)}, got {type2_forks!r}")
+        #: leak: type-2 forks by the leak's search (the default) or on the job's own nodes only
+        self.type2_forks = type2_forks
+
+    def _poll_stop(self) -> None:
+        """Raise :class:`Stopped` when ``should_stop()`` says so (asked at most every half second)."""
+        now = time.perf_counter()
+        if now >= self._next_poll:
+            self._next_poll = now + STOP_POLL_SECONDS
+            if self._should_stop():
+                raise Stopped("the run was asked to stop")
 
     # ------------------------------------------------------------------ bookkeeping
     def _busy(self, delta: int) -> None:
@@ -226,6 +293,8 @@ class DeadlineSim:
         self.res.outcomes.append((job.jobid, "rejected", self.k.now, self.k.now))
 
     def _arrive(self, job: DeadlineJob) -> None:
+        if self._should_stop is not None:
+            self._poll_stop()
         prog = Program(job, self.comm, self.m.geom, self.model)
         if self.leak:
             self._leak_start(job, prog)
@@ -317,12 +386,18 @@ class DeadlineSim:
                 return c
         return -1
 
-    def _next_free_node(self, start_pos: int, until: int) -> int:
-        """First node with a free core in snake order from position ``start_pos``."""
+    def _next_free_node(self, start_pos: int, until: int, empty: bool = False) -> int:
+        """First node with a free core (``empty``: all cores free) in snake order from ``start_pos``."""
         n = len(self.snake)
+        cpn = self.m.cpn
         for i in range(n):
             node = self.snake[(start_pos + i) % n]
-            if self._free_core_on(node, until) >= 0:
+            if not empty and self._free_core_on(node, until) >= 0:
+                return node
+            if empty and all(
+                self.core_count[c] == 0 and self.m.core_free(c, self.k.tick(), until - self.k.tick())
+                for c in range(node * cpn, (node + 1) * cpn)
+            ):
                 return node
         return -1
 
@@ -347,7 +422,7 @@ class DeadlineSim:
             self._grid_leak_start(job, prog)
             return
         until = job.deadline
-        first = self._next_free_node(self.entry, until)
+        first = self._next_free_node(self.entry, until, empty=self.leak_start == "empty")
         self.entry = (self.entry + 37) % len(self.snake)  # rotate the entry node (37: coprime stride)
         if first < 0:
             self._reject(job)
@@ -393,15 +468,6 @@ class DeadlineSim:
         self._phase(r)
 
     # -- on the engine's own leak policies (fluxlite.grid)
-    def _grid_fork(self, r: _Run, parent_node: int) -> Any:
-        """One fork through ``Engine.grow(strategy=...)``; a process sharing its parent's node if refused."""
-        try:
-            return self.m.engine.grow(
-                r.job.jobid, None, strategy=self.strategy, parent=parent_node, now=self.k.tick()
-            )
-        except (BusyError, StateError, UnknownJobError):  # full machine (non-contiguous), job past its end
-            return _Shared(parent_node)
-
     def _grid_sync(self, r: _Run) -> None:
         """Processes' cores, the job's held cores and the busy count, as the engine's ``Proc``s say.
 
@@ -442,21 +508,36 @@ class DeadlineSim:
         want = prog.active[0]
         r = _Run(job, prog)
         r.procs = [None] * job.procs
+        on = self.leak_start
         try:
             lj = eng.leak_start(
-                want, strategy=self.strategy, now=now, duration=job.deadline - now, jobid=job.jobid
+                want,
+                strategy=self.strategy,
+                now=now,
+                duration=job.deadline - now,
+                jobid=job.jobid,
+                start_on=on,
             )
             procs: list[Any] = list(lj.procs)
         except BusyError:
             try:  # not enough free cores left for all (non-contiguous): start one, fork the rest
                 lj = eng.leak_start(
-                    1, strategy=self.strategy, now=now, duration=job.deadline - now, jobid=job.jobid
+                    1,
+                    strategy=self.strategy,
+                    now=now,
+                    duration=job.deadline - now,
+                    jobid=job.jobid,
+                    start_on=on,
                 )
             except BusyError:
                 self._reject(job)
                 return
             procs = list(lj.procs)
-            procs += [self._grid_fork(r, procs[0].node) for _ in range(want - 1)]
+            first = procs[0].node
+            with eng.grid.fork_batch(job.jobid, now) as b:  # one engine update for all the forks
+                for _ in range(want - 1):
+                    got = b.fork(first)
+                    procs.append(got if got is not None else _Shared(first))
         self.res.accepted += 1
         r.start = self.k.now
         self.running[job.jobid] = r
@@ -466,29 +547,49 @@ class DeadlineSim:
         self._grid_sync(r)
         self._phase(r)
 
-    def _leak_fork(self, r: _Run, k: int, parent: int) -> None:
-        m = self.m
-        if self.grid:  # placed through the engine; _phase_end syncs the bookkeeping
-            pnode = r.procs[parent].node  # the parent may be a fork of this same boundary
-            proc: Any = _Shared(pnode)
-            if self.k.tick() < r.job.deadline:
-                if r.job.type == 2:  # local: only where the job already has a free core, else share
-                    for node in dict.fromkeys([pnode, *(x // m.cpn for x in r.held)]):
-                        if self._free_core_on(node, r.job.deadline) >= 0:
-                            proc = self._grid_fork(r, node)
-                            break
-                else:
-                    proc = self._grid_fork(r, pnode)
-            r.procs[k] = proc
-            self.res.oversubscribed += proc.core is None
+    def _grid_forks(self, r: _Run, forks: list[tuple[int, int]]) -> None:
+        """The forks of one phase boundary through the engine's leak policy: one engine update for all.
+
+        Each fork is placed as :meth:`Engine.grow(strategy=...) <fluxlite.api.Engine.grow>` would
+        place it after the ones before it (``GridOps.fork_batch``); a fork the policy cannot place
+        shares its parent's node.  With ``type2_forks="local"`` (an ablation) type-2 forks are local:
+        the first of the parent's node and the job's nodes with a free core, else shared.
+        """
+        if not forks:
             return
+        eng = self.m.engine
+        now = self.k.tick()
+        jobid = r.job.jobid
+        if now >= r.job.deadline or jobid not in eng.leak_jobs:
+            for child, parent in forks:
+                r.procs[child] = _Shared(r.procs[parent].node)
+                self.res.oversubscribed += 1
+            return
+        cpn = self.m.cpn
+        held_nodes = list(dict.fromkeys(x // cpn for x in r.held))
+        local = r.job.type == 2 and self.type2_forks == "local"
+        with eng.grid.fork_batch(jobid, now) as b:
+            for child, parent in forks:
+                pnode = r.procs[parent].node  # the parent may be a fork of this same boundary
+                if local:
+                    proc: Any = b.fork(pnode, only=list(dict.fromkeys([pnode, *held_nodes])))
+                else:
+                    proc = b.fork(pnode)
+                if proc is None:
+                    proc = _Shared(pnode)
+                r.procs[child] = proc
+                self.res.oversubscribed += proc.core is None
+
+    def _leak_fork(self, r: _Run, k: int, parent: int) -> None:
+        """One fork on the interim backend (the grid backend places forks in :meth:`_grid_forks`)."""
+        m = self.m
         pcore = r.core_of[parent]
         pnode = pcore // m.cpn
         until = r.job.deadline
         c = self._free_core_on(pnode, until) if self.k.tick() < until else -1
         if c < 0 and self.k.tick() < until:
             job_nodes = list(dict.fromkeys(x // m.cpn for x in r.held))
-            if r.job.type == 2:  # local: the job's own nodes only
+            if r.job.type == 2 and self.type2_forks == "local":  # the job's own nodes only
                 for node in job_nodes:
                     c = self._free_core_on(node, until)
                     if c >= 0:
@@ -563,6 +664,8 @@ class DeadlineSim:
             r.phase_ev = self.k.at(end, self._phase_end, r)
 
     def _phase_end(self, r: _Run) -> None:
+        if self._should_stop is not None:
+            self._poll_stop()
         assert r.own is not None
         self.traffic -= r.own
         r.own = None
@@ -585,11 +688,14 @@ class DeadlineSim:
         if self.leak and r.released:  # one shrink for all the joins of this phase boundary
             self.m.release_cores(r.job.jobid, r.released)
             r.released = []
-        for child, parent in prog.forks[i]:
-            if self.leak:
-                self._leak_fork(r, child, parent)
-            else:
-                self._place_static(r, child, r.core_of[parent])
+        if self.leak and self.grid:
+            self._grid_forks(r, prog.forks[i])
+        else:
+            for child, parent in prog.forks[i]:
+                if self.leak:
+                    self._leak_fork(r, child, parent)
+                else:
+                    self._place_static(r, child, r.core_of[parent])
         if self.leak and self.grid:
             self._grid_sync(r)
         elif self.leak:
@@ -638,10 +744,13 @@ def simulate(
     snapshots: list[float] | None = None,
     machine: Machine | None = None,
     backend: str = "auto",
+    should_stop: Any = None,
+    leak_start: str = "core",
+    type2_forks: str = "leak",
 ) -> RunResult:
     """Simulate one trace; returns the run's metrics (the machine's engine is left empty)."""
     m = machine or Machine(width, height, cores_per_node, torus, strategy=strategy, backend=backend)
-    sim = DeadlineSim(jobs, strategy, comm, m, model, snapshots)
+    sim = DeadlineSim(jobs, strategy, comm, m, model, snapshots, should_stop, leak_start, type2_forks)
     res = sim.run()
     res.snapshots = sim.snapshots
     return res

@@ -13,12 +13,33 @@ or, with ``scheduler="tcp://host:port"``, over a Dask distributed cluster
 (``distributed.Client(scheduler)``); each run is one task calling
 :func:`run_one`, which is deterministic, so both give the same rows
 (except the wall-clock columns).
+
+Stopping (Ctrl-C, ``SIGTERM``, or the parent killed outright) stops every
+process the sweep started within a few seconds:
+
+* local workers ignore ``SIGINT`` (a terminal sends it to the whole
+  foreground group; the parent decides), die with their parent
+  (``PR_SET_PDEATHSIG`` on Linux, and a watchdog thread that sees the parent
+  change elsewhere), and are terminated by the parent when it stops: pending
+  runs are cancelled, running ones are abandoned;
+* on a Dask cluster the pending futures are cancelled and the running tasks
+  see a ``distributed.Event`` set by the client and stop at their next check
+  (every half second of wall time), so the cluster's workers are free again;
+* ``SIGTERM`` is turned into :class:`SweepInterrupted` (a ``KeyboardInterrupt``)
+  while a sweep runs, so both signals take the same clean-up path.
+
+A row torn by a hard kill (no final newline) is dropped when the sweep is
+started again; its run is redone.
 """
 
 from __future__ import annotations
 
 import csv
 import os
+import signal
+import threading
+import time
+import uuid
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -28,7 +49,17 @@ from typing import Any
 
 from fluxlite.errors import InputError
 
-__all__ = ["COLUMNS", "KEY", "RunSpec", "done_keys", "plan", "run_one", "sweep", "trace_seed"]
+__all__ = [
+    "COLUMNS",
+    "KEY",
+    "RunSpec",
+    "SweepInterrupted",
+    "done_keys",
+    "plan",
+    "run_one",
+    "sweep",
+    "trace_seed",
+]
 
 KEY: tuple[str, ...] = ("strategy", "load", "type", "comm", "trace")
 COLUMNS: tuple[str, ...] = (
@@ -71,6 +102,12 @@ class RunSpec:
     swf: str | None = None
     #: who chooses nodes: grid (the engine's grid allocators), interim, or auto
     backend: str = "auto"
+    #: modelling choices the paper leaves open (defaults cited in workload.py / sim.py; others = ablations)
+    lag: str = "uniform-63d"
+    margin: float = 0.0
+    comm_model: str = ""
+    leak_start: str = "core"
+    type2_forks: str = "leak"
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -91,10 +128,11 @@ def make_jobs(spec: RunSpec) -> list[Any]:
 
     s = trace_seed(spec.seed, spec.load, spec.type, spec.trace)
     cores = spec.width * spec.height * spec.cores
+    opts = {"cores_per_node": spec.cores, "walltime_margin": spec.margin, "lag_model": spec.lag}
     if spec.swf:
-        jobs = from_swf(spec.swf, spec.type, s, cores=cores, cores_per_node=spec.cores, limit=spec.jobs)
+        jobs = from_swf(spec.swf, spec.type, s, cores=cores, limit=spec.jobs, **opts)  # type: ignore[arg-type]
         return _rescale_load(jobs, spec.load)
-    return lublin_trace(spec.jobs, spec.load, spec.type, s, cores=cores, cores_per_node=spec.cores)
+    return lublin_trace(spec.jobs, spec.load, spec.type, s, cores=cores, **opts)  # type: ignore[arg-type]
 
 
 def _rescale_load(jobs: list[Any], load: str) -> list[Any]:
@@ -122,15 +160,36 @@ def _rescale_load(jobs: list[Any], load: str) -> list[Any]:
     return out
 
 
-def run_one(spec: RunSpec) -> dict[str, Any]:
-    """Simulate one configuration and return its CSV row."""
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by a signal (``SIGINT`` or ``SIGTERM``); ``signum`` says which."""
+
+    def __init__(self, signum: int = signal.SIGINT) -> None:
+        super().__init__(signum)
+        self.signum = int(signum)
+
+
+def run_one(spec: RunSpec, should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """Simulate one configuration and return its CSV row.
+
+    ``should_stop()`` is polled about twice a second of wall time; when it
+    says yes the run ends with :class:`fluxlite.sim.deadline.sim.Stopped`.
+    """
+    from fluxlite.sim.deadline.placement import Machine
+    from fluxlite.sim.deadline.program import parse_comm_model
     from fluxlite.sim.deadline.sim import simulate
 
     jobs = make_jobs(spec)
-    from fluxlite.sim.deadline.placement import Machine
-
     m = Machine(spec.width, spec.height, spec.cores, spec.torus, strategy=spec.strategy, backend=spec.backend)
-    res = simulate(jobs, spec.strategy, spec.comm, machine=m)
+    res = simulate(
+        jobs,
+        spec.strategy,
+        spec.comm,
+        machine=m,
+        model=parse_comm_model(spec.comm_model),
+        should_stop=should_stop,
+        leak_start=spec.leak_start,
+        type2_forks=spec.type2_forks,
+    )
     d = res.summary()
     row = {k: d[k] for k in COLUMNS if k in d}
     row.update(
@@ -180,31 +239,131 @@ def done_keys(path: Path) -> set[tuple[str, ...]]:
         return {tuple(row[k] for k in KEY) for row in reader}
 
 
+def _die_with_parent(parent: int) -> None:
+    """Make this worker process end when ``parent`` does (Linux: at once; elsewhere within a second)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="fluxlite-parent-watch", daemon=True).start()
+
+
+def _worker_init(parent: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent(parent)
+
+
+def _stop_pool(pool: ProcessPoolExecutor, grace: float = 2.0) -> None:
+    """Cancel what has not started, terminate the workers, wait for them (kill after ``grace``)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + grace
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join(1.0)
+
+
 def _local(specs: list[RunSpec], workers: int) -> Iterator[dict[str, Any]]:
     if workers <= 1:
         for s in specs:
             yield run_one(s)
         return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(os.getpid(),))
+    finished = False
+    try:
         futs = [pool.submit(run_one, s) for s in specs]
         for f in as_completed(futs):
             yield f.result()
+        finished = True
+    finally:
+        if finished:
+            pool.shutdown(wait=True)
+        else:
+            _stop_pool(pool)
+
+
+def _dask_run(spec: RunSpec, stop_name: str) -> dict[str, Any]:
+    """One run on a Dask worker; stops early when the client sets the event ``stop_name``."""
+    from distributed import Event
+
+    ev = Event(stop_name)
+    return run_one(spec, should_stop=ev.is_set)
 
 
 def _dask(specs: list[RunSpec], scheduler: str) -> Iterator[dict[str, Any]]:
-    from distributed import Client
+    from distributed import Client, Event
     from distributed import as_completed as dask_completed
 
     try:
         client = Client(scheduler, timeout=30)
     except OSError as exc:
         raise InputError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from exc
+    stop_name = f"fluxlite-sweep-stop-{uuid.uuid4().hex}"
+    futs: list[Any] = []
+    finished = False
     try:
-        futs = client.map(run_one, specs, pure=False)
+        futs = client.map(_dask_run, specs, stop_name=stop_name, pure=False)
         for f in dask_completed(futs):
             yield f.result()
+        finished = True
     finally:
+        if not finished:
+            try:
+                Event(stop_name, client=client).set()  # running tasks stop at their next check
+                client.cancel(futs, force=True)
+            except Exception:
+                pass
         client.close()
+
+
+def _repair_tail(path: Path) -> None:
+    """Drop a last row torn by a hard kill (a file that does not end with a newline)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb+") as fh:
+        fh.seek(-1, os.SEEK_END)
+        if fh.read(1) == b"\n":
+            return
+        fh.seek(0)
+        data = fh.read()
+        fh.seek(0)
+        fh.truncate(data.rfind(b"\n") + 1)
+
+
+class _TermAsInterrupt:
+    """While active (main thread only), ``SIGTERM`` raises :class:`SweepInterrupted` like Ctrl-C."""
+
+    def __enter__(self) -> _TermAsInterrupt:
+        self.old: Any = None
+        if threading.current_thread() is threading.main_thread():
+            self.old = signal.signal(signal.SIGTERM, self._raise)
+        return self
+
+    @staticmethod
+    def _raise(signum: int, frame: Any) -> None:
+        raise SweepInterrupted(signum)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.old is not None:
+            signal.signal(signal.SIGTERM, self.old)
 
 
 def sweep(
@@ -220,6 +379,7 @@ def sweep(
     ``progress(done, total)`` is called after each run.  Returns counts
     (``planned``, ``skipped``, ``ran``).
     """
+    _repair_tail(out)
     done = done_keys(out)
     todo = [s for s in specs if s.key not in done]
     skipped = len(specs) - len(todo)
@@ -230,20 +390,23 @@ def sweep(
         progress(0, len(todo))
     if not todo:
         return {"planned": len(specs), "skipped": skipped, "ran": 0}
-    gen = _dask(todo, scheduler) if scheduler else _local(todo, workers or os.cpu_count() or 1)
     fields = list(COLUMNS)
     if not new_file:  # append in the file's own column order (an older file may lack new columns)
         with out.open(newline="") as fh:
             fields = next(csv.reader(fh))
-    with out.open("a", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
-        if new_file:
-            w.writeheader()
-            fh.flush()
-        for row in gen:
-            w.writerow(row)
-            fh.flush()
-            ran += 1
-            if progress:
-                progress(ran, len(todo))
+    with _TermAsInterrupt(), out.open("a", newline="") as fh:
+        gen = _dask(todo, scheduler) if scheduler else _local(todo, workers or os.cpu_count() or 1)
+        try:
+            w = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
+            if new_file:
+                w.writeheader()
+                fh.flush()
+            for row in gen:
+                w.writerow(row)
+                fh.flush()
+                ran += 1
+                if progress:
+                    progress(ran, len(todo))
+        finally:
+            gen.close()  # stops the workers at once when the loop was interrupted
     return {"planned": len(specs), "skipped": skipped, "ran": ran}

@@ -16,22 +16,42 @@ jobs", JPDC 63(11), 2003, with the published parameters of the whole
   "points" paid to 48 half-hour buckets weighted by the daily cycle
   ``Gamma(8.1737, 3.9631)`` (shifted so the day starts at bucket 11).
 
-Extensions for the deadline study (``../shared/specs/grid-and-leak.md``):
+Extensions for the deadline study (journal = ``deadline-static-vs-leak-journal.txt``,
+each choice with its source; ``examples/experiments/deadline/`` has the ablations):
 
-* **load**: the inter-arrival times are rescaled so that their mean is the
-  *inter-arrival factor* in seconds: ``normal`` 1500, ``heavy`` 150,
-  ``very-heavy`` 1 (about one submission per second); the daily cycle stays;
-* **type**: runtime-behaviour type 0..3, one for all jobs or uniformly mixed;
-* **earliest start**: the submission time for half of the jobs, otherwise
-  up to ``max_lag`` seconds later (advance submissions);
+* **load** (journal section 5): the *submission* times are rescaled so that
+  their mean gap is the *inter-arrival factor* in seconds: ``normal`` 1500,
+  ``heavy`` 150, ``very-heavy`` 1 ("on average, a new job request is
+  submitted to the RMS every second"); the daily cycle stays;
+* **earliest start** (:data:`LAG_MODELS`): the journal gives no rule, but
+  says the traces "provide 1000 job requests over a simulation time of about
+  65 days for the heavy and very heavy load configurations and about 74 days
+  for the normal load" (section 5).  With one request a second, 65 days of
+  simulated time can only come from start times far after submission:
+  ``uniform-63d`` (the default) draws ``earliest_start = submit + U(0, 63
+  days)``, which makes a very heavy trace last about 65 days (63 days of
+  start times plus the runtimes and slack of the last jobs); heavy and
+  normal then last about 65 and 82 days (the paper: 65 and 74; no single
+  window matches all three).  The distribution's shape is not in the paper
+  (uniform: the least assumption).  Ablations: ``half-1h`` (half the jobs
+  at submission, the rest up to an hour later: this code's earlier choice)
+  and ``none`` (start at submission);
+* **type**: runtime-behaviour type 0..3, one for all jobs or uniformly mixed
+  ("a mixture of the types was used according to a uniform distribution",
+  section 5);
 * **runtime and deadline**: the model's runtime is the job's runtime on a
-  compact partition of an empty machine (the program model is calibrated to
-  it, :mod:`fluxlite.sim.deadline.program`); the requested runtime (what a
-  static allocator reserves) adds a ``walltime_margin``; the deadline is
-  ``earliest_start + requested * (1 + slack)`` with
-  ``slack = importance * (0.25 + 0.25 * log2(size))``, ``importance`` uniform in
-  [0.5, 1.5]: slack grows with size and importance, and every job fits
-  before its deadline on a compact partition of an empty machine.
+  compact partition of an empty machine ("the jobs are adapted to be able to
+  run the program using a compact partition of an empty HPC system at the
+  given runtime", section 5; the program model is calibrated to it,
+  :mod:`fluxlite.sim.deadline.program`).  The static allocators reserve
+  ``[t_start, t_start + t_runtime]`` (figures 6 and 8): the requested time
+  is the runtime (``walltime_margin`` 0; 0.25 is an ablation).  The deadline
+  is ``earliest_start + requested * (1 + slack)`` with ``slack = importance *
+  (0.25 + 0.25 * log2(cores))``, ``importance`` uniform in [0.5, 1.5]: the
+  journal says only that the slack "is often related to the importance and
+  the size of the job" (section 5), so the form and constants are this
+  code's choice; every job fits before its deadline on a compact partition
+  of an empty machine.
 
 SWF traces get the same extensions (:func:`from_swf`): the extension columns
 ``type earliest_start deadline`` when the file has them, generated ones
@@ -53,6 +73,7 @@ from fluxlite.errors import InputError
 from fluxlite.sim.swf import SwfJob, SwfTrace, read_swf, write_swf
 
 __all__ = [
+    "LAG_MODELS",
     "LOADS",
     "TYPES",
     "DeadlineJob",
@@ -64,6 +85,16 @@ __all__ = [
 
 #: load name -> inter-arrival factor (mean seconds between submissions)
 LOADS: dict[str, float] = {"normal": 1500.0, "heavy": 150.0, "very-heavy": 1.0}
+#: how far after its submission a job may start (see the module docstring): name -> (share of jobs
+#: with a lag, largest lag in seconds)
+LAG_MODELS: dict[str, tuple[float, int]] = {
+    "uniform-63d": (1.0, 63 * 86400),
+    "half-1h": (0.5, 3600),
+    "none": (0.0, 0),
+}
+DEFAULT_LAG = "uniform-63d"
+#: requested runtime over runtime, minus one (figures 6 and 8 reserve t_runtime: 0)
+DEFAULT_MARGIN = 0.0
 #: workload mixes: one runtime-behaviour type, or the four mixed uniformly
 TYPES: tuple[str, ...] = ("0", "1", "2", "3", "uniform")
 
@@ -189,11 +220,12 @@ def extend(
     jtype: int,
     *,
     cores_per_node: int = 4,
-    walltime_margin: float = 0.25,
-    max_lag: int = 3600,
+    walltime_margin: float = DEFAULT_MARGIN,
+    lag_model: str = DEFAULT_LAG,
 ) -> DeadlineJob:
     """Add type, earliest start, requested runtime and deadline to a rigid job (see module docstring)."""
-    lag = 0 if rng.random() < 0.5 else int(rng.uniform(0, max_lag))
+    share, max_lag = _lag(lag_model)
+    lag = 0 if rng.random() < 1.0 - share else int(rng.uniform(0, max_lag))
     earliest = submit + lag
     requested = max(runtime, math.ceil(runtime * (1.0 + walltime_margin)))
     nodes = max(1, math.ceil(procs / cores_per_node))
@@ -213,6 +245,13 @@ def extend(
     )
 
 
+def _lag(name: str) -> tuple[float, int]:
+    try:
+        return LAG_MODELS[name]
+    except KeyError:
+        raise InputError(f"unknown lag model {name!r} (use {', '.join(LAG_MODELS)})") from None
+
+
 def _pick_type(rng: np.random.Generator, mix: str) -> int:
     return int(rng.integers(0, 4)) if mix == "uniform" else int(mix)
 
@@ -226,7 +265,8 @@ def lublin_trace(
     cores: int = 512,
     cores_per_node: int = 4,
     max_runtime: float = 36 * 3600.0,
-    walltime_margin: float = 0.25,
+    walltime_margin: float = DEFAULT_MARGIN,
+    lag_model: str = DEFAULT_LAG,
 ) -> list[DeadlineJob]:
     """A seeded Lublin-Feitelson trace of ``jobs`` deadline jobs for a machine of ``cores`` cores."""
     if jobs < 1:
@@ -242,6 +282,9 @@ def lublin_trace(
     if factor <= 0:
         raise InputError(f"inter-arrival factor must be > 0, got {factor}")
     mix = parse_type(mix)
+    _lag(lag_model)
+    if walltime_margin < 0:
+        raise InputError(f"walltime margin must be >= 0, got {walltime_margin}")
     rng = np.random.default_rng(seed)
     uhi = math.log2(cores)
     arr = _arrivals(rng, jobs, max_log=math.log(2 * 86400.0))
@@ -264,6 +307,7 @@ def lublin_trace(
                 jtype,
                 cores_per_node=cores_per_node,
                 walltime_margin=walltime_margin,
+                lag_model=lag_model,
             )
         )
     return out
@@ -279,7 +323,8 @@ def from_swf(
     *,
     cores: int = 512,
     cores_per_node: int = 4,
-    walltime_margin: float = 0.25,
+    walltime_margin: float = DEFAULT_MARGIN,
+    lag_model: str = DEFAULT_LAG,
     limit: int | None = None,
 ) -> list[DeadlineJob]:
     """Deadline jobs from an SWF file: its own extension columns when present, else generated ones.
@@ -322,6 +367,7 @@ def from_swf(
                 _pick_type(rng, mix),
                 cores_per_node=cores_per_node,
                 walltime_margin=walltime_margin,
+                lag_model=lag_model,
             )
         out.append(dj)
         if limit is not None and len(out) >= limit:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from fluxlite.api import Engine
 from fluxlite.errors import BusyError, DeadlineError, InputError, MatchError, UnsatisfiableError
 from fluxlite.grid import GridInfo, choose_hilbert, choose_manhattan, generate_grid, hilbert_cells
-from tests.fluxlite.helpers import recount_errors, snapshot
+from tests.fluxlite.helpers import observable, recount_errors, snapshot
 
 
 def _empty_grid(w: int, h: int, torus: bool = False) -> GridInfo:
@@ -550,3 +550,50 @@ def test_shrink_of_a_leak_core_drops_its_process() -> None:
     assert eng.shrink(job.jobid, paths=[eng.graph.path(p.core) for p in job.procs]) is True
     assert job.jobid not in eng.leak_jobs and job.jobid not in eng.jobs
     assert not recount_errors(eng, [0, 50])
+
+
+@pytest.mark.parametrize("strategy", ["leak", "leak-noncontig"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_fork_batch_places_like_one_fork_each_and_allocates_once(strategy: str, seed: int) -> None:
+    """fork_batch: the placements, the job's processes and the engine's state of sequential forks."""
+    rng = random.Random(seed)
+
+    def build() -> Engine:
+        eng = Engine(generate_grid(5, 4, cores=2), policy="first")
+        for j in range(6):
+            eng.leak_start(rng_sizes[j], strategy=strategy, now=0, duration=200, jobid=j + 1)
+        return eng
+
+    rng_sizes = [rng.randint(1, 5) for _ in range(6)]
+    parents = [rng.randrange(20) for _ in range(14)]
+    one, batch = build(), build()
+    seq = []
+    for p in parents:
+        try:
+            seq.append(one.grow(3, None, strategy=strategy, parent=p, now=5))
+        except BusyError:
+            seq.append(None)
+    calls = 0
+    real = batch._allocate_items
+
+    def counting(*a: object, **k: object) -> object:
+        nonlocal calls
+        calls += 1
+        return real(*a, **k)
+
+    batch._allocate_items = counting  # type: ignore[method-assign]
+    with batch.grid.fork_batch(3, 5) as b:
+        got = [b.fork(p) for p in parents]
+    assert calls == (1 if any(g is not None and g.core is not None for g in got) else 0)
+    assert [(p.node, p.core) if p else None for p in seq] == [(p.node, p.core) if p else None for p in got]
+    assert [(p.node, p.core) for p in one.leak_jobs[3].procs] == [
+        (p.node, p.core) for p in batch.leak_jobs[3].procs
+    ]
+    assert observable(one, [0, 5, 100, 199]) == observable(batch, [0, 5, 100, 199])  # span ids aside
+    assert recount_errors(batch, [0, 5, 100]) == []
+    # a failing block leaves the job and the engine as they were
+    before = (snapshot(batch), [(p.node, p.core) for p in batch.leak_jobs[3].procs])
+    with pytest.raises(RuntimeError), batch.grid.fork_batch(3, 6) as b:
+        b.fork(parents[0])
+        raise RuntimeError("stop")
+    assert (snapshot(batch), [(p.node, p.core) for p in batch.leak_jobs[3].procs]) == before

@@ -44,19 +44,15 @@ def test_sweep_resumes_without_redoing_finished_runs(tmp_path) -> None:
     assert sweep(bigger, out, workers=1)["ran"] == 0
 
 
-def test_dask_cluster_gives_the_same_rows_as_local_processes(tmp_path) -> None:
+def test_dask_cluster_gives_the_same_rows_as_local_processes(tmp_path, dask_cluster) -> None:
     """Fanning out over a real Dask scheduler and two worker processes on loopback reproduces the rows."""
-    distributed = pytest.importorskip("distributed")
     specs = plan(
         ["count", "manhattan", "leak-noncontig"], ["normal", "very-heavy"], ["uniform"], ["sync"], 1, **SMALL
     )
     local = tmp_path / "local.csv"
     sweep(specs, local, workers=2)
-    with distributed.LocalCluster(
-        processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
-    ) as cluster:
-        remote = tmp_path / "dask.csv"
-        counts = sweep(specs, remote, scheduler=cluster.scheduler_address)
+    remote = tmp_path / "dask.csv"
+    counts = sweep(specs, remote, scheduler=dask_cluster.scheduler_address)
     assert counts["ran"] == len(specs) == 6
 
     def norm(path: Path) -> dict[tuple[str, ...], dict[str, str]]:

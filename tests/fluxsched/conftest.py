@@ -74,11 +74,12 @@ class Instance:
         if by_config:
             self.env["FLUX_MODPROBE_PATH_APPEND"] = str(self.loader.parent)
         uri = workdir / "uri"
+        self._out = open(workdir / "broker.out", "w")  # noqa: SIM115 (closed in stop)
         self.proc = subprocess.Popen(
             [FLUX, "start", f"--test-size={size}", f"--config-path={conf}",
              "bash", "-c", f'echo "$FLUX_URI" > {uri}.tmp && mv {uri}.tmp {uri} && exec sleep 3600'],
             env=self.env, cwd=workdir, start_new_session=True,
-            stdout=open(workdir / "broker.out", "w"), stderr=subprocess.STDOUT,
+            stdout=self._out, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 60
         while not uri.exists():
@@ -120,6 +121,7 @@ class Instance:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
+        self._out.close()
 
 
 @pytest.fixture

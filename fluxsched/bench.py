@@ -1,0 +1,234 @@
+"""``fluxlite-flux bench``: jobs scheduled per second and alloc latency in a real Flux instance.
+
+For each scheduler (fluxlite; flux-core's ``sched-simple``, ``sched-fifo``,
+``sched-backfill``; Fluxion's ``sched-fluxion-resource`` +
+``sched-fluxion-qmanager`` when installed) a fresh ``flux start
+--test-size=4`` instance gets a fake R of 4 nodes with many cores, so every
+job fits at once and resources are never what the jobs wait for.
+
+* Throughput: ``flux queue stop``; ``flux submit --cc=1-N -n1 true``;
+  ``flux queue start`` at time T; jobs scheduled per second = N / (last
+  alloc - T).  The alloc time of a job is its ``t_run`` (the job enters RUN
+  when the alloc response arrives).
+* Latency at queue depth D: the same with D jobs; each job's latency is
+  ``t_run - T`` (from the moment it could be scheduled to its alloc);
+  median and p99 over ``--reps`` rounds.
+
+Execution is simulated by job-exec's test mode
+(``--setattr=system.exec.test.run_duration=0.001s``) unless ``--real-exec``:
+on a 2-core machine thousands of flux-shell processes would otherwise
+compete with the scheduler for the CPU.  Every figure is measured in the
+same run on the same machine; ratios are against fluxlite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SCHEDULERS = ("fluxlite", "sched-simple", "sched-fifo", "sched-backfill", "fluxion")
+
+
+def _pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    k = min(len(xs) - 1, max(0, round(p / 100 * (len(xs) - 1))))
+    return xs[k]
+
+
+class _Inst:
+    def __init__(self, flux: str, workdir: Path, cores: int, sched: str, args: list[str]) -> None:
+        from fluxsched.cli import write_loader
+
+        self.flux_bin = flux
+        self.workdir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+        R = {
+            "version": 1,
+            "execution": {
+                "R_lite": [{"rank": "0-3", "children": {"core": f"0-{cores - 1}"}}],
+                "nodelist": ["fake[0-3]"],
+                "starttime": 0.0,
+                "expiration": 0.0,
+            },
+        }
+        (workdir / "R.json").write_text(json.dumps(R))
+        conf = workdir / "conf"
+        conf.mkdir(exist_ok=True)
+        (conf / "r.toml").write_text(f'[resource]\npath = "{workdir / "R.json"}"\nnoverify = true\n')
+        self.env = dict(os.environ)
+        self.env["PATH"] = f"{Path(flux).parent}:{self.env.get('PATH', '')}"
+        self.env.pop("FLUX_URI", None)
+        if sched == "fluxlite":
+            loader = write_loader(workdir / "module", args)
+            self.env["FLUX_MODPROBE_PATH_APPEND"] = str(loader.parent)
+        uri = workdir / "uri"
+        self._log = open(workdir / "broker.log", "w")  # noqa: SIM115 (closed in stop)
+        self.proc = subprocess.Popen(
+            [flux, "start", "--test-size=4", f"--config-path={conf}", "bash", "-c",
+             f'echo "$FLUX_URI" > {uri}.tmp && mv {uri}.tmp {uri} && exec sleep 86400'],
+            env=self.env, cwd=workdir, start_new_session=True, stdout=self._log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 120
+        while not uri.exists():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"flux start failed; see {workdir / 'broker.log'}")
+            time.sleep(0.1)
+        self.env["FLUX_URI"] = uri.read_text().strip()
+        if sched in ("sched-fifo", "sched-backfill"):
+            self.run("module", "remove", "sched-simple")
+            self.run("module", "load", sched, "queue-depth=unlimited")
+        elif sched == "fluxion":
+            self.run("module", "remove", "sched-simple")
+            self.run("module", "load", "sched-fluxion-resource")
+            self.run("module", "load", "sched-fluxion-qmanager")
+
+    def run(self, *args: str, input: str | None = None) -> str:
+        r = subprocess.run([self.flux_bin, *args], env=self.env, capture_output=True, text=True,
+                           timeout=600, input=input)
+        if r.returncode != 0:
+            raise RuntimeError(f"flux {' '.join(args[:3])}: {r.stderr.strip()[:500]}")
+        return r.stdout
+
+    def burst(self, n: int, real_exec: bool) -> list[float]:
+        """Submit ``n`` jobs to a stopped queue, start it; each job's seconds from the start to its alloc."""
+        self.run("queue", "stop")
+        extra = [] if real_exec else ["--setattr=system.exec.test.run_duration=0.001s"]
+        ids = self.run("submit", f"--cc=1-{n}", "--quiet", "-n1", *extra, "true").split()
+        if not ids:
+            ids = []
+        t0 = time.time()
+        self.run("queue", "start")
+        deadline = time.monotonic() + 600
+        while True:
+            pend = self.run("jobs", "-n", "--filter=pending", "-o", "{id}").split()
+            if not pend:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{len(pend)} jobs still pending after 600 s")
+            time.sleep(0.2)
+        out = self.run("jobs", "-a", "-n", "-c", str(n), "-o", "{t_run}")
+        lat = [float(x) - t0 for x in out.split()]
+        self.run("queue", "drain")
+        self.run("job", "purge", "--force", "--num-limit=0")
+        return lat
+
+    def stop(self) -> None:
+        import signal
+
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=60)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        self._log.close()
+
+
+def _available(flux: str, sched: str) -> bool:
+    if sched != "fluxion":
+        return True
+    prefix = Path(flux).resolve().parent.parent
+    return any(prefix.glob("lib/flux/modules/sched-fluxion-qmanager*"))
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    results: dict[str, Any] = {
+        "jobs": args.jobs, "cores_per_node": args.cores, "real_exec": args.real_exec,
+        "depths": args.depths, "reps": args.reps, "fluxlite_args": args.arg, "schedulers": {},
+    }
+    scheds = [s for s in args.schedulers if _available(args.flux, s)]
+    skipped = sorted(set(args.schedulers) - set(scheds))
+    if skipped:
+        results["not_installed"] = skipped
+    for sched in tqdm(scheds, desc="schedulers", disable=args.quiet):
+        with tempfile.TemporaryDirectory(prefix="fluxbench-") as d:
+            inst = _Inst(args.flux, Path(d), args.cores, sched, args.arg)
+            try:
+                rates = []
+                for _ in range(args.reps):
+                    lat = inst.burst(args.jobs, args.real_exec)
+                    rates.append(args.jobs / max(lat))
+                res: dict[str, Any] = {"jobs_per_s": rates, "jobs_per_s_median": statistics.median(rates)}
+                for depth in args.depths:
+                    lats: list[float] = []
+                    for _ in range(args.reps):
+                        lats.extend(inst.burst(depth, args.real_exec))
+                    res[f"latency_depth_{depth}"] = {
+                        "median_ms": 1000 * statistics.median(lats), "p99_ms": 1000 * _pct(lats, 99),
+                        "samples": len(lats),
+                    }
+                results["schedulers"][sched] = res
+            finally:
+                inst.stop()
+    base = results["schedulers"].get("fluxlite")
+    if base:
+        for res in results["schedulers"].values():
+            res["throughput_ratio_vs_fluxlite"] = res["jobs_per_s_median"] / base["jobs_per_s_median"]
+    return results
+
+
+def table(results: dict[str, Any]) -> str:
+    depths = results["depths"]
+    head = ["scheduler", "jobs/s (median)", "ratio vs fluxlite"]
+    for d in depths:
+        head += [f"alloc latency d={d} median ms", "p99 ms"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for sched, res in results["schedulers"].items():
+        row = [sched, f"{res['jobs_per_s_median']:.0f}", f"{res.get('throughput_ratio_vs_fluxlite', 1):.2f}"]
+        for d in depths:
+            lat = res[f"latency_depth_{d}"]
+            row += [f"{lat['median_ms']:.0f}", f"{lat['p99_ms']:.0f}"]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from fluxsched.cli import MODULE_NAME
+
+    default_flux = str(Path(os.environ.get("FLUXLITE_FLUX_PREFIX",
+                                           str(Path.home() / ".cache/fluxlite/flux-0.88.0"))) / "bin/flux")
+    ap = argparse.ArgumentParser(prog="fluxlite-flux bench", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--flux", default=default_flux, help=f"the flux command (default {default_flux})")
+    ap.add_argument("--jobs", type=int, default=2000, help="jobs in the throughput burst (default 2000)")
+    ap.add_argument("--cores", type=int, default=1024, help="cores per node of the fake R (default 1024)")
+    ap.add_argument("--depths", type=int, nargs="+", default=[10, 1000], help="queue depths for latency")
+    ap.add_argument("--reps", type=int, default=3, help="rounds per measurement (default 3)")
+    ap.add_argument("--schedulers", nargs="+", default=list(SCHEDULERS), choices=SCHEDULERS)
+    ap.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
+                    help=f"a {MODULE_NAME} setting (repeatable)")
+    ap.add_argument("--real-exec", action="store_true", help="really run the jobs (default: job-exec test mode)")
+    ap.add_argument("--out", type=Path, default=None, help="write results.json and results.md here")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = ap.parse_args(argv)
+    if not Path(args.flux).exists():
+        print(f"fluxlite-flux bench: no flux at {args.flux} (set --flux or FLUXLITE_FLUX_PREFIX)", file=sys.stderr)
+        return 1
+    try:
+        results = run(args)
+    except RuntimeError as exc:
+        print(f"fluxlite-flux bench: {exc}", file=sys.stderr)
+        return 1
+    text = table(results)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+        (args.out / "results.md").write_text(text)
+    print(json.dumps(results, indent=2) if args.json else text, end="")
+    return 0

@@ -159,6 +159,8 @@ class SchedulerCore:
         #: the same resources, never allocated: "could this job ever run here?" (the planner's
         #: satisfiability looks at the end of the horizon, where jobs without a time limit still are)
         self._feasibility = engine_from_R(R, policy=self.settings.policy, prune_filters=filters)
+        #: the planner span of a job without a time limit
+        self.unlimited = self.engine.traverser.graph_end // 2
         self.queue = FluxQueue(self.engine, self.settings.queue_policy, self.settings.reservation_depth)
         self.clock = clock
         self.t0 = math.floor(clock())
@@ -214,7 +216,8 @@ class SchedulerCore:
         text = jobspec if isinstance(jobspec, str) else json.dumps(jobspec)
         js = parse_jobspec(text, source="jobspec")
         duration = float(js.duration or 0.0)
-        eng_dur = math.ceil(duration) + 1 if duration > 0 else 0
+        # no time limit: half the planner's horizon (a full one would not fit after time 0)
+        eng_dur = math.ceil(duration) + 1 if duration > 0 else self.unlimited
         return dataclasses.replace(js, duration=eng_dur), duration
 
     def infeasible(self, jobspec: Mapping[str, Any] | str) -> str | None:
@@ -246,7 +249,7 @@ class SchedulerCore:
             [[r.to_dict() for r in js.resources], js.duration, repr(js.constraint)], sort_keys=True
         )
         cores = max(1, _cores(js.resources))
-        walltime = int(js.duration) if js.duration > 0 else self.engine.traverser.graph_end // 2
+        walltime = int(js.duration)
         job = Job(jobid=self._eid(), size=cores, walltime=walltime, unit="core", priority=int(priority))
         job.extra.update(js=js, sig=sig, duration=duration, flux_id=flux_id, t_est=None)
         try:
@@ -284,7 +287,8 @@ class SchedulerCore:
         dur = None if exp <= 0 else max(1, math.ceil(exp - now_wall) + 1)
         at = self.now()
         self.engine.update_allocate(
-            eid, json.dumps({"version": 1, "execution": ex}), format="rv1exec", at=at, duration=dur, fmt=None
+            eid, json.dumps({"version": 1, "execution": ex}), format="rv1exec", at=at,
+            duration=self.unlimited if dur is None else dur, fmt=None,
         )
         self.running[flux_id] = Running(flux_id, eid, at, dur)
 
@@ -306,6 +310,9 @@ class SchedulerCore:
         self.queue.released()
         self.queue.dirty = True
 
+    def _span(self, dur: int | None) -> int:
+        return self.unlimited if dur is None else dur
+
     def _drop_reservations(self) -> None:
         for job in self.queue.ordered_pending():
             self.queue.drop_reservation(job)
@@ -320,9 +327,11 @@ class SchedulerCore:
         self._drop_reservations()
         eng.remove_job(rec.eid)
         try:
-            eng.update_allocate(rec.eid, text, format="rv1exec", at=rec.at, duration=dur, fmt=None)
+            eng.update_allocate(rec.eid, text, format="rv1exec", at=rec.at, duration=self._span(dur), fmt=None)
         except FluxliteError:
-            eng.update_allocate(rec.eid, text, format="rv1exec", at=rec.at, duration=rec.dur, fmt=None)
+            eng.update_allocate(
+                rec.eid, text, format="rv1exec", at=rec.at, duration=self._span(rec.dur), fmt=None
+            )
             raise
         if rec.eid in self.queue.jobs and dur is not None:
             self.queue.jobs[rec.eid].walltime = dur
@@ -355,7 +364,8 @@ class SchedulerCore:
         for job in self.queue.schedule(now):
             fid = job.extra["flux_id"]
             del self.pending[fid]
-            self.running[fid] = Running(fid, job.jobid, now, int(job.walltime) if job.extra["js"].duration else None)
+            unlimited = job.extra["duration"] <= 0
+            self.running[fid] = Running(fid, job.jobid, now, None if unlimited else int(job.walltime))
             R = json.loads(job.extra.pop("R"))
             ex = R["execution"]
             ex["starttime"] = wall
@@ -414,4 +424,6 @@ class SchedulerCore:
             "matches": self.queue.matches,
             "queue-policy": self.settings.queue_policy,
             "policy": self.settings.policy,
+            "nodes-up": self.engine.traverser.nodes_up,
+            "now": self.now(),
         }

@@ -69,6 +69,15 @@ def test_jobs_start_in_order_and_a_job_that_never_fits_is_denied_with_the_reason
     assert set(started(core.schedule())) == {3}
 
 
+def test_a_job_without_time_limit_starts_after_time_zero():
+    clock = Clock()
+    core = SchedulerCore(fake_R(2, 4), clock=clock)
+    clock.t += 12
+    core.submit(1, 16, jobspec(1, nodes=2, exclusive=True))
+    s = started(core.schedule())
+    assert 1 in s and s[1].R["execution"]["expiration"] == 0.0
+
+
 def test_exclusive_node_takes_every_core_and_shared_jobs_pack():
     core = SchedulerCore(fake_R(2, 4), clock=Clock())
     core.submit(1, 16, jobspec(1, nodes=1, exclusive=True))

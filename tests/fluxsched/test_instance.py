@@ -183,7 +183,7 @@ def test_a_batch_subinstance_runs_fluxlite_and_schedules_its_own_jobs(inst):
     )
     (inst.workdir / "batch.sh").write_text(script)
     j = inst.flux(
-        "batch", "-N2", "--exclusive", "--output=batch.out", str(inst.workdir / "batch.sh")
+        "batch", "-N2", "--exclusive", "-o", "cpu-affinity=off", "--output=batch.out", str(inst.workdir / "batch.sh")
     ).stdout.strip()
     assert "status=0" in inst.wait_event(j, "finish", timeout=60)
     lines = (inst.workdir / "batch.out").read_text().splitlines()

@@ -72,7 +72,8 @@ class FluxliteScheduler(BrokerModule):
     def run(self) -> None:
         for service in ("sched", "feasibility"):
             self.handle.service_register(service).get()
-        self.set_running()
+        # as Fluxion: resources, hello and ready before the module counts as running, so
+        # `flux module load` returns once fluxlite schedules (and fails if it cannot start)
         try:
             self._acquire_resources()
             self._hello()
@@ -80,6 +81,7 @@ class FluxliteScheduler(BrokerModule):
         except (OSError, FluxliteError) as exc:
             self.log.error(f"initialization failed: {_bounded(str(exc))}")
             raise
+        self.set_running()
         super().run()
 
     def _acquire_resources(self) -> None:

@@ -57,8 +57,12 @@ class FluxliteScheduler(BrokerModule):
             table = h.conf_get(self.name, default={}) or {}
         except (OSError, TypeError):
             table = {}
-        # a bad setting fails the load here, with one line (before set_running)
-        self.settings = parse_settings(args, table)
+        # a bad setting fails the load here (EINVAL), with one line in the log and on stderr
+        try:
+            self.settings = parse_settings(args, table)
+        except FluxliteError as exc:
+            self.log.error(_bounded(str(exc)))
+            raise ValueError(_bounded(str(exc))) from None
         self.log.level = self.settings.log_level
         self.core: SchedulerCore | None = None
         #: flux job id -> the open alloc request message
@@ -80,7 +84,8 @@ class FluxliteScheduler(BrokerModule):
             self._ready()
         except (OSError, FluxliteError) as exc:
             self.log.error(f"initialization failed: {_bounded(str(exc))}")
-            raise
+            code = getattr(exc, "errno", None) if isinstance(exc, OSError) else None
+            raise OSError(code or errno.EINVAL, _bounded(str(exc))) from None
         self.set_running()
         super().run()
 

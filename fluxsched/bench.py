@@ -7,12 +7,13 @@ For each scheduler (fluxlite; flux-core's ``sched-simple``, ``sched-fifo``,
 job fits at once and resources are never what the jobs wait for.
 
 * Throughput: ``flux queue stop``; ``flux submit --cc=1-N -n1 true``;
-  ``flux queue start`` at time T; jobs scheduled per second = N / (last
-  alloc - T).  The alloc time of a job is its ``t_run`` (the job enters RUN
-  when the alloc response arrives).
-* Latency at queue depth D: the same with D jobs; each job's latency is
-  ``t_run - T`` (from the moment it could be scheduled to its alloc);
-  median and p99 over ``--reps`` rounds.
+  ``flux queue start``; jobs scheduled per second = (N - 1) / (last alloc -
+  first alloc).  The alloc time of a job is its ``t_run`` (a job enters RUN
+  when the scheduler's alloc response arrives).
+* Latency at queue depth D: ``flux submit --cc=1-D -n1 true`` to a running
+  queue; each job's latency is ``t_run - t_submit`` (submit to alloc, so
+  the jobs ahead of it in the burst count); median and p99 over ``--reps``
+  rounds.
 
 Execution is simulated by job-exec's test mode
 (``--setattr=system.exec.test.run_duration=0.001s``) unless ``--real-exec``:
@@ -101,28 +102,37 @@ class _Inst:
             raise RuntimeError(f"flux {' '.join(args[:3])}: {r.stderr.strip()[:500]}")
         return r.stdout
 
-    def burst(self, n: int, real_exec: bool) -> list[float]:
-        """Submit ``n`` jobs to a stopped queue, start it; each job's seconds from the start to its alloc."""
-        self.run("queue", "stop")
-        extra = [] if real_exec else ["--setattr=system.exec.test.run_duration=0.001s"]
-        ids = self.run("submit", f"--cc=1-{n}", "--quiet", "-n1", *extra, "true").split()
-        if not ids:
-            ids = []
-        t0 = time.time()
-        self.run("queue", "start")
-        deadline = time.monotonic() + 600
+    def _wait_allocated(self, n: int) -> list[tuple[float, float]]:
+        deadline = time.monotonic() + 900
         while True:
             pend = self.run("jobs", "-n", "--filter=pending", "-o", "{id}").split()
             if not pend:
                 break
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{len(pend)} jobs still pending after 600 s")
+                raise RuntimeError(f"{len(pend)} jobs still pending after 900 s")
             time.sleep(0.2)
-        out = self.run("jobs", "-a", "-n", "-c", str(n), "-o", "{t_run}")
-        lat = [float(x) - t0 for x in out.split()]
+        out = self.run("jobs", "-a", "-n", "-c", str(n), "-o", "{t_submit} {t_run}").split()
+        pairs = [(float(a), float(b)) for a, b in zip(out[::2], out[1::2])]
         self.run("queue", "drain")
         self.run("job", "purge", "--force", "--num-limit=0")
-        return lat
+        return pairs
+
+    def _submit(self, n: int, real_exec: bool) -> None:
+        extra = [] if real_exec else ["--setattr=system.exec.test.run_duration=0.001s"]
+        self.run("submit", f"--cc=1-{n}", "--quiet", "-n1", *extra, "true")
+
+    def throughput(self, n: int, real_exec: bool) -> float:
+        """Jobs scheduled per second: ``n`` jobs wait in a stopped queue, which is then started."""
+        self.run("queue", "stop")
+        self._submit(n, real_exec)
+        self.run("queue", "start")
+        runs = sorted(b for _, b in self._wait_allocated(n))
+        return (len(runs) - 1) / max(1e-9, runs[-1] - runs[0])
+
+    def latency(self, n: int, real_exec: bool) -> list[float]:
+        """Seconds from submit to alloc of each of ``n`` jobs submitted at once to a running queue."""
+        self._submit(n, real_exec)
+        return [b - a for a, b in self._wait_allocated(n)]
 
     def stop(self) -> None:
         import signal
@@ -162,13 +172,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             try:
                 rates = []
                 for _ in range(args.reps):
-                    lat = inst.burst(args.jobs, args.real_exec)
-                    rates.append(args.jobs / max(lat))
+                    rates.append(inst.throughput(args.jobs, args.real_exec))
                 res: dict[str, Any] = {"jobs_per_s": rates, "jobs_per_s_median": statistics.median(rates)}
                 for depth in args.depths:
                     lats: list[float] = []
                     for _ in range(args.reps):
-                        lats.extend(inst.burst(depth, args.real_exec))
+                        lats.extend(inst.latency(depth, args.real_exec))
                     res[f"latency_depth_{depth}"] = {
                         "median_ms": 1000 * statistics.median(lats), "p99_ms": 1000 * _pct(lats, 99),
                         "samples": len(lats),

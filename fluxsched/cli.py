@@ -79,6 +79,11 @@ def write_loader(directory: Path, args: list[str] | None = None, priority: int =
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:
+        from fluxsched.bench import main as bench_main
+
+        return bench_main(argv[1:])
     ap = argparse.ArgumentParser(
         prog="fluxlite-flux",
         description="Run fluxlite as the scheduler of a Flux instance (RFC 27 broker module).",
@@ -102,8 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--print-dir", action="store_true", help="print the directory instead of the loader")
     sub.add_parser("options", help="the module's settings (key=value load arguments)")
-    b = sub.add_parser("bench", help="jobs scheduled per second and alloc latency (see examples/benchmarks/flux)")
-    b.add_argument("rest", nargs=argparse.REMAINDER)
+    sub.add_parser("bench", help="jobs scheduled per second and alloc latency (fluxlite-flux bench --help)")
     ns = ap.parse_args(argv)
     try:
         if ns.cmd == "loader":
@@ -115,10 +119,6 @@ def main(argv: list[str] | None = None) -> int:
 
             for k, v in KEYS.items():
                 print(f"{k:18} {v}")
-        elif ns.cmd == "bench":
-            from fluxsched.bench import main as bench_main
-
-            return bench_main(ns.rest)
     except (FluxliteError, OSError) as exc:
         msg = str(exc) if isinstance(exc, FluxliteError) else f"{exc.strerror or exc}: {exc.filename or ''}"
         print(f"fluxlite-flux: {msg}", file=sys.stderr)

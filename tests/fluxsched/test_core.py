@@ -200,3 +200,26 @@ def test_bad_settings_are_refused_with_one_line():
         parse_settings(["queue-depth=0"])
     s = parse_settings(["queue-depth=8"], {"policy": "low"})
     assert s.queue_depth == 8 and s.policy == "low"
+
+
+def test_R_with_a_scheduling_key_is_read_as_jgf_and_keeps_its_detail():
+    from pathlib import Path
+
+    from fluxlite.api import Engine
+    from fluxlite.jobspec import parse_jobspec
+
+    parent = Engine.from_file(Path(__file__).parents[2] / "fluxlite/data/default.graphml", format="grug")
+    sock = {"type": "socket", "count": 1, "with": [{"type": "slot", "count": 1, "label": "task",
+                                                   "with": [{"type": "core", "count": 2}, {"type": "gpu", "count": 1}]}]}
+    spec = {"version": 1, "resources": [{"type": "node", "count": 2, "with": [sock]}],
+            "tasks": [{"command": ["x"], "slot": "task", "count": {"per_slot": 1}}], "attributes": {}}
+    R = json.loads(parent.match(parse_jobspec(json.dumps(spec)), op="allocate", fmt="rv1").text)
+    assert "scheduling" in R
+    core = SchedulerCore(R, clock=Clock())
+    assert core.engine.graph.types()["socket"] == 2  # the JGF's levels, which R_lite cannot carry
+    # a request by socket only fits a graph that has sockets
+    sub = {**spec, "resources": [{"type": "node", "count": 1, "with": [sock]}]}
+    assert core.submit(1, 16, sub) is None
+    s = started(core.schedule())
+    assert cores_of(s[1].R) == 2 and s[1].R["execution"]["R_lite"][0]["children"]["gpu"] == "1"
+    assert cores_of(core.status()["all"]) == 4

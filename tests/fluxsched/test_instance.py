@@ -20,7 +20,9 @@ pytestmark = needs_flux
 @pytest.fixture(scope="module")
 def inst(tmp_path_factory):
     R = fake_R(4, 4, gpus=1, props={"big": "3"})
-    i = Instance(tmp_path_factory.mktemp("flux"), R=R, args=["queue-policy=easy"])
+    # the module's settings from the broker config (the same names as load arguments)
+    conf = '[sched-fluxlite]\nqueue-policy = "easy"\npolicy = "lonode"\n'
+    i = Instance(tmp_path_factory.mktemp("flux"), R=R, config=conf)
     yield i
     i.stop()
 
@@ -49,6 +51,7 @@ def wait_until(fn, timeout: float = 20.0):
 def test_fluxlite_is_the_scheduler_and_jobs_run_and_complete(inst):
     mods = inst.flux("module", "list").stdout
     assert "sched-fluxlite" in mods and "sched-simple" not in mods
+    assert "ready: queue-policy=easy policy=lonode" in inst.dmesg()
     ids = inst.flux("submit", "--cc=1-4", "-n1", "true").stdout.split()
     for j in ids:
         assert "status=0" in inst.wait_event(j, "finish")
@@ -62,7 +65,7 @@ def test_exclusive_node_versus_shared_cores(inst):
     b = inst.submit("-n2", "true")
     inst.wait_event(a, "clean")
     inst.wait_event(b, "clean")
-    assert list(ranks_cores(inst.R(a)).values()) == [[0, 1, 2, 3]]
+    assert ranks_cores(inst.R(a)) == {0: [0, 1, 2, 3]}  # lonode: the lowest node first
     assert sum(len(c) for c in ranks_cores(inst.R(b)).values()) == 2
 
 
@@ -154,7 +157,7 @@ def test_module_reload_with_jobs_running_rebuilds_every_allocation(inst):
     for j in jobs:
         inst.wait_event(j, "start")
     before = {j: inst.R(j)["execution"]["R_lite"] for j in jobs}
-    inst.flux("module", "reload", str(inst.loader), "queue-policy=easy")
+    inst.flux("module", "reload", str(inst.loader))
     assert "re-allocated 3 running job(s)" in inst.dmesg()
     st = inst.flux("resource", "list", "-s", "allocated", "-no", "{ncores}").stdout.split()
     assert st == ["12"]

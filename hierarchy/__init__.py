@@ -38,8 +38,8 @@ imports ``from hierarchy._pb import ...``).  The generated code requires
 from hierarchy._address import Address, TlsConfig, parse_address, read_secret_file, write_secret_file
 from hierarchy._client import InstanceClient, new_request_id
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, NotAuthorizedError
-from hierarchy._instance import Instance
 from hierarchy.base import LevelTiming, MatchOutcome, Parent, ReleaseOutcome, ShrinkOutcome
+from hierarchy.instance import Instance
 
 __all__ = [
     "Address",

@@ -35,10 +35,10 @@ from fluxlite.queue import Job, Queue
 from fluxlite.queue.dynamic import DynamicScheduler
 from fluxlite.queue.fairness import DfsConfig
 from hierarchy._client import ERROR_KEY
-from hierarchy._instance import Instance
 from hierarchy._pb import fluxlite_queue_pb2 as qpb
 from hierarchy._pb import fluxlite_queue_pb2_grpc as qpb_grpc
 from hierarchy._service import _status
+from hierarchy.instance import Instance
 
 __all__ = ["QueueService", "attach_queue"]
 

@@ -40,10 +40,10 @@ from hierarchy._identity import (
     read_key_file,
     read_user_key_file,
 )
-from hierarchy._instance import Instance, settle_memory
 from hierarchy._limits import Limits
 from hierarchy._service import InstanceServicer, build_server
 from hierarchy._state import read_state, write_atomic
+from hierarchy.instance import Instance, settle_memory
 
 __all__ = ["ServeOptions", "default_listen", "serve"]
 

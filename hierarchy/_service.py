@@ -39,10 +39,10 @@ from hierarchy._address import SECRET_KEY, Address, TlsConfig, check_listen
 from hierarchy._client import CHANNEL_OPTIONS, ERROR_KEY
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, LimitError, NotAuthorizedError
 from hierarchy._identity import USER_KEY, AuditLog, Verifier
-from hierarchy._instance import Instance
 from hierarchy._pb import fluxlite_instance_pb2 as pb
 from hierarchy._pb import fluxlite_instance_pb2_grpc as pb_grpc
 from hierarchy.base import LevelTiming
+from hierarchy.instance import Instance
 
 __all__ = ["STATUS_OF", "InstanceServicer", "SecretInterceptor", "build_server"]
 

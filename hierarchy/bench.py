@@ -312,7 +312,7 @@ def run_single(bench: Path, reps: int) -> list[dict[str, Any]]:
     for mode in ("baseline", "allocate", "grow", "attach"):
         if mode == "baseline":
             code = (
-                "import resource, json; from fluxlite.api import Engine; import hierarchy._instance; "
+                "import resource, json; from fluxlite.api import Engine; import hierarchy.instance; "
                 f"Engine.from_file({str(bench / 'graphs' / 'L4.graphml')!r}, format='grug'); "
                 "print(json.dumps({'mode': 'baseline', 'peak_rss_mb': "
                 "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))"

@@ -1,0 +1,279 @@
+"""MatchAllocate and MatchGrow: new jobs, and growing a job locally or from above.
+
+``match_allocate`` allocates a job here (a child's lease with
+``lease=True``).  ``match_grow`` tries the local engine, then the parent,
+then the provider; the answer from above is attached (see
+:mod:`hierarchy.instance.origins`) and allocated to the job that asked, or,
+for a child's lease with ``defer_attach``, recorded as *received* and
+attached right after the answer by ``_finish_received`` (still under the
+lock).  A grow going upwards is recorded as *pending* first, so a retry
+asks again with the same upstream request id.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+from fluxlite.errors import (
+    BusyError,
+    FluxliteError,
+    MatchError,
+    UnknownJobError,
+    UnsatisfiableError,
+)
+from hierarchy._errors import InstanceUnavailableError
+from hierarchy._jgfsub import jgf_counts
+from hierarchy.base import LevelTiming, MatchOutcome
+from hierarchy.instance.core import InstanceCore, _now
+from hierarchy.instance.records import JobRecord
+
+
+class GrowMixin(InstanceCore):
+    """See the module docstring."""
+
+    def match_allocate(
+        self,
+        jobspec: bytes | str,
+        *,
+        request_id: str = "",
+        lease: bool = False,
+        child_name: str = "",
+        child_address: str = "",
+        deadline: float | None = None,
+        caller: str | None = None,
+    ) -> MatchOutcome:
+        """Allocate a new job here (no recursion).  With ``lease`` the job belongs to a child instance.
+
+        The job belongs to ``caller`` (the verified user; None for a trusted in-process call).
+        """
+        t0 = _now()
+        js = self._parse_jobspec(jobspec)
+        key = f"alloc:{request_id}" if request_id else ""
+        with self._locked(deadline):
+            rec = self._lookup(key) if key else None
+            if rec is not None and rec["state"] == "done":
+                r = rec["result"]
+                self.counters["allocate_replayed"] += 1
+                return MatchOutcome(
+                    r["jobid"],
+                    rec["jgf"],
+                    [LevelTiming(self.name, self.depth, server_s=_now() - t0, outcome="replay")],
+                    r["lease_token"],
+                    self.child_grace,
+                    True,
+                    r["vertices"],
+                    r["edges"],
+                )
+            self._check_limits(caller, js, "allocate")
+            tm = _now()
+            res = self.engine.allocate(js, fmt="jgf")
+            match_s = _now() - tm
+            jgf = res.text.encode()
+            at, duration = self._job_window(js)
+            token = secrets.token_hex(16) if lease else ""
+            self.jobs[res.jobid] = JobRecord(
+                res.jobid,
+                "child" if lease else "client",
+                child_name,
+                child_address,
+                token,
+                at,
+                duration,
+                owner=caller or "",
+                last_seen=time.monotonic(),
+            )
+            nv, ne = jgf_counts(jgf)
+            if key:
+                self._remember(
+                    key,
+                    {
+                        "state": "done",
+                        "jobid": res.jobid,
+                        "jgf": jgf,
+                        "result": {"jobid": res.jobid, "lease_token": token, "vertices": nv, "edges": ne},
+                    },
+                )
+            self.counters["allocate"] += 1
+            self._persist()
+        who = f"child {child_name or '?'} at {child_address or '?'}" if lease else "a client"
+        self.log.info("allocated job %d to %s: %d vertices", res.jobid, who, nv)
+        timing = LevelTiming(self.name, self.depth, match_s=match_s, server_s=_now() - t0, outcome="local")
+        return MatchOutcome(
+            res.jobid, jgf, [timing], token, self.child_grace if lease else 0.0, False, nv, ne
+        )
+
+    def match_grow(
+        self,
+        jobid: int,
+        jobspec: bytes | str,
+        *,
+        request_id: str = "",
+        lease_token: str = "",
+        deadline: float | None = None,
+        after_reply: Callable[[Callable[[], None]], None] | None = None,
+        caller: str | None = None,
+    ) -> MatchOutcome:
+        """Grow job ``jobid``: locally, else from the parent, else from the provider (see the module docstring).
+
+        For a child's job the subgraph from above is attached after the
+        answer (``defer_attach``): ``after_reply`` receives the function that
+        starts that work and calls it once the answer is on its way (the
+        server passes gRPC's RPC-termination callback); by default it starts
+        at once.  The instance stays locked until it is done.
+        """
+        t0 = _now()
+        rid = request_id or secrets.token_hex(16)
+        js = self._parse_jobspec(jobspec)
+        raw = jobspec.encode() if isinstance(jobspec, str) else jobspec
+        deferred = False
+        with self._locked(deadline) as hold:
+            job = self._job(jobid, lease_token, caller, "grow")
+            key = f"grow:{jobid}:{rid}"
+            rec = self._lookup(key)
+            if rec is not None and rec["state"] == "done":
+                self.counters["grow_replayed"] += 1
+                r = rec["result"]
+                return MatchOutcome(
+                    jobid,
+                    rec["jgf"],
+                    [LevelTiming(self.name, self.depth, server_s=_now() - t0, outcome="replay")],
+                    replayed=True,
+                    vertices=r["vertices"],
+                    edges=r["edges"],
+                )
+            if rec is None:
+                self._check_limits(caller, js, "grow")
+            match_s = attach_s = upstream_s = 0.0
+            up_timings: list[LevelTiming] = []
+            outcome = "local"
+            jgf: bytes | None = None
+            nv = ne = 0
+            local_err: MatchError | None = None
+            if rec is None:
+                tm = _now()
+                try:
+                    jgf = self.engine.grow(jobid, js, fmt="jgf").text.encode()
+                except (BusyError, UnsatisfiableError) as exc:
+                    local_err = exc
+                match_s = _now() - tm
+            if jgf is not None:
+                nv, ne = jgf_counts(jgf)
+            else:
+                sources = [rec["source"]] if rec is not None else self._sources()
+                if not sources:
+                    assert local_err is not None
+                    raise local_err
+                upstream_id = rec["upstream_id"] if rec is not None else self._upstream_id("grow", jobid, rid)
+                err: FluxliteError | None = local_err
+                for source in sources:
+                    self._remember(
+                        key,
+                        {"state": "pending", "jobid": jobid, "upstream_id": upstream_id, "source": source},
+                    )
+                    self._persist()
+                    tu = _now()
+                    try:
+                        if source == "parent":
+                            assert self.parent is not None
+                            out = self.parent.match_grow(
+                                self.parent_jobid,
+                                raw,
+                                request_id=upstream_id,
+                                lease_token=self.parent_token,
+                                timeout=self._timeout(deadline),
+                            )
+                            jgf, up_timings, nv, ne = out.jgf, out.timings, out.vertices, out.edges
+                        else:
+                            assert self.provider is not None
+                            jgf = self.provider.grow(raw, upstream_id)
+                            nv, ne = jgf_counts(jgf)
+                    except MatchError as exc:
+                        err = exc
+                        self._forget(key)
+                        jgf = None
+                        continue
+                    except InstanceUnavailableError as exc:
+                        # the request stays pending: a retry asks again with the same upstream id
+                        self.counters["grow_upstream_unavailable"] += 1
+                        raise InstanceUnavailableError(
+                            f"grow of job {jobid} at {self.name}: the parent did not answer ({exc})"
+                        ) from exc
+                    except FluxliteError:
+                        self._forget(key)
+                        self._persist()
+                        raise
+                    finally:
+                        upstream_s += _now() - tu
+                    outcome = source
+                    break
+                if jgf is None:
+                    self._persist()
+                    assert err is not None
+                    raise err
+                if job.kind == "child" and self.defer_attach:
+                    # the child attaches the subgraph itself: answer now, attach here right after,
+                    # still under the lock (nothing can see this level in between)
+                    received = {
+                        "state": "received",
+                        "jobid": jobid,
+                        "upstream_id": upstream_id,
+                        "source": outcome,
+                        "jgf": jgf,
+                        "result": {"vertices": nv, "edges": ne},
+                    }
+                    self._remember(key, received)
+                    self._persist()
+                    hold.after = lambda: self._finish_received(key, received)
+                    hold.starter = after_reply
+                    deferred = True
+                else:
+                    ta = _now()
+                    self._attach_for(job, jgf, outcome, upstream_id)
+                    attach_s = _now() - ta
+            self._count_grow(caller)
+            if not deferred:
+                self._remember(
+                    key,
+                    {"state": "done", "jobid": jobid, "jgf": jgf, "result": {"vertices": nv, "edges": ne}},
+                )
+                self.counters[f"grow_{outcome}"] += 1
+                self._persist()
+        timing = LevelTiming(
+            self.name, self.depth, match_s, attach_s, upstream_s, _now() - t0, outcome, deferred=deferred
+        )
+        return MatchOutcome(jobid, jgf, [timing, *up_timings], vertices=nv, edges=ne)
+
+    def _finish_received(self, key: str, rec: dict[str, Any]) -> None:
+        """Attach a subgraph already passed on to the child (deferred attach), under the lock.
+
+        The child holds the resources already, so a failure here is not
+        handed back: it is logged as an inconsistency (it cannot happen in
+        a consistent tree: the subgraph comes from this level's own lease).
+        """
+        job = self.jobs.get(rec["jobid"])
+        ta = _now()
+        tc = time.thread_time()
+        try:
+            if job is None:
+                raise UnknownJobError(f"job {rec['jobid']} vanished before its deferred attach")
+            self._attach_for(job, rec["jgf"], rec["source"], rec["upstream_id"], hand_back=False)
+        except FluxliteError as exc:
+            self.counters["deferred_attach_failed"] += 1
+            self.log.error(
+                "deferred attach for job %s (request %s) failed: %s; the child holds resources "
+                "this instance does not account for",
+                rec["jobid"],
+                key,
+                exc,
+            )
+        self.last_deferred = {
+            "request": rec["upstream_id"],
+            "attach_update_s": _now() - ta,
+            "cpu_s": time.thread_time() - tc,
+        }
+        self._remember(key, {**rec, "state": "done"})
+        self.counters[f"grow_{rec['source']}"] += 1
+        self._persist()

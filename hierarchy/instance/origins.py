@@ -1,0 +1,98 @@
+"""Origin records: which vertices came from above, from where, and under which request.
+
+``_attach_for`` attaches a subgraph from the parent or the provider,
+allocates it to the job that asked and records an :class:`Origin` (source,
+upstream request id, the paths it created); on failure it hands the
+subgraph straight back.  ``_free_origin_roots`` finds the topmost subtrees
+that came from above and are now wholly free (what a hand-back returns);
+``_drop_origin_paths`` forgets paths after a detach.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from fluxlite.errors import (
+    FluxliteError,
+    StateError,
+)
+from hierarchy.instance.core import InstanceCore
+from hierarchy.instance.records import JobRecord, Origin
+
+
+class OriginsMixin(InstanceCore):
+    """See the module docstring."""
+
+    def _attach_for(
+        self, job: JobRecord, jgf: bytes, source: str, upstream_id: str, *, hand_back: bool = True
+    ) -> None:
+        """Attach a subgraph from above and allocate it to ``job``; undo (and hand it back) on failure."""
+        eng = self.engine
+        try:
+            # one parse; all or nothing (the engine detaches what it attached if the allocation fails)
+            new = eng.attach(
+                jgf,
+                source=f"{source} grow {upstream_id}",
+                allocate_to=job.jobid,
+                at=job.at,
+                duration=job.duration,
+            )
+        except FluxliteError as exc:
+            if hand_back:
+                self._hand_back_now(source, jgf, upstream_id)
+            raise StateError(f"{self.name}: cannot attach the subgraph from the {source}: {exc}") from exc
+        if new:
+            paths = set(self._paths(new))
+            oid = self._next_oid
+            self._next_oid += 1
+            self.origins[oid] = Origin(oid, source, upstream_id, job.jobid, paths)
+            for p in paths:
+                self._origin_of[p] = oid
+
+    def _free_origin_roots(self, candidates: Iterable[int]) -> dict[str, list[int]]:
+        """Roots of the subtrees that came from above and are now wholly free, by source.
+
+        Candidates already on their way back (pending hand-backs) are skipped.
+        O(candidates x depth + size of the chosen subtrees).
+        """
+        g = self.engine.graph
+        dom = self.engine.dom
+        origin_of = self._origin_of
+        busy: set[int] = set()
+        for item in self.returning:
+            busy.update(v for v in (g.vertex_by_path(p) for p in item["roots"]) if v is not None)
+        cand: set[int] = set()
+        for v in candidates:
+            if not g.is_live(v) or g.path(v, dom) not in origin_of:
+                continue
+            cand.add(v)
+            for a in g.ancestors(v, dom):
+                if g.path(a, dom) not in origin_of:
+                    break
+                cand.add(a)
+        chosen: set[int] = set()
+        out: dict[str, list[int]] = {}
+        for v in sorted(cand, key=lambda u: len(g.path(u, dom))):
+            if v in busy or any(a in chosen or a in busy for a in g.ancestors(v, dom)):
+                continue
+            if self.engine.holders(g.subtree(v, dom)):
+                continue
+            chosen.add(v)
+            src = self.origins[origin_of[g.path(v, dom)]].source
+            out.setdefault(src, []).append(v)
+        return out
+
+    def _drop_origin_paths(self, roots: Iterable[str]) -> list[str]:
+        """Forget origin paths at or below ``roots`` (after a detach).  O(origin paths)."""
+        dropped = []
+        prefixes = tuple(roots)
+        subs = tuple(r + "/" for r in prefixes)
+        for p in [p for p in self._origin_of if p in prefixes or p.startswith(subs)]:
+            oid = self._origin_of.pop(p)
+            o = self.origins.get(oid)
+            if o is not None:
+                o.paths.discard(p)
+                if not o.paths:
+                    del self.origins[oid]
+            dropped.append(p)
+        return dropped

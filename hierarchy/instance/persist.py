@@ -1,0 +1,144 @@
+"""State: the instance written to and rebuilt from its state file.
+
+``state_bytes`` serialises the engine, the parent lease, the job and
+origin records, the request tables, the limits' grow times and the pending
+hand-backs (format in :mod:`hierarchy._state`); ``_persist`` writes them
+atomically after every change; ``restore`` rebuilds an instance and
+finishes any deferred attach that a crash interrupted.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Self
+
+import orjson
+
+from fluxlite.api import Engine
+from fluxlite.errors import (
+    FluxliteError,
+    InputError,
+)
+from hierarchy._state import STATE_FORMAT, STATE_VERSION, read_state, write_atomic
+from hierarchy.base import Parent
+from hierarchy.instance.core import InstanceCore
+from hierarchy.instance.records import JobRecord, Origin
+from providers.base import ExternalAPI
+
+
+class PersistMixin(InstanceCore):
+    """See the module docstring."""
+
+    def state_bytes(self) -> bytes:
+        """The whole state as JSON bytes (see :mod:`hierarchy._state`)."""
+        doc = {
+            "format": STATE_FORMAT,
+            "version": STATE_VERSION,
+            "name": self.name,
+            "depth": self.depth,
+            "saved_at": time.time(),
+            "engine": orjson.Fragment(self.engine.save_state()),
+            "parent": (
+                {
+                    "address": getattr(self.parent, "address", ""),
+                    "jobid": self.parent_jobid,
+                    "lease_token": self.parent_token,
+                }
+                if self.parent is not None
+                else None
+            ),
+            "jobs": [r.public() for r in self.jobs.values()],
+            "origins": [o.public() for o in self.origins.values()],
+            "requests": [
+                {"key": k, **{kk: (vv.decode() if isinstance(vv, bytes) else vv) for kk, vv in r.items()}}
+                for k, r in self.requests.items()
+            ],
+            "ended_requests": [
+                {"key": k, **{kk: (vv.decode() if isinstance(vv, bytes) else vv) for kk, vv in r.items()}}
+                for k, r in self.ended.items()
+            ],
+            "owner": self.owner,
+            "grow_times": self.grow_times,
+            "returning": [
+                {**r, "jgf": r["jgf"].decode() if isinstance(r["jgf"], bytes) else r["jgf"]}
+                for r in self.returning
+            ],
+            "next_oid": self._next_oid,
+        }
+        return orjson.dumps(doc)
+
+    def _persist(self) -> None:
+        if self.state_path is None:
+            return
+        write_atomic(self.state_path, self.state_bytes())
+
+    def save(self) -> None:
+        """Write the state file now (no-op without ``state_path``)."""
+        with self._lock:
+            self._persist()
+
+    @classmethod
+    def restore(
+        cls,
+        state_path: str | Path,
+        *,
+        parent: Parent | None = None,
+        provider: ExternalAPI | None = None,
+        **kwargs: Any,
+    ) -> Self:
+        """Rebuild an instance from its state file; children get a full grace period to heartbeat again."""
+        doc = read_state(state_path)
+        try:
+            eng = Engine.restore_state(orjson.dumps(doc["engine"]))
+        except FluxliteError as exc:
+            raise InputError(f"state file {state_path}: engine: {exc}") from exc
+        p = doc.get("parent")
+        kwargs.setdefault("name", doc.get("name", "instance"))
+        kwargs.setdefault("depth", doc.get("depth", 0))
+        inst = cls(
+            eng,
+            parent=parent if p is not None else None,
+            parent_jobid=p["jobid"] if p else 0,
+            parent_token=p["lease_token"] if p else "",
+            provider=provider,
+            state_path=state_path,
+            **kwargs,
+        )
+        now = time.monotonic()
+        for r in doc["jobs"]:
+            inst.jobs[r["jobid"]] = JobRecord(**r, last_seen=now)
+        for o in doc["origins"]:
+            origin = Origin(o["oid"], o["source"], o["request_id"], o["jobid"], set(o["paths"]))
+            inst.origins[origin.oid] = origin
+            for path in origin.paths:
+                inst._origin_of[path] = origin.oid
+        for name, table in (("requests", None), ("ended_requests", inst.ended)):
+            for r in doc.get(name, ()):
+                r = dict(r)
+                key = r.pop("key")
+                if isinstance(r.get("jgf"), str):
+                    r["jgf"] = r["jgf"].encode()
+                if table is None:
+                    inst._remember(key, r)
+                else:
+                    table[key] = r
+        if not inst.owner:
+            inst.owner = doc.get("owner", "")
+        inst.grow_times = {u: list(ts) for u, ts in doc.get("grow_times", {}).items()}
+        inst.returning = [{**r, "jgf": r["jgf"].encode()} for r in doc.get("returning", [])]
+        inst._next_oid = doc.get("next_oid", len(inst.origins) + 1)
+        for key, rec in list(inst.requests.items()):
+            if rec.get("state") == "received":  # answered to the child, not attached here before the crash
+                inst.log.info("finishing the deferred attach of %s", key)
+                inst._finish_received(key, rec)
+        inst.log.info(
+            "restored from %s: %d vertices, %d jobs, %d origins, %d requests, %d pending hand-backs",
+            state_path,
+            len(eng.graph),
+            len(eng.jobs),
+            len(inst.origins),
+            len(inst.requests),
+            len(inst.returning),
+        )
+        return inst

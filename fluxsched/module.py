@@ -106,8 +106,13 @@ class FluxliteScheduler(BrokerModule):
         try:
             data = future.get()
         except OSError as exc:
-            self.log.error(f"exiting: resource update failed: {exc}")
-            self.stop_error()
+            # the resource module going away first (a shutdown where fluxlite was loaded by hand)
+            # ends the stream with ECANCELED: nothing is wrong, there is just nothing left to schedule
+            if exc.errno in (errno.ECANCELED, errno.ENOSYS):
+                self.log.info(f"exiting: {exc.strerror or exc}")
+            else:
+                self.log.error(f"exiting: resource update failed: {exc}")
+            self.stop()
             return
         try:
             self._apply_update(data)

@@ -77,3 +77,19 @@ def test_drained_nodes_are_down_in_fluxlites_view_and_skipped(inst):
     inst.flux("resource", "undrain", "3")
     assert "status=0" in inst.wait_event(j, "finish")
     inst.wait_event(j, "clean", timeout=20)
+
+
+def test_an_instance_with_fluxlite_loaded_by_hand_shuts_down_cleanly(tmp_path):
+    import subprocess
+
+    from fluxsched.cli import write_loader
+    from tests.fluxsched.conftest import FLUX, PREFIX
+
+    loader = write_loader(tmp_path / "m")
+    script = f"flux module remove sched-simple && flux module load {loader} && flux run -n1 true"
+    env = {"PATH": f"{PREFIX / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    r = subprocess.run([FLUX, "start", "--test-size=1", "bash", "-c", script], env=env, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    # rc3 unloads the resource module first: fluxlite must take that as the end, not a failure
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "runtime failure" not in r.stderr

@@ -147,6 +147,10 @@ def test_easy_reservation_is_annotated_with_t_estimate(inst):
     t = float(wait_until(est))
     start = inst.R(long)["execution"]["starttime"]
     assert start + 60 <= t <= start + 75
+    # a longer time limit for the running job (sched.expiration) moves the reservation with it
+    inst.flux("update", long, "duration=120s")
+    t2 = float(wait_until(lambda: (e := est()) and float(e) > t + 30 and e))
+    assert start + 120 <= t2 <= start + 135
     inst.flux("cancel", long, waiting)
     inst.wait_event(waiting, "clean")
     inst.wait_event(long, "clean")

@@ -199,3 +199,32 @@ def test_a_batch_subinstance_runs_fluxlite_and_schedules_its_own_jobs(inst):
     assert sum(len(c) for c in ranks_cores(sub).values()) == 2
     outer = ranks_cores(inst.R(j))
     assert len(outer) == 2 and all(len(c) == 4 for c in outer.values())
+
+
+def test_malformed_requests_from_a_raw_client_get_bounded_errors_and_change_nothing(inst):
+    script = r"""
+import json, flux
+h = flux.Flux()
+def ask(topic, payload):
+    try:
+        h.rpc(topic, payload).get()
+        return "ok"
+    except OSError as e:
+        return f"{e.errno}:{len(e.strerror or '')}"
+out = [
+    ask("feasibility.check", {"nojobspec": 1}),
+    ask("feasibility.check", {"jobspec": "x" * 100000}),
+    ask("feasibility.check", {"jobspec": {"version": 1, "resources": [{"type": "core", "count": -5}]}}),
+    ask("sched.expiration", {"id": 12345, "expiration": -1}),
+    ask("sched.expiration", {"id": "bogus"}),
+]
+print(json.dumps(out))
+"""
+    out = json.loads(inst.flux("python", "-c", script).stdout)
+    for res in out:
+        code, n = res.split(":")
+        assert int(code) > 0 and int(n) <= 400
+    before = inst.flux("module", "stats", "sched-fluxlite").stdout
+    j = inst.submit("-n1", "true")
+    assert "status=0" in inst.wait_event(j, "finish")
+    assert json.loads(before)["running"] == 0

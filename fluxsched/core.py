@@ -159,6 +159,8 @@ class SchedulerCore:
         #: the same resources, never allocated: "could this job ever run here?" (the planner's
         #: satisfiability looks at the end of the horizon, where jobs without a time limit still are)
         self._feasibility = engine_from_R(R, policy=self.settings.policy, prune_filters=filters)
+        #: request signature -> why it can never run (None: it can); cleared when resources leave
+        self._feasible: dict[str, str | None] = {}
         #: the planner span of a job without a time limit
         self.unlimited = self.engine.traverser.graph_end // 2
         self.queue = FluxQueue(self.engine, self.settings.queue_policy, self.settings.reservation_depth)
@@ -207,6 +209,7 @@ class SchedulerCore:
             self._drop_reservations()
             self.engine.remove_subgraph(ranks=have, force=True)
             self._feasibility.remove_subgraph(ranks=have, force=True)
+            self._feasible.clear()
             for fid, rec in list(self.running.items()):
                 if rec.eid not in self.engine.jobs:
                     del self.running[fid]
@@ -226,6 +229,24 @@ class SchedulerCore:
             js, _ = self._parse(jobspec)
         except FluxliteError as exc:
             return _bounded(f"invalid jobspec: {exc}")
+        return self._infeasible(js)
+
+    def _infeasible(self, js: Any) -> str | None:
+        sig = self._sig(js)
+        if sig in self._feasible:
+            return self._feasible[sig]
+        why = self._why_not(js)
+        if len(self._feasible) >= 4096:
+            self._feasible.clear()
+        self._feasible[sig] = why
+        return why
+
+    @staticmethod
+    def _sig(js: Any) -> str:
+        """Two jobspecs with one signature ask for the same resources for the same time."""
+        return json.dumps([[r.to_dict() for r in js.resources], js.duration, repr(js.constraint)], sort_keys=True)
+
+    def _why_not(self, js: Any) -> str | None:
         if self._feasibility.satisfiable(js):
             return None
         g = self._feasibility.graph
@@ -240,14 +261,15 @@ class SchedulerCore:
         """Queue an alloc request; returns the denial note when it can never run (nothing queued)."""
         if flux_id in self.pending or flux_id in self.running:
             raise StateError(f"job {flux_id} is already known")
-        why = self.infeasible(jobspec)
+        try:
+            js, duration = self._parse(jobspec)
+            why = self._infeasible(js)
+        except FluxliteError as exc:
+            why = _bounded(f"invalid jobspec: {exc}")
         if why is not None:
             self.denied += 1
             return why
-        js, duration = self._parse(jobspec)
-        sig = json.dumps(
-            [[r.to_dict() for r in js.resources], js.duration, repr(js.constraint)], sort_keys=True
-        )
+        sig = self._sig(js)
         cores = max(1, _cores(js.resources))
         walltime = int(js.duration)
         job = Job(jobid=self._eid(), size=cores, walltime=walltime, unit="core", priority=int(priority))

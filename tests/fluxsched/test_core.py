@@ -155,8 +155,11 @@ def test_down_ranks_are_skipped_and_shown_and_shrink_removes_them():
     core.set_up([1])
     assert set(started(core.schedule())) == {2}
     core.free(2, None, final=True)
+    assert core.infeasible(jobspec(1, nodes=2)) is None
     core.shrink([1])
     assert cores_of(core.status()["all"]) == 4
+    # the feasibility answer is not a stale one from before the shrink
+    assert "unsatisfiable" in core.infeasible(jobspec(1, nodes=2))
 
 
 def test_time_limits_give_expiration_and_easy_reserves_with_an_estimate():

@@ -25,16 +25,16 @@ same run on the same machine; ratios are against fluxlite.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from fluxsched.instance import Instance, InstanceError, fake_R
 
 SCHEDULERS = ("fluxlite", "sched-simple", "sched-fifo", "sched-backfill", "fluxion")
 
@@ -47,46 +47,11 @@ def _pct(xs: list[float], p: float) -> float:
     return xs[k]
 
 
-class _Inst:
-    def __init__(self, flux: str, workdir: Path, cores: int, sched: str, args: list[str]) -> None:
-        from fluxsched.cli import write_loader
+class _Inst(Instance):
+    """A test instance of 4 brokers, a fake R of 4 nodes x ``cores`` cores, and scheduler ``sched``."""
 
-        self.flux_bin = flux
-        self.workdir = workdir
-        workdir.mkdir(parents=True, exist_ok=True)
-        R = {
-            "version": 1,
-            "execution": {
-                "R_lite": [{"rank": "0-3", "children": {"core": f"0-{cores - 1}"}}],
-                "nodelist": ["fake[0-3]"],
-                "starttime": 0.0,
-                "expiration": 0.0,
-            },
-        }
-        (workdir / "R.json").write_text(json.dumps(R))
-        conf = workdir / "conf"
-        conf.mkdir(exist_ok=True)
-        (conf / "r.toml").write_text(f'[resource]\npath = "{workdir / "R.json"}"\nnoverify = true\n')
-        self.env = dict(os.environ)
-        self.env["PATH"] = f"{Path(flux).parent}:{self.env.get('PATH', '')}"
-        self.env.pop("FLUX_URI", None)
-        if sched == "fluxlite":
-            loader = write_loader(workdir / "module", args)
-            self.env["FLUX_MODPROBE_PATH_APPEND"] = str(loader.parent)
-        uri = workdir / "uri"
-        self._log = open(workdir / "broker.log", "w")  # noqa: SIM115 (closed in stop)
-        self.proc = subprocess.Popen(
-            [flux, "start", "--test-size=4", f"--config-path={conf}", "bash", "-c",
-             f'echo "$FLUX_URI" > {uri}.tmp && mv {uri}.tmp {uri} && exec sleep 86400'],
-            env=self.env, cwd=workdir, start_new_session=True, stdout=self._log, stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 120
-        while not uri.exists():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"flux start failed; see {workdir / 'broker.log'}")
-            time.sleep(0.1)
-        self.env["FLUX_URI"] = uri.read_text().strip()
+    def __init__(self, flux: str, workdir: Path, cores: int, sched: str, args: list[str]) -> None:
+        super().__init__(flux, workdir, R=fake_R(4, cores), args=args, by_config=sched == "fluxlite")
         if sched in ("sched-fifo", "sched-backfill"):
             self.run("module", "remove", "sched-simple")
             self.run("module", "load", sched, "queue-depth=unlimited")
@@ -95,12 +60,8 @@ class _Inst:
             self.run("module", "load", "sched-fluxion-resource")
             self.run("module", "load", "sched-fluxion-qmanager")
 
-    def run(self, *args: str, input: str | None = None) -> str:
-        r = subprocess.run([self.flux_bin, *args], env=self.env, capture_output=True, text=True,
-                           timeout=600, input=input)
-        if r.returncode != 0:
-            raise RuntimeError(f"flux {' '.join(args[:3])}: {r.stderr.strip()[:500]}")
-        return r.stdout
+    def run(self, *args: str) -> str:
+        return self.flux(*args, timeout=900).stdout
 
     def _wait_allocated(self, n: int) -> list[tuple[float, float]]:
         deadline = time.monotonic() + 900
@@ -133,19 +94,6 @@ class _Inst:
         """Seconds from submit to alloc of each of ``n`` jobs submitted at once to a running queue."""
         self._submit(n, real_exec)
         return [b - a for a, b in self._wait_allocated(n)]
-
-    def stop(self) -> None:
-        import signal
-
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(timeout=60)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
-        self._log.close()
 
 
 def _available(flux: str, sched: str) -> bool:
@@ -231,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         results = run(args)
-    except RuntimeError as exc:
+    except (RuntimeError, InstanceError) as exc:
         print(f"fluxlite-flux bench: {exc}", file=sys.stderr)
         return 1
     text = table(results)

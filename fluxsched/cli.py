@@ -39,7 +39,7 @@ def _toml_str(s: str) -> str:
     return json.dumps(s)  # a JSON string is a valid TOML basic string
 
 
-def write_loader(directory: Path, args: list[str] | None = None, priority: int = 200) -> Path:
+def write_loader(directory: Path, args: list[str] | None = None, priority: int = 1000) -> Path:
     """Write ``sched-fluxlite.py`` and ``modprobe.d/fluxlite.toml`` into ``directory``; returns the loader."""
     from fluxsched.config import parse_settings
 
@@ -78,6 +78,46 @@ def write_loader(directory: Path, args: list[str] | None = None, priority: int =
     return loader
 
 
+def scheduler_modules(module_list: str) -> list[str]:
+    """The modules to remove, in order, to free the ``sched`` seat (from ``flux module list`` output).
+
+    Whatever provides ``sched``, then ``feasibility``, then Fluxion's resource module (which
+    holds ``resource.acquire`` without providing a service).
+    """
+    rows = []
+    for line in module_list.splitlines()[1:]:
+        parts = line.split()
+        if not parts:
+            continue
+        services = parts[5].split(",") if len(parts) >= 6 else []
+        rows.append((parts[0], services))
+    out = [n for n, sv in rows if "sched" in sv]
+    out += [n for n, sv in rows if "feasibility" in sv and n not in out]
+    out += [n for n, _ in rows if n == "sched-fluxion-resource" and n not in out]
+    return out
+
+
+def load_into_instance(args: list[str], directory: Path | None = None) -> str:
+    """Replace the running instance's scheduler by fluxlite (``flux`` on PATH, FLUX_URI set)."""
+    import subprocess
+
+    from fluxsched.config import parse_settings
+
+    parse_settings(args)
+    loader = write_loader(directory or default_dir())
+
+    def flux(*a: str) -> str:
+        r = subprocess.run(["flux", *a], capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise InputError(f"flux {' '.join(a[:2])}: {r.stderr.strip()[:500]}")
+        return r.stdout
+
+    for name in scheduler_modules(flux("module", "list")):
+        flux("module", "remove", name)
+    flux("module", "load", str(loader), *args)
+    return str(loader)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:
@@ -106,6 +146,14 @@ def main(argv: list[str] | None = None) -> int:
         help="a module setting for the modprobe.d entry (repeatable; see 'fluxlite-flux options')",
     )
     p.add_argument("--print-dir", action="store_true", help="print the directory instead of the loader")
+    ld = sub.add_parser(
+        "load",
+        help="in a running instance (flux on PATH), replace its scheduler by fluxlite",
+        description="Remove the instance's scheduler (sched-simple, sched-fifo, sched-backfill, Fluxion's "
+        "modules or an earlier fluxlite) and load sched-fluxlite with these settings.",
+    )
+    ld.add_argument("settings", nargs="*", metavar="KEY=VALUE", help="module settings (fluxlite-flux options)")
+    ld.add_argument("--dir", type=Path, default=None, help=f"where the loader goes (default {default_dir()})")
     sub.add_parser("options", help="the module's settings (key=value load arguments)")
     sub.add_parser("bench", help="jobs scheduled per second and alloc latency (fluxlite-flux bench --help)")
     ns = ap.parse_args(argv)
@@ -114,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
             d = ns.dir or default_dir()
             loader = write_loader(d, ns.arg)
             print(loader.parent if ns.print_dir else loader)
+        elif ns.cmd == "load":
+            print(f"loaded {load_into_instance(ns.settings, ns.dir)}")
         elif ns.cmd == "options":
             from fluxsched.config import KEYS
 

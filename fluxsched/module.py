@@ -76,8 +76,9 @@ class FluxliteScheduler(BrokerModule):
     def run(self) -> None:
         for service in ("sched", "feasibility"):
             self.handle.service_register(service).get()
-        # as Fluxion: resources, hello and ready before the module counts as running, so
-        # `flux module load` returns once fluxlite schedules (and fails if it cannot start)
+        # running first, as flux-core's own schedulers: during rc1 resource.acquire answers only
+        # once every rank has reported, which waits for rc1 (a load that waited for it would hang)
+        self.set_running()
         try:
             self._acquire_resources()
             self._hello()
@@ -86,7 +87,6 @@ class FluxliteScheduler(BrokerModule):
             self.log.error(f"initialization failed: {_bounded(str(exc))}")
             code = getattr(exc, "errno", None) if isinstance(exc, OSError) else None
             raise OSError(code or errno.EINVAL, _bounded(str(exc))) from None
-        self.set_running()
         super().run()
 
     def _acquire_resources(self) -> None:

@@ -162,7 +162,7 @@ def test_module_reload_with_jobs_running_rebuilds_every_allocation(inst):
         inst.wait_event(j, "start")
     before = {j: inst.R(j)["execution"]["R_lite"] for j in jobs}
     inst.flux("module", "reload", str(inst.loader))
-    assert "re-allocated 3 running job(s)" in inst.dmesg()
+    wait_until(lambda: "re-allocated 3 running job(s)" in inst.dmesg())
     st = inst.flux("resource", "list", "-s", "allocated", "-no", "{ncores}").stdout.split()
     assert st == ["12"]
     # one node is left: one exclusive job fits, the next must wait (nothing double-booked)

@@ -189,6 +189,10 @@ class FluxliteScheduler(BrokerModule):
         except FluxliteError as exc:
             self.log.error(f"scheduling pass failed: {_bounded(str(exc))}")
             decisions = []
+        except Exception as exc:  # a bug: say so and stop (the job manager then waits for a scheduler)
+            self.log.error(f"scheduling pass crashed: {type(exc).__name__}: {_bounded(str(exc))}")
+            self.stop_error()
+            return
         for d in decisions:
             self._answer(d)
         wake = core.next_wakeup()
@@ -240,9 +244,14 @@ class FluxliteScheduler(BrokerModule):
             p = msg.payload
             jobid = int(p["id"])
             note = core.submit(jobid, int(p.get("priority", 16)), p["jobspec"])
-        except (FluxliteError, KeyError, TypeError, ValueError) as exc:
+        except (FluxliteError, KeyError, TypeError, ValueError, AttributeError) as exc:
             note = f"cannot queue the request: {_bounded(str(exc))}"
-            jobid = int(msg.payload.get("id", 0))
+            try:
+                jobid = int(msg.payload["id"])
+            except (KeyError, TypeError, ValueError):
+                self.log.error(f"sched.alloc without a job id: {note}")
+                self._error(msg, errno.EPROTO, note)
+                return
             if core is not None and jobid in core.pending:
                 core.cancel(jobid)
         if note is not None:

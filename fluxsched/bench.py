@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fluxsched.cli import MODULE_NAME, scheduler_modules
 from fluxsched.instance import Instance, InstanceError, fake_R
 
 SCHEDULERS = ("fluxlite", "sched-simple", "sched-fifo", "sched-backfill", "fluxion")
@@ -52,13 +53,22 @@ class _Inst(Instance):
 
     def __init__(self, flux: str, workdir: Path, cores: int, sched: str, args: list[str]) -> None:
         super().__init__(flux, workdir, R=fake_R(4, cores), args=args, by_config=sched == "fluxlite")
-        if sched in ("sched-fifo", "sched-backfill"):
-            self.run("module", "remove", "sched-simple")
-            self.run("module", "load", sched, "queue-depth=unlimited")
+        if sched == "fluxlite":
+            want = [MODULE_NAME]
         elif sched == "fluxion":
-            self.run("module", "remove", "sched-simple")
-            self.run("module", "load", "sched-fluxion-resource")
-            self.run("module", "load", "sched-fluxion-qmanager")
+            want = ["sched-fluxion-resource", "sched-fluxion-feasibility", "sched-fluxion-qmanager"]
+        else:
+            want = [sched]
+        have = scheduler_modules(self.run("module", "list"))
+        if sorted(have) != sorted(want):  # the default is sched-simple, or Fluxion where installed
+            for name in have:
+                self.run("module", "remove", name)
+            for name in want:
+                extra = ["queue-depth=unlimited"] if name in ("sched-fifo", "sched-backfill") else []
+                self.run("module", "load", name, *extra)
+        self.scheduler = sorted(scheduler_modules(self.run("module", "list")))
+        if self.scheduler != sorted(want):
+            raise InstanceError(f"wanted scheduler modules {want}, the instance has {self.scheduler}")
 
     def run(self, *args: str) -> str:
         return self.flux(*args, timeout=900).stdout
@@ -130,6 +140,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         "median_ms": 1000 * statistics.median(lats), "p99_ms": 1000 * _pct(lats, 99),
                         "samples": len(lats),
                     }
+                res["modules"] = inst.scheduler
                 results["schedulers"][sched] = res
             finally:
                 inst.stop()
@@ -156,8 +167,6 @@ def table(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from fluxsched.cli import MODULE_NAME
-
     default_flux = str(Path(os.environ.get("FLUXLITE_FLUX_PREFIX",
                                            str(Path.home() / ".cache/fluxlite/flux-0.88.0"))) / "bin/flux")
     ap = argparse.ArgumentParser(prog="fluxlite-flux bench", description=__doc__.split("\n\n")[0])
@@ -174,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the instance is stopped on the way out
     if not Path(args.flux).exists():
         print(f"fluxlite-flux bench: no flux at {args.flux} (set --flux or FLUXLITE_FLUX_PREFIX)", file=sys.stderr)
         return 1

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import grpc
 
-from hierarchy._address import SECRET_KEY, parse_address
+from hierarchy._address import SECRET_KEY, parse_address, read_secret_file
 from hierarchy._client import CHANNEL_OPTIONS, translate_error
 from hierarchy._pb import fluxlite_queue_pb2 as qpb
 from hierarchy._pb import fluxlite_queue_pb2_grpc as qpb_grpc
@@ -35,10 +36,18 @@ def _job(info: Any) -> dict[str, Any]:
 class QueueClient:
     """Submit, cancel, complete, list; ``dynget``/``dynfree`` for evolving jobs."""
 
-    def __init__(self, address: str, secret: bytes | str, *, timeout: float = 10.0) -> None:
+    def __init__(self, address: str, secret: str | os.PathLike[str] | bytes, *, timeout: float = 10.0) -> None:
+        """``secret`` is the secret file's path (as ``--secret-file``: mode 0600 checked), or the
+        secret itself as bytes.  A string that names no file and holds no path separator is taken as
+        the secret itself (the older form)."""
         self.address = parse_address(address).target
         self.timeout = timeout
-        sec = secret.decode() if isinstance(secret, bytes) else secret
+        if isinstance(secret, bytes):
+            sec = secret.decode()
+        elif isinstance(secret, os.PathLike) or os.sep in secret or os.path.exists(secret):
+            sec = read_secret_file(secret).decode()
+        else:
+            sec = secret
         self._md = ((SECRET_KEY, sec),)
         self._channel = grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
         self._stub = qpb_grpc.QueueStub(self._channel)

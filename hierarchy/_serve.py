@@ -215,12 +215,19 @@ def serve(opts: ServeOptions) -> int:
     credential = read_user_key_file(opts.user_key) if opts.user_key is not None else None
     owner = opts.owner or (credential.user if credential is not None else current_user())
     site_key = read_key_file(opts.site_key) if opts.site_key is not None else None
+    # a log that already has lines belongs to an earlier run (a relaunch into the same run directory)
+    earlier = opts.audit_log is not None and opts.audit_log.is_file() and opts.audit_log.stat().st_size > 0
     audit = (
         AuditLog(opts.audit_log, max_bytes=opts.audit_max_bytes, backups=opts.audit_backups)
         if opts.audit_log is not None
         else None
     )
     inst = _build(opts, secret, listen.target, log, credential, owner)
+    if audit is not None and earlier:
+        audit.write(
+            user=owner, instance=inst.name, op="Start", job=0, outcome="restart",
+            detail=f"pid {os.getpid()}: a new run of this instance starts here; the lines above are an earlier run's",
+        )  # fmt: skip
     reconcile = getattr(inst.provider, "reconcile", None)
     if reconcile is not None:
         # the provider's resources that no attached vertex stands for (a crash between create and attach)

@@ -58,10 +58,22 @@ LEVEL_JOBSPEC = {"L1": "T4", "L2": "T5", "L3": "T6", "L4": "T7"}
 FILLER = {"L1": "T5", "L2": "T6", "L3": "T7", "L4": "T7"}
 
 
-def _default_bench_dir() -> Path:
-    from fluxlite.cli.bench import find_bench_dir
+def generate_inputs(dest: Path) -> Path:
+    """Benchmark inputs of the published shapes, generated into ``dest`` (returned): ``graphs/L0.graphml``
+    (128 nodes) and ``graphs/L4.graphml`` (1 node) as GRUG recipes of cluster -> node -> socket[2] ->
+    core[16], and ``jobspecs/T1..T8.yaml`` (64 .. 1 nodes of that shape, and one 16-core socket) -
+    what ``fluxlite bench match`` generates for the same names."""
+    from fluxlite.cli.bench import request_files
+    from fluxlite.cli.graph import recipe_to_graphml
+    from fluxlite.readers.generate import generate_recipe
 
-    return find_bench_dir() or (Path(__file__).resolve().parents[1] / ".." / "shared" / "bench").resolve()
+    (dest / "graphs").mkdir(parents=True, exist_ok=True)
+    (dest / "jobspecs").mkdir(exist_ok=True)
+    for name, nodes in (("L0", 128), ("L4", 1)):
+        recipe = generate_recipe(nodes=nodes, sockets=2, cores=16)
+        (dest / "graphs" / f"{name}.graphml").write_text(recipe_to_graphml(recipe))
+    request_files(list(REQUESTS), None, dest / "jobspecs")
+    return dest
 
 
 def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float]:
@@ -641,8 +653,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--bench-dir",
         type=Path,
-        default=_default_bench_dir(),
-        help="benchmark inputs with graphs/ and jobspecs/ (default ../shared/bench or $FLUXLITE_BENCH_DIR)",
+        default=None,
+        help="benchmark inputs with graphs/ and jobspecs/ (default $FLUXLITE_BENCH_DIR, else "
+        "$FLUXLITE_SHARED/bench or ../shared/bench; where none is, inputs of the same shape are generated)",
     )
     p.add_argument(
         "--transport", choices=["unix", "tcp"], default="unix", help="how instances talk (default unix)"
@@ -668,58 +681,70 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     prog = "fluxlite bench hierarchy"
     try:
-        bench = a.bench_dir
-        if a.worker:
-            print(json.dumps(_single_worker(a.worker, bench, a.reps)))
-            return 0
-        if a.reps < 1:
-            raise InputError("--reps must be at least 1")
-        requests = [x.strip() for x in a.requests.split(",") if x.strip()]
-        bad = [x for x in requests if x not in REQUESTS]
-        if bad:
-            raise InputError(f"--requests: unknown {', '.join(bad)} (known: {', '.join(REQUESTS)})")
-        for sub in ("graphs/L0.graphml", "graphs/L4.graphml", *(f"jobspecs/{t}.yaml" for t in REQUESTS)):
-            if not (bench / sub).is_file():
-                raise InputError(f"benchmark input {bench / sub} not found (give --bench-dir)")
-        a.out.mkdir(parents=True, exist_ok=True)
-        out = sys.stdout
-        rows: list[dict[str, Any]] = []
-        modes = [x.strip() for x in a.modes.split(",") if x.strip()]
-        if not modes or any(m not in ("sync", "deferred") for m in modes):
-            raise InputError(f"--modes: expected sync, deferred or both, got {a.modes!r}")
-        if not a.skip_nested:
-            for mode in modes:
-                rows += run_nested(
-                    bench, a.reps, a.warmup, a.transport, a.policy, requests, out, sync_attach=mode == "sync"
-                )
-        single = [] if a.skip_single else run_single(bench, a.single_reps or a.reps)
-        summary, fits = summarize(rows, requests)
-        text = report(summary, fits, single, a.reps, requests)
-        out.write("\n" + text)
-        (a.out / "summary.txt").write_text(text)
-        _write_csv(a.out / "nested_raw.csv", rows)
-        _write_csv(a.out / "nested_summary.csv", summary)
-        _write_csv(a.out / "nested_fits.csv", fits)
-        _write_csv(a.out / "single_level.csv", single)
-        if summary and not a.no_plots:
-            try:
-                made = plot(summary, fits, a.out)
-                out.write(f"plots: {', '.join(str(x) for x in made)}\n")
-            except ImportError:
-                sys.stderr.write(
-                    f"{prog}: matplotlib is not installed, so no plots were drawn "
-                    "(pip install 'fluxlite[bench]'); the CSV files are written\n"
-                )
-        out.write(
-            f"results in {a.out}/ (summary.txt, nested_raw.csv, nested_summary.csv, nested_fits.csv, "
-            "single_level.csv)\n"
-        )
-        return 0
+        with tempfile.TemporaryDirectory(prefix="fluxlite-bench-inputs-") as tmp:
+            return _main(a, prog, tmp)
     except FluxliteError as exc:
         sys.stderr.write(f"{prog}: {exc}\n")
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _main(a: argparse.Namespace, prog: str, tmp: str) -> int:
+    from fluxlite.cli.bench import find_bench_dir
+
+    bench = a.bench_dir or find_bench_dir()
+    if bench is None:
+        bench = generate_inputs(Path(tmp))
+        if not a.worker:
+            print(f"{prog}: no benchmark inputs found ($FLUXLITE_BENCH_DIR, $FLUXLITE_SHARED/bench, "
+                  "../shared/bench): generated graphs and jobspecs of the same shape")  # fmt: skip
+    if a.worker:
+        print(json.dumps(_single_worker(a.worker, bench, a.reps)))
+        return 0
+    if a.reps < 1:
+        raise InputError("--reps must be at least 1")
+    requests = [x.strip() for x in a.requests.split(",") if x.strip()]
+    bad = [x for x in requests if x not in REQUESTS]
+    if bad:
+        raise InputError(f"--requests: unknown {', '.join(bad)} (known: {', '.join(REQUESTS)})")
+    for sub in ("graphs/L0.graphml", "graphs/L4.graphml", *(f"jobspecs/{t}.yaml" for t in REQUESTS)):
+        if not (bench / sub).is_file():
+            raise InputError(f"benchmark input {bench / sub} not found (give --bench-dir)")
+    a.out.mkdir(parents=True, exist_ok=True)
+    out = sys.stdout
+    rows: list[dict[str, Any]] = []
+    modes = [x.strip() for x in a.modes.split(",") if x.strip()]
+    if not modes or any(m not in ("sync", "deferred") for m in modes):
+        raise InputError(f"--modes: expected sync, deferred or both, got {a.modes!r}")
+    if not a.skip_nested:
+        for mode in modes:
+            rows += run_nested(
+                bench, a.reps, a.warmup, a.transport, a.policy, requests, out, sync_attach=mode == "sync"
+            )
+    single = [] if a.skip_single else run_single(bench, a.single_reps or a.reps)
+    summary, fits = summarize(rows, requests)
+    text = report(summary, fits, single, a.reps, requests)
+    out.write("\n" + text)
+    (a.out / "summary.txt").write_text(text)
+    _write_csv(a.out / "nested_raw.csv", rows)
+    _write_csv(a.out / "nested_summary.csv", summary)
+    _write_csv(a.out / "nested_fits.csv", fits)
+    _write_csv(a.out / "single_level.csv", single)
+    if summary and not a.no_plots:
+        try:
+            made = plot(summary, fits, a.out)
+            out.write(f"plots: {', '.join(str(x) for x in made)}\n")
+        except ImportError:
+            sys.stderr.write(
+                f"{prog}: matplotlib is not installed, so no plots were drawn "
+                "(pip install 'fluxlite[bench]'); the CSV files are written\n"
+            )
+    out.write(
+        f"results in {a.out}/ (summary.txt, nested_raw.csv, nested_summary.csv, nested_fits.csv, "
+        "single_level.csv)\n"
+    )
+    return 0
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from fluxlite.cli._help import plain
 from fluxlite.errors import BusyError, FluxliteError, InputError, UnsatisfiableError
 from hierarchy._address import TlsConfig, read_secret_file
 from hierarchy._client import InstanceClient, new_request_id
@@ -231,7 +232,9 @@ def _serve_parser(sub: Any) -> None:
         "right after, still before serving any other call)",
     )
     p.add_argument("--ready-file", type=Path, help="write the bound address here once serving")
-    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.add_argument(
+        "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level (INFO)"
+    )
     ident = p.add_argument_group(
         "identity and limits",
         "With --site-key every call must carry a token signed by its user's key (see 'fluxlite auth'); "
@@ -324,7 +327,7 @@ def main_instance(argv: list[str]) -> int:
     _client_options(ph)
     pr = sub.add_parser("release", help="release (cancel) a whole job")
     _client_options(pr)
-    pr.add_argument("--jobid", type=int, required=True)
+    pr.add_argument("--jobid", type=int, required=True, help="the job to release")
     pr.add_argument("--lease-token", default="", help="lease token when the job is a child's lease")
     a = p.parse_args(argv)
     if a.cmd is None:
@@ -365,7 +368,7 @@ def main_hierarchy(argv: list[str]) -> int:
     pl = sub.add_parser(
         "launch",
         help="start a tree of instances from a YAML spec",
-        description=_launch.__doc__,
+        description=plain(_launch.__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     pl.add_argument("spec", type=Path, help="tree spec (YAML)")
@@ -467,7 +470,7 @@ def main_shrink(argv: list[str]) -> int:
         "output of 'fluxlite grow -o') or the subtrees at --path.  What the instance obtained from its parent "
         "goes back up the tree.",
     )
-    p.add_argument("--jobid", type=int, required=True)
+    p.add_argument("--jobid", type=int, required=True, help="the running job to shrink")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--jgf", type=Path, help="JGF document of the resources to release")
     what.add_argument(
@@ -547,7 +550,12 @@ def main_auth(argv: list[str]) -> int:
         "-o", "--output", type=Path, required=True, help="where to write the key (must not exist)"
     )
     pw = sub.add_parser("whoami", help="the user a key file signs as")
-    pw.add_argument("--user-key", type=Path, default=os.environ.get("FLUXLITE_USER_KEY") or None)
+    pw.add_argument(
+        "--user-key",
+        type=Path,
+        default=os.environ.get("FLUXLITE_USER_KEY") or None,
+        help="the key file (default $FLUXLITE_USER_KEY)",
+    )
     a = p.parse_args(argv)
     if a.cmd is None:
         p.print_help()

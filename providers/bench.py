@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fluxlite.cli._help import plain
+
 __all__ = ["main"]
 
 TYPES = [
@@ -98,10 +100,17 @@ def _attach(doc: bytes) -> tuple[float, int, int]:
 def run(
     endpoint: str, reps: int, fleet_reps: int, types: list[str], sizes: list[int], progress: bool
 ) -> list[dict]:
+    """The measured rows; the providers' journals live in a temporary directory removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="fluxlite-burst-") as work:
+        return _run(work, endpoint, reps, fleet_reps, types, sizes, progress)
+
+
+def _run(
+    work: str, endpoint: str, reps: int, fleet_reps: int, types: list[str], sizes: list[int], progress: bool
+) -> list[dict]:
     from tqdm import tqdm
 
     rows: list[dict] = []
-    work = tempfile.mkdtemp(prefix="fluxlite-burst-")
     bar = tqdm(total=len(types) * len(sizes) * reps + fleet_reps, disable=not progress, unit="req")
     for t in types:
         p = _provider(endpoint, Path(work) / t.replace(".", "_"), allowed_types=[t])
@@ -261,7 +270,9 @@ def _plot(rows: list[dict], out: Path) -> list[Path]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="fluxlite bench burst", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="fluxlite bench burst",
+        description=plain(__doc__),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--reps", type=int, default=20, help="repetitions per type and size (default 20)")
     ap.add_argument("--fleet-reps", type=int, default=10, help="fleet requests of 10 instances (default 10)")
@@ -270,8 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--endpoint", help="an EC2-compatible endpoint to use instead of a local moto server")
     ap.add_argument("--out", type=Path, default=Path("bench-out/burst"), help="directory for CSV and PNG")
     ap.add_argument("--json", type=Path, help="write the summary (per-type medians, overhead shares) here")
-    ap.add_argument("--no-plots", action="store_true")
-    ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--no-plots", action="store_true", help="write the CSV and summary only")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     a = ap.parse_args(argv)
     types = [t for t in a.types.split(",") if t]
     try:

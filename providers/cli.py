@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from fluxlite.cli._help import plain
 from fluxlite.errors import FluxliteError
 
 __all__ = ["main_providers"]
@@ -38,7 +39,7 @@ def main_providers(argv: list[str]) -> int:
     e = sub.add_parser(
         "ec2",
         help="the Amazon EC2 provider",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     esub = e.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)

@@ -1,9 +1,16 @@
-"""One dispatcher for every command family: ``fluxlite``, ``fluxlite bench``, ``fluxlite sim``.
+"""One dispatcher for every command family: ``fluxlite``, ``fluxlite bench``, ``fluxlite sim``;
+and the list of modules that add commands to ``fluxlite query``'s loop.
 
 A family is a registry ``name -> (module, one-line description)``; the
 module is imported only when its command runs (so the engine never imports
 gRPC, boto3 or kubernetes), and its ``main_NAME(argv)`` (or ``main(argv)``)
 runs with the rest of the command line.
+
+The query loop (:mod:`fluxlite.cli.query`) holds the command table; a module
+of further commands imports the loop and adds to its table in ``install()``.
+The loop never imports those modules: it asks :func:`install_query_commands`,
+which imports the ones named in :data:`QUERY_COMMANDS` (so the imports run one
+way: command modules -> query loop -> this registry).
 """
 
 from __future__ import annotations
@@ -12,7 +19,17 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-__all__ = ["dispatch", "usage"]
+__all__ = ["QUERY_COMMANDS", "dispatch", "install_query_commands", "usage"]
+
+#: modules whose ``install()`` adds commands to ``fluxlite query``, in the order they are added
+#: (the grid commands first: the elasticity commands' ``grow`` hands ``strategy=`` forms to them)
+QUERY_COMMANDS: tuple[str, ...] = ("fluxlite.cli.grid_cmds", "fluxlite.cli.elastic_cmds")
+
+
+def install_query_commands() -> None:
+    """Add every module of :data:`QUERY_COMMANDS` to the query loop's table (each only once)."""
+    for name in QUERY_COMMANDS:
+        importlib.import_module(name).install()
 
 
 def usage(prog: str, registry: dict[str, tuple[str, str]], what: str = "command") -> str:

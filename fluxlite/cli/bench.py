@@ -21,7 +21,7 @@
     The nested MatchGrow experiment (see ``fluxlite bench hierarchy --help``).
 
 Graphs and jobspecs come from ``--bench-dir`` (default ``$FLUXLITE_BENCH_DIR``,
-else ``../shared/bench`` next to the checkout or the working directory); a
+else ``$FLUXLITE_SHARED/bench``, else ``../shared/bench`` next to the checkout or the working directory); a
 graph that is not there is generated with the same shape.
 """
 
@@ -145,12 +145,16 @@ resources:
 
 
 def find_bench_dir(given: str | os.PathLike[str] | None = None) -> Path | None:
-    """The directory of benchmark inputs: ``given``, ``$FLUXLITE_BENCH_DIR``, or ``../shared/bench``."""
+    """The directory of benchmark inputs: ``given``, ``$FLUXLITE_BENCH_DIR``, ``$FLUXLITE_SHARED/bench``,
+    or ``../shared/bench`` (beside the working directory or the checkout); None if there is none."""
     if given:
         return Path(given)
     env = os.environ.get("FLUXLITE_BENCH_DIR")
     if env:
         return Path(env)
+    shared = os.environ.get("FLUXLITE_SHARED")
+    if shared and (Path(shared) / "bench").is_dir():
+        return Path(shared) / "bench"
     here = Path(__file__).resolve().parents[2]
     for base in (Path.cwd(), here):
         cand = base.parent / "shared" / "bench"
@@ -358,7 +362,7 @@ def _graph_source(name: str, bench_dir: Path | None, fmt: str, tmp: Path) -> tup
     return "generate", "generate"
 
 
-def _request_files(names: Sequence[str], bench_dir: Path | None, tmp: Path) -> list[tuple[str, str]]:
+def request_files(names: Sequence[str], bench_dir: Path | None, tmp: Path) -> list[tuple[str, str]]:
     out = []
     for name in names:
         if name in BENCH_ALT_REQUESTS:
@@ -381,15 +385,19 @@ def _run_worker(cfg: dict[str, Any], progress: Any) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            rows.append(row)
-            progress(row)
-        err = proc.stderr.read() if proc.stderr is not None else ""
-        rc = proc.wait()
+        try:
+            for line in proc.stdout:
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue
+                rows.append(row)
+                progress(row)
+            err = proc.stderr.read() if proc.stderr is not None else ""
+            rc = proc.wait()
+        except BaseException:  # Ctrl-C, kill: the worker goes too
+            proc.kill()
+            raise
     if rc != 0:
         last = err.strip().splitlines()[-1] if err.strip() else f"exit status {rc}"
         raise RuntimeError(f"benchmark worker for {cfg['graph']} failed: {last}")
@@ -589,7 +597,7 @@ def main_match(argv: Sequence[str]) -> int:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="fluxlite-bench-") as td:
         tmp = Path(td)
-        req_files = _request_files(reqs, bench_dir, tmp)
+        req_files = request_files(reqs, bench_dir, tmp)
         formats = ["grug", "jgf"] if a.load_format == "both" else [a.load_format]
         for gname, load_format in [(g, f) for g in graphs for f in formats]:
             source, fmt = _graph_source(gname, bench_dir, load_format, tmp)
@@ -683,9 +691,12 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
 
 
 def main_bench(argv: Sequence[str]) -> int:
+    """``fluxlite bench NAME ...``; ``kill PID`` stops a benchmark as Ctrl-C does, cleaning up after it."""
     from fluxlite.cli._registry import dispatch
+    from fluxlite.cli._signals import terminate_unwinds
 
-    return dispatch("fluxlite bench", BENCHMARKS, argv, what="benchmark")
+    with terminate_unwinds():
+        return dispatch("fluxlite bench", BENCHMARKS, argv, what="benchmark")
 
 
 main = main_bench

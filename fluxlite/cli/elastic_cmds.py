@@ -1,6 +1,7 @@
 """REPL commands for elasticity: partial-cancel, attach, remove, update, grow, shrink.
 
-Installed into ``fluxlite query``'s command table by :func:`install`.
+Installed into ``fluxlite query``'s command table by :func:`install` (see ``QUERY_COMMANDS`` in
+``cli/_registry.py``).
 """
 
 from __future__ import annotations
@@ -225,9 +226,6 @@ def install() -> None:
     if _installed:
         return
     _installed = True
-    from fluxlite.cli import grid_cmds
-
-    grid_cmds.install()
     q.register_command(
         q.Command(
             "partial-cancel",

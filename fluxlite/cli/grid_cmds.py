@@ -12,7 +12,7 @@
     A process of a leak job ends: PATH is its core (or its node, for an
     oversubscribed process); the core is released at once.
 
-Installed into ``fluxlite query`` by :func:`install` (from the elasticity commands).
+Installed into ``fluxlite query`` by :func:`install` (see ``QUERY_COMMANDS`` in ``cli/_registry.py``).
 """
 
 from __future__ import annotations

@@ -972,9 +972,9 @@ def main(argv: list[str] | None = None) -> int:
     ctx.gc.settle()  # the loaded graph is never scanned by the collector again
     if opts.elapse_time:
         print_load_info(engine, load_time, sys.stdout)
-    from fluxlite.cli import elastic_cmds  # registers attach/remove/partial-cancel/update/grow
+    from fluxlite.cli._registry import install_query_commands  # elasticity and grid commands
 
-    elastic_cmds.install()
+    install_query_commands()
     interactive = sys.stdin.isatty()
     prompt = "" if opts.disable_prompt else PROMPT
     try:

@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cores", type=int, default=4, help="cores per node (default 4)")
     p.add_argument("--jobs", type=int, default=1000, help="deadline jobs per static allocator (default 1000)")
     p.add_argument("--ops", type=int, default=2000, help="leak operations per strategy (default 2000)")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=int, default=1, help="seed of the generated requests (default 1)")
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     a = p.parse_args(argv)
     try:

@@ -2,7 +2,7 @@
 
 Fluxion picks the best ``k`` edge groups of a type by sorting *all* of them
 with ``std::sort`` (introsort, not stable), so among equal scores the winner
-is whatever introsort leaves in front.  :func:`fluxlite.match._scoring.std_sort`
+is whatever introsort leaves in front.  :func:`fluxlite.match._stdsort.std_sort`
 replays that algorithm element by element, which costs O(n log n) Python
 steps -- hundreds of milliseconds for the 32,768 socket slots of a
 16,384-node graph, when only the first one or two are wanted.
@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from fluxlite.match._scoring import _partial_sort
+from fluxlite.match._stdsort import _partial_sort
 
 __all__ = ["std_sort_prefix_blocks"]
 

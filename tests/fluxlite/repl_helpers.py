@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fluxlite.api import Engine
-from fluxlite.cli import elastic_cmds
+from fluxlite.cli._registry import install_query_commands
 from fluxlite.cli.query import QueryContext, run_line
 
 JOBSPEC = """version: 9999
@@ -33,7 +33,7 @@ class Session:
     """One REPL session over an engine; ``run`` returns what one command wrote to -t, stdout and stderr."""
 
     def __init__(self, engine: Engine, match_format: str = "simple") -> None:
-        elastic_cmds.install()
+        install_query_commands()
         self.out = io.StringIO()
         self.err = io.StringIO()
         self.stdout = io.StringIO()

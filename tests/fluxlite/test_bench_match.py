@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from fluxlite.cli.bench import find_bench_dir, main_match
+from fluxlite.cli.bench import main_match
 
 
-@pytest.mark.skipif(find_bench_dir(None) is None, reason="needs ../shared/bench")
 def test_bench_match_reports_vertices_and_us_per_vertex(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
@@ -30,7 +34,6 @@ def test_bench_match_reports_vertices_and_us_per_vertex(
     assert "us/vertex" in text
 
 
-@pytest.mark.skipif(find_bench_dir(None) is None, reason="needs ../shared/bench")
 def test_bench_match_alternatives_need_the_flexible_traverser(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exc:
         main_match(["--graphs", "L0", "--requests", "A4"])
@@ -58,7 +61,6 @@ def test_bench_match_alternatives_need_the_flexible_traverser(tmp_path: Path) ->
     assert row["vertices"] == 8 * (1 + 1 + 16) + 1
 
 
-@pytest.mark.skipif(find_bench_dir(None) is None, reason="needs ../shared/bench")
 def test_bench_match_gc_choice_is_recorded(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """Both collector settings run; the rows and the header say which one was timed."""
     for choice in ("default", "upkeep"):
@@ -68,3 +70,42 @@ def test_bench_match_gc_choice_is_recorded(tmp_path: Path, capsys: pytest.Captur
         (row,) = [json.loads(line) for line in out.read_text().splitlines() if '"match"' in line]
         assert row["gc"] == choice and row["full"]
         assert f"gc {choice};" in capsys.readouterr().out
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(x) for x in text.split()]
+
+
+def test_killed_bench_match_leaves_no_files_and_no_worker(tmp_path: Path) -> None:
+    """``kill PID`` during a run: the temporary directory goes, the worker goes, status 128+15."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fluxlite.cli.main", "bench", "match", "--graphs", "L0",
+         "--policies", "first,low", "--budget", "60"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        workers: list[int] = []
+        while not (workers and list(tmp.glob("fluxlite-bench-*"))):
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, "no worker started"
+            time.sleep(0.05)
+            workers = _children(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert list(tmp.iterdir()) == []
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{w}").exists() for w in workers):
+        assert time.monotonic() < deadline, f"worker {workers} still running"
+        time.sleep(0.05)

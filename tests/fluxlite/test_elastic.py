@@ -182,9 +182,9 @@ SOCKET_YAML = (
 
 
 def _repl(eng: Engine, lines: list[str]) -> tuple[str, str]:
-    from fluxlite.cli import elastic_cmds
+    from fluxlite.cli._registry import install_query_commands
 
-    elastic_cmds.install()
+    install_query_commands()
     out, err = io.StringIO(), io.StringIO()
     ctx = q.QueryContext(engine=eng, match_format="simple", out=out, err=err, stdout=out)
     q.run_commands(ctx, lines)

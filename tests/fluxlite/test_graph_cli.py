@@ -12,7 +12,7 @@ import pytest
 from fluxlite.cli.graph import main
 from fluxlite.readers import load_graph
 from fluxlite.readers.jgf import graph_to_jgf
-from tests.conftest import BENCH, need_shared
+from tests.conftest import BENCH, need
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -57,7 +57,7 @@ def test_generate_jgf_has_the_requested_shape(tmp_path: Path, capsys: pytest.Cap
 def test_generated_grug_recipe_builds_the_benchmark_graph(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    need_shared()
+    need(BENCH)
     out = tmp_path / "L0.graphml"
     assert _run(capsys, "generate", "--nodes", "128", "--format", "grug", "-o", str(out))[0] == 0
     mine = graph_to_jgf(load_graph(out, format="grug"))

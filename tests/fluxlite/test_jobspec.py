@@ -18,16 +18,22 @@ from fluxlite.jobspec import (
     load_jobspec,
     parse_jobspec,
 )
+from tests.conftest import BENCH, RESOURCE, files_or_skip, needs
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
-JOBSPECS = SHARED / "fluxion-conformance" / "data" / "resource" / "jobspecs"
+JOBSPECS = RESOURCE / "jobspecs"
 VALID = JOBSPECS / "validation" / "valid"
 INVALID = JOBSPECS / "validation" / "invalid"
-BENCH = SHARED / "bench" / "jobspecs"
+BENCH_JOBSPECS = BENCH / "jobspecs"
 
-needs_data = pytest.mark.skipif(
-    not JOBSPECS.is_dir(), reason=f"Fluxion conformance data not found at {JOBSPECS.resolve()}"
-)
+needs_data = needs(JOBSPECS)
+
+
+def _name(p: Path | None) -> str:
+    return p.name if p is not None else "missing-data"
+
+
+def _relative(p: Path | None) -> str:
+    return str(p.relative_to(JOBSPECS)) if p is not None else "missing-data"
 
 
 def _files(folder: Path, *, exclude_invalid: bool = False) -> list[Path]:
@@ -129,7 +135,7 @@ def _expected_field(name: str) -> str:
 
 
 @needs_data
-@pytest.mark.parametrize("path", _files(VALID), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", files_or_skip(VALID, _files(VALID)), ids=_name)
 def test_valid_files_load(path: Path) -> None:
     """Every jobspec Fluxion accepts in validation/valid/ loads."""
     js = load_jobspec(path)
@@ -139,7 +145,7 @@ def test_valid_files_load(path: Path) -> None:
 
 
 @needs_data
-@pytest.mark.parametrize("path", _files(INVALID), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", files_or_skip(INVALID, _files(INVALID)), ids=_name)
 def test_invalid_files_are_rejected_naming_the_field(path: Path) -> None:
     """Every jobspec Fluxion rejects raises one line naming the file and the field."""
     with pytest.raises(JobspecError) as info:
@@ -161,7 +167,7 @@ def test_field_derivation_from_file_names() -> None:
 
 @needs_data
 @pytest.mark.parametrize(
-    "path", _files(JOBSPECS, exclude_invalid=True), ids=lambda p: str(p.relative_to(JOBSPECS))
+    "path", files_or_skip(JOBSPECS, _files(JOBSPECS, exclude_invalid=True)), ids=_relative
 )
 def test_every_conformance_jobspec_loads(path: Path) -> None:
     """Every jobspec of Fluxion's resource test suite (bar validation/invalid) loads."""
@@ -171,7 +177,7 @@ def test_every_conformance_jobspec_loads(path: Path) -> None:
 
 @needs_data
 @pytest.mark.parametrize(
-    "path", _files(JOBSPECS, exclude_invalid=True), ids=lambda p: str(p.relative_to(JOBSPECS))
+    "path", files_or_skip(JOBSPECS, _files(JOBSPECS, exclude_invalid=True)), ids=_relative
 )
 def test_round_trip(path: Path) -> None:
     """A jobspec equals what its canonical form (as JSON, YAML, re-dumped YAML) parses back to."""
@@ -185,8 +191,7 @@ def test_round_trip(path: Path) -> None:
         assert parse_jobspec(yaml.safe_dump(canonical)) == js
 
 
-@pytest.mark.skipif(not BENCH.is_dir(), reason=f"bench jobspecs not found at {BENCH.resolve()}")
-@pytest.mark.parametrize("path", _files(BENCH), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", files_or_skip(BENCH_JOBSPECS, _files(BENCH_JOBSPECS)), ids=_name)
 def test_bench_jobspecs_load(path: Path) -> None:
     """The bench jobspecs load and round-trip."""
     js = load_jobspec(path)

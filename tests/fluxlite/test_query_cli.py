@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BENCH, need_shared
+from tests.conftest import BENCH, need
 
 JOB = """version: 1
 resources:
@@ -149,7 +149,7 @@ def test_help_lists_options_and_commands() -> None:
 
 def test_bench_graph_loads_and_fills(tmp_path: Path) -> None:
     """The bench L4 graph (one node) takes exactly one whole-node request."""
-    need_shared()
+    need(BENCH)
     cmds = f"match allocate {BENCH}/jobspecs/T7.yaml\nmatch allocate {BENCH}/jobspecs/T7.yaml\nquit\n"
     p = run(["-L", str(BENCH / "graphs" / "L4.graphml"), "-P", "low"], cmds)
     assert p.stdout.count("RESOURCES=ALLOCATED") == 1

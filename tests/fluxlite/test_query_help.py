@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fluxlite.cli import elastic_cmds
 from fluxlite.cli import query as q
+from fluxlite.cli._registry import install_query_commands
 from fluxlite.match.policies import POLICIES
 
 FLUXION_OPTIONS = "L:f:W:S:P:T:F:g:o:p:t:r:edh"
@@ -87,7 +87,7 @@ def test_every_option_policy_and_command_is_listed() -> None:
 
 
 def test_the_repl_has_every_command_with_its_abbreviation() -> None:
-    elastic_cmds.install()
+    install_query_commands()
     for name, abbr in FLUXION_COMMANDS.items():
         cmd = q.find_command(name)
         assert cmd is not None and cmd.name == name
@@ -136,7 +136,7 @@ def test_command_lookup_is_fluxions() -> None:
     """Every word resource-query accepts reaches the command it reaches there (``j`` is attach,
     never remove); words it ignores (prefixes, other case, ``r``) are unknown to fluxlite too,
     but for fluxlite's own commands."""
-    elastic_cmds.install()
+    install_query_commands()
     words = {w for pair in FLUXION_TABLE for w in pair}
     words |= {"r", "rm", "mat", "Match", "MATCH", "matc", "p c", "pc1", "cancel-", "x", "quit!", "H", "?"}
     extra = set(FLUXLITE_EXTRA) | set(FLUXLITE_EXTRA.values())

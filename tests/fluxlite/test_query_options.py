@@ -10,10 +10,10 @@ import pytest
 
 from fluxlite.api import Engine
 from fluxlite.cli import query
-from tests.conftest import CONFORMANCE, need_shared
+from tests.conftest import RESOURCE, need
 from tests.fluxlite.repl_helpers import write_jobspec
 
-DATA = CONFORMANCE / "data" / "resource"
+DATA = RESOURCE
 TINY = DATA / "grugs" / "tiny.graphml"
 
 SOCKET = """  - type: node
@@ -74,7 +74,7 @@ def test_traverser_policy_simple_is_the_default(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """-T simple gives exactly the output of no -T at all."""
-    need_shared()
+    need(DATA)
     js = write_jobspec(tmp_path / "s.yaml", SOCKET)
     cmds = f"match allocate {js}\nmatch allocate_orelse_reserve {js}\nquit\n"
     a = run_main(monkeypatch, capsys, ["-L", str(TINY), "-P", "high"], cmds)
@@ -87,7 +87,7 @@ def test_traverser_policy_flexible(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """-T flexible builds the flexible traverser; a jobspec without alternatives matches as with -T simple."""
-    need_shared()
+    need(DATA)
     js = write_jobspec(tmp_path / "s.yaml", SOCKET)
     cmds = f"match allocate {js}\nmatch allocate {js}\nquit\n"
     rc, out, err = run_main(monkeypatch, capsys, ["-L", str(TINY), "--traverser-policy", "flexible"], cmds)
@@ -121,7 +121,7 @@ def test_load_format_aliases(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fmt: str, alias: str, file: str
 ) -> None:
     """-f rv1exec_force / jgf_shorthand load the very graph -f rv1exec / jgf loads."""
-    need_shared()
+    need(DATA)
     path = str(DATA / file)
     a = run_main(monkeypatch, capsys, ["-L", path, "-f", fmt, "-e"], "find status=up\nquit\n")
     b = run_main(monkeypatch, capsys, ["-L", path, "-f", alias, "-e"], "find status=up\nquit\n")
@@ -133,7 +133,7 @@ def test_load_format_aliases(
 
 def test_unknown_load_format(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """-f with a reader Fluxion does not know is refused in one line."""
-    need_shared()
+    need(DATA)
     rc, _, err = run_main(monkeypatch, capsys, ["-L", str(TINY), "-f", "yaml"], "quit\n")
     assert rc == 1 and err == "ERROR: unknown format for --load-format: yaml\n"  # resource-query: usage (1)
 
@@ -142,7 +142,7 @@ def test_elapse_time_prints_graph_metadata(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """-e prints Fluxion's start-up block: sizes, by_type/by_name/by_path counts, vertices per rank."""
-    need_shared()
+    need(DATA)
     rc, out, _ = run_main(monkeypatch, capsys, ["-L", str(TINY), "-e"], "quit\n")
     assert rc == 0
     lines = out.splitlines()
@@ -192,7 +192,7 @@ def test_allowlist_on_a_reader_without_one_warns_in_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """-W with a GRUG file loads everything and says so in one WARN line, not a Python warning."""
-    need_shared()
+    need(DATA)
     rc, out, err = run_main(monkeypatch, capsys, ["-L", str(TINY), "-W", "node,core", "-e"], "quit\n")
     assert rc == 0
     assert err.startswith("WARN: allowlist unsupported") and len(err.splitlines()) == 1
@@ -201,7 +201,7 @@ def test_allowlist_on_a_reader_without_one_warns_in_one_line(
 
 def test_update_with_jgf_shorthand_takes_the_exclusive_subtrees(tmp_path: Path) -> None:
     """update allocate jgf_shorthand: an exclusive vertex brings its whole containment subtree."""
-    need_shared()
+    need(DATA)
     from tests.fluxlite.repl_helpers import Session, outcome
 
     sess = Session(Engine.from_file(TINY, policy="high"), match_format="jgf_shorthand")

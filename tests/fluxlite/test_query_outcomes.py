@@ -16,11 +16,11 @@ from fluxlite.api import Engine
 from fluxlite.check import recount_errors
 from fluxlite.errors import InputError, MatchError
 from fluxlite.jobspec import load_jobspec
-from tests.conftest import CONFORMANCE, need_shared
+from tests.conftest import RESOURCE, need
 from tests.fluxlite.helpers import snapshot
 from tests.fluxlite.repl_helpers import Session, outcome, state, write_jobspec
 
-TINY = CONFORMANCE / "data" / "resource" / "grugs" / "tiny.graphml"
+TINY = RESOURCE / "grugs" / "tiny.graphml"
 POLICIES = ["first", "firstnodex", "low", "high", "lonode", "hinode", "lonodex", "hinodex", "locality"]
 
 SKIP_SOCKET = """  - type: node
@@ -51,7 +51,7 @@ NODE_X = """  - type: node
 
 
 def tiny(policy: str = "first") -> Engine:
-    need_shared()
+    need(TINY)
     return Engine.from_file(TINY, policy=policy)
 
 

@@ -31,11 +31,11 @@ import pytest
 from fluxlite.api import Engine
 from fluxlite.check import recount_errors
 from fluxlite.jobspec import load_jobspec
-from tests.conftest import CONFORMANCE, need_shared
+from tests.conftest import RESOURCE, need
 from tests.fluxlite.helpers import snapshot
 from tests.fluxlite.repl_helpers import Session, outcome, write_jobspec
 
-GRUGS = CONFORMANCE / "data" / "resource" / "grugs"
+GRUGS = RESOURCE / "grugs"
 POLICIES = ["first", "firstnodex", "low", "high", "lonode", "hinode", "lonodex", "hinodex", "locality"]
 SESSIONS = int(os.environ.get("FLUXLITE_RANDOM_SESSIONS", "1"))
 OPS_PER_SESSION = 30
@@ -216,7 +216,7 @@ def run_session(tmp_path: Path, graph: Path, policy: str, seed: int) -> list[str
 @pytest.mark.parametrize("graph", ["tiny.graphml", "medium.graphml"])
 def test_random_sessions(tmp_path: Path, graph: str, policy: str) -> None:
     """Random sessions keep output and state in step (see the module docstring for the invariants)."""
-    need_shared()
+    need(GRUGS)
     base = (POLICIES.index(policy) + 1) * 1000 + (0 if graph.startswith("tiny") else 500)
     for s in range(SESSIONS):
         run_session(tmp_path, GRUGS / graph, policy, base + s)
@@ -248,7 +248,7 @@ def policy_disagreements(tmp_path: Path, graph: Path, policy: str, seed: int, n:
 @pytest.mark.parametrize("graph", ["tiny.graphml", "medium.graphml"])
 def test_satisfiability_does_not_depend_on_the_policy(tmp_path: Path, graph: str, policy: str) -> None:
     """On the empty graph, every policy (but the node-exclusive ones) agrees with low on satisfiability."""
-    need_shared()
+    need(GRUGS)
     found = policy_disagreements(tmp_path, GRUGS / graph, policy, 77, 100)
     assert found == []
 
@@ -256,7 +256,7 @@ def test_satisfiability_does_not_depend_on_the_policy(tmp_path: Path, graph: str
 @pytest.mark.parametrize("graph", ["tiny.graphml", "medium.graphml"])
 def test_first_finds_slots_over_pooled_memory(graph: str) -> None:
     """node -> socket -> slot[2] -> {core[4], memory[1]} is satisfiable with first, as with low."""
-    need_shared()
+    need(GRUGS)
     from fluxlite.jobspec import parse_jobspec
 
     js = parse_jobspec(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from fluxlite.errors import GraphFormatError, InputError
@@ -20,15 +18,7 @@ from fluxlite.readers import (
     parse_allowlist,
     register,
 )
-
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-BENCH = SHARED / "bench"
-
-
-def need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"shared test data not available: {path}")
-    return path
+from tests.conftest import BENCH, need
 
 
 def test_registry_has_fluxion_format_names() -> None:

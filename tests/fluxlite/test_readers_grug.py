@@ -13,16 +13,9 @@ from fluxlite.errors import GraphFormatError
 from fluxlite.graph import ResourceGraph
 from fluxlite.readers import graph_to_jgf, load_graph
 from fluxlite.readers.grug import GrugReader, parse_recipe
+from tests.conftest import BENCH, RESOURCE, need
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-BENCH = SHARED / "bench"
-RES = SHARED / "fluxion-conformance" / "data" / "resource"
-
-
-def need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"shared test data not available: {path}")
-    return path
+RES = RESOURCE
 
 
 def vertex_rows(g: ResourceGraph) -> list[tuple]:

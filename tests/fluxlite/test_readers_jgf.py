@@ -22,15 +22,9 @@ from fluxlite.readers import (
     read_vertices,
 )
 from fluxlite.readers.jgf import JgfReader
+from tests.conftest import RESOURCE, need
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-JGFS = SHARED / "fluxion-conformance" / "data" / "resource" / "jgfs"
-
-
-def need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"shared test data not available: {path}")
-    return path
+JGFS = RESOURCE / "jgfs"
 
 
 def snapshot(g: ResourceGraph) -> tuple[Any, ...]:

@@ -17,15 +17,9 @@ from fluxlite.readers import (
     load_graph,
     parse_rv1exec,
 )
+from tests.conftest import RESOURCE, need
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-RV1 = SHARED / "fluxion-conformance" / "data" / "resource" / "rv1exec"
-
-
-def need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"shared test data not available: {path}")
-    return path
+RV1 = RESOURCE / "rv1exec"
 
 
 def r_doc(rlite: list[dict], nodelist: list[str] | None = None, **extra: object) -> bytes:

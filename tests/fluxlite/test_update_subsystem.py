@@ -8,19 +8,14 @@ prints no R for it; the same file under ``-S CA`` prints the allocation.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from fluxlite.api import Engine
 from fluxlite.readers import load_graph
+from tests.conftest import RESOURCE, need
 from tests.fluxlite.helpers import jobspec, snapshot
 
-POWER = (
-    Path(__file__).resolve().parents[2].parent
-    / "shared"
-    / "fluxion-conformance/data/resource/grugs/power.graphml"
-)
+POWER = RESOURCE / "grugs" / "power.graphml"
 NODE_CORE = jobspec(
     "  - type: slot\n    count: 2\n    label: default\n    with:\n      - type: node\n        count: 1\n"
     "        with:\n          - type: socket\n            count: 1\n            with:\n"
@@ -30,8 +25,7 @@ NODE_CORE = jobspec(
 
 @pytest.fixture(scope="module")
 def ca_jgf() -> str:
-    if not POWER.exists():
-        pytest.skip(f"shared test data not available: {POWER}")
+    need(POWER)
     eng = Engine(load_graph(POWER), policy="high")
     res = eng.match(NODE_CORE, fmt="jgf")
     assert res.ok and '"subsystem"' not in res.text

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import errno
 import json
-from pathlib import Path
 
 import pytest
 
 from fluxlite.graph import ResourceGraph
 from fluxlite.writers import EmitError, JgfShorthandWriter, JgfWriter, create_writer, format_find_output
+from tests.conftest import RESOURCE, needs
 
-EXPECTED = Path(__file__).resolve().parents[3] / "shared/fluxion-conformance/data/resource/expected"
+EXPECTED = RESOURCE / "expected"
 
 
 def medium() -> tuple[ResourceGraph, int, int, int]:
@@ -207,7 +207,7 @@ def replay(w: JgfWriter, obj: dict, g: ResourceGraph, vids: dict[str, int], eids
         w.emit_edg("", g, e)
 
 
-@pytest.mark.skipif(not EXPECTED.is_dir(), reason="conformance data not available")
+@needs(EXPECTED)
 def test_every_conformance_jgf_line_reproduces() -> None:
     """Every JGF line of the expected outputs (match and find) is reproduced byte for byte."""
     nlines = 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Mapping
-from pathlib import Path
 
 import pytest
 
@@ -18,8 +17,9 @@ from fluxlite.writers import (
     Rv1Writer,
     format_find_output,
 )
+from tests.conftest import RESOURCE, needs
 
-RV1EXEC = Path(__file__).resolve().parents[3] / "shared/fluxion-conformance/data/resource/rv1exec"
+RV1EXEC = RESOURCE / "rv1exec"
 
 NodeSpec = tuple[str, int, list[int], list[int], Mapping[str, str] | None]
 
@@ -100,7 +100,7 @@ def test_rv1_nosched_two_identical_nodes() -> None:
     assert w.empty() and w.emit() == ""
 
 
-@pytest.mark.skipif(not RV1EXEC.is_dir(), reason="conformance data not available")
+@needs(RV1EXEC)
 @pytest.mark.parametrize(
     ("fname", "node", "rank", "ncores", "ngpus", "end"),
     [

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from fluxlite.graph import ResourceGraph
 from fluxlite.writers import PrettySimpleWriter, SimpleWriter, create_writer, format_find_output
+from tests.conftest import RESOURCE, needs
 
-EXPECTED = Path(__file__).resolve().parents[3] / "shared/fluxion-conformance/data/resource/expected"
+EXPECTED = RESOURCE / "expected"
 LINE = re.compile(r"^(\s*-*)(\S+)\[(\d+):(x|s|exclusive|shared)\]$")
 
 
@@ -110,7 +110,7 @@ def test_edges_times_attrs_are_ignored() -> None:
         assert w.empty() and w.emit() == ""
 
 
-@pytest.mark.skipif(not EXPECTED.is_dir(), reason="conformance data not available")
+@needs(EXPECTED)
 def test_every_conformance_block_reproduces() -> None:
     """Every simple/pretty_simple block in the expected outputs is reproduced exactly."""
     nblocks = 0

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hierarchy.bench import fit_line, main
-from tests.conftest import BENCH
+from hierarchy.bench import fit_line, generate_inputs, main
+from tests.conftest import BENCH, need
 
 
 def test_fit_line_recovers_a_line() -> None:
@@ -18,19 +18,43 @@ def test_fit_line_recovers_a_line() -> None:
     assert fit_line([1, 2, 3, 4], [1, 3, 2, 4])[2] < 1
 
 
-def test_bench_smoke(tmp_path: Path) -> None:
-    """One repetition of the smallest request through five real instances writes the CSV and summary."""
-    if not (BENCH / "graphs" / "L0.graphml").is_file():
-        pytest.skip(f"benchmark inputs not found at {BENCH}")
+def test_bench_smoke(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With no benchmark inputs anywhere, one repetition of the smallest request runs on generated
+    inputs of the same shape through five real instances, and writes the CSV and summary."""
+    monkeypatch.setattr("fluxlite.cli.bench.find_bench_dir", lambda given=None: None)
     out = tmp_path / "out"
     rc = main(["--reps", "1", "--warmup", "0", "--requests", "T8", "--modes", "deferred", "--skip-single",
-               "--no-plots", "--out", str(out), "--bench-dir", str(BENCH)])  # fmt: skip
+               "--no-plots", "--out", str(out)])  # fmt: skip
     assert rc == 0
+    assert "generated graphs and jobspecs of the same shape" in capsys.readouterr().out
     with open(out / "nested_summary.csv") as f:
         rows = list(csv.DictReader(f))
     assert [r["level"] for r in rows] == ["L4", "L3", "L2", "L1", "L0"]
     assert int(rows[0]["n"]) == 19 + 18
     assert "leaf MatchGrow total" in (out / "summary.txt").read_text()
+
+
+def test_generated_inputs_have_the_shape_of_the_shared_ones(tmp_path: Path) -> None:
+    """The generated L0/L4 and T1..T8 give the graphs and requests of the published inputs."""
+    need(BENCH)
+    from fluxlite.api import Engine
+    from fluxlite.jobspec import load_jobspec
+    from fluxlite.readers import load_graph
+
+    gen = generate_inputs(tmp_path)
+    for name in ("L0", "L4"):
+        a = load_graph(gen / "graphs" / f"{name}.graphml", format="grug")
+        b = load_graph(BENCH / "graphs" / f"{name}.graphml", format="grug")
+        assert sorted(map(a.path, a.vertices())) == sorted(map(b.path, b.vertices()))
+    for req in ("T1", "T4", "T7", "T8"):
+        counts = []
+        for d in (gen, BENCH):
+            eng = Engine.from_file(BENCH / "graphs" / "L0.graphml", policy="first")
+            r = eng.allocate(load_jobspec(d / "jobspecs" / f"{req}.yaml"), fmt="simple")
+            counts.append(r.text.count("core"))
+        assert counts[0] == counts[1] > 0, req
 
 
 def test_bench_bad_input_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fluxlite.errors import StateError, UnknownJobError, UnsatisfiableError
+from fluxlite.errors import InputError, StateError, UnknownJobError, UnsatisfiableError
 from hierarchy import InstanceClient, NotAuthorizedError, read_secret_file
 from hierarchy._queue_client import QueueClient
 from tests.hierarchy.helpers import short_tmpdir, write_graph
@@ -83,6 +83,15 @@ def test_easy_queue_over_grpc_with_evolving_jobs():
                 assert inst.health()["status"]
             with QueueClient(addr, b"wrong-secret") as bad, pytest.raises(NotAuthorizedError):
                 bad.jobs()
+            # the secret file's path, as the CLI's --secret-file (a Path or a string), or its text
+            for form in (d / "secret", str(d / "secret"), secret.decode()):
+                with QueueClient(addr, form) as q:
+                    assert q.jobs()
+            loose = d / "loose.secret"
+            loose.write_bytes(secret)
+            loose.chmod(0o644)
+            with pytest.raises(InputError, match="chmod 600"):
+                QueueClient(addr, str(loose))
         finally:
             proc.terminate()
             proc.wait(timeout=10)

@@ -21,17 +21,17 @@ from fluxlite.graph import ResourceGraph
 from fluxlite.readers import load_graph
 from fluxlite.readers.generate import generate_graph
 from fluxlite.readers.jgf import JgfReader, _load_columns, _unpack, graph_to_jgf, parse_jgf
+from tests.conftest import BENCH, RESOURCE, files_or_skip
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-CONF_JGF = SHARED / "fluxion-conformance" / "data" / "resource" / "jgfs"
+CONF_JGF = RESOURCE / "jgfs"
 SHARED_DOCS = [
     p
     for p in (
         CONF_JGF / "tiny.json",
         CONF_JGF / "power.json",
         *sorted((CONF_JGF / "elastic").glob("*.json")),
-        SHARED / "bench" / "jgf" / "L4.json",
-        SHARED / "bench" / "jgf" / "L0.json",
+        BENCH / "jgf" / "L4.json",
+        BENCH / "jgf" / "L0.json",
     )
     if p.is_file()
 ]
@@ -132,7 +132,9 @@ def variants() -> list[tuple[str, bytes]]:
     return out
 
 
-@pytest.mark.parametrize("path", SHARED_DOCS, ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", files_or_skip(CONF_JGF, SHARED_DOCS), ids=lambda p: p.name if p else "missing-data"
+)
 def test_shared_documents(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text = path.read_bytes()
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -11,16 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jgf
+from tests.conftest import BENCH, RESOURCE, need
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-BENCH_JGF = SHARED / "bench" / "jgf"
-CONF_JGF = SHARED / "fluxion-conformance" / "data" / "resource" / "jgfs"
-
-
-def need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"shared test data not available: {path}")
-    return path
+BENCH_JGF = BENCH / "jgf"
+CONF_JGF = RESOURCE / "jgfs"
 
 
 def doc(nodes: list[dict[str, Any]], edges: list[dict[str, Any]] | None = None) -> bytes:

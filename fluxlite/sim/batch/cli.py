@@ -5,7 +5,7 @@
 ``fluxlite sim batch run --workload esp-dynamic --dynamic --dfs fairness.cfg``
 ``fluxlite sim batch run --workload power20 --malleable power --power-scope waiting``
 ``fluxlite sim batch run --workload swf --swf trace.swf --nodes 1024``
-``fluxlite sim batch run --config run.yaml``     (keys: the long options, e.g. ``queue: easy``)
+``fluxlite sim batch run --config run.yaml``     (keys: the long options, e.g. ``queue: easy``, ``json: out.json``)
 ``fluxlite sim batch bench``                      ESP/easy time and a 10,000-job SWF on 1,024 nodes
 ``fluxlite sim batch experiments --out DIR``      every configuration of examples/experiments/batch
 """
@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fluxlite.cli._help import plain
 from fluxlite.errors import FluxliteError, InputError
 
 __all__ = ["main"]
@@ -31,16 +32,20 @@ _DEFAULTS = {
     "dynamic": False, "dfs": None, "dfs_text": None, "seed": 1, "adapt_s": 5, "limit": None,
     "corridor": None, "idle_w": None,
 }  # fmt: skip
+#: what to write: options a config file may hold as well (paths are relative to the working directory)
+_OUTPUTS: dict[str, Any] = {"json": None, "csv": None, "plots": None, "progress": False}
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="fluxlite sim batch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="fluxlite sim batch", description=plain(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="simulate one configuration")
     r.add_argument("--config", help="YAML file with any of the options below (flags override it)")
-    r.add_argument("--workload", choices=("esp", "esp-dynamic", "esp-malleable", "power20", "swf"))
+    r.add_argument(
+        "--workload", choices=("esp", "esp-dynamic", "esp-malleable", "power20", "swf"), help="workload (esp)"
+    )
     r.add_argument("--swf", help="SWF trace (workload swf)")
     r.add_argument("--nodes", type=int, help="machine size (esp; swf without MaxNodes)")
     r.add_argument("--cores-per-node", type=int, help="swf: processors per node")
@@ -63,25 +68,25 @@ def _parser() -> argparse.ArgumentParser:
         help="power corridor schedule FROM:LOW:HIGH,... in s and W (power20's default: 0:1700:2500,200:1000:1700,500:2500:3500)",
     )
     r.add_argument("--idle-w", type=float, help="watts of an idle node (power20: 71)")
-    r.add_argument("--seed", type=int)
+    r.add_argument("--seed", type=int, help="seed of the workload's random draws (1)")
     r.add_argument("--adapt-s", type=int, help="seconds an expand/shrink takes")
     r.add_argument("--json", help="write the summary here")
     r.add_argument("--csv", help="write the per-job table here")
     r.add_argument("--plots", help="write PNG plots into this directory")
     r.add_argument("--progress", action="store_true", help="progress bar")
     b = sub.add_parser("bench", help="time ESP/easy and a 10,000-job SWF trace on 1,024 nodes")
-    b.add_argument("--repeat", type=int, default=3)
+    b.add_argument("--repeat", type=int, default=3, help="ESP runs timed (median; 3)")
     b.add_argument("--swf", help="trace to use (default: a synthetic one, generated)")
-    b.add_argument("--jobs", type=int, default=10000)
+    b.add_argument("--jobs", type=int, default=10000, help="jobs of the generated SWF trace (10000)")
     b.add_argument("--json", help="write the figures here")
     e = sub.add_parser("experiments", help="run every committed experiment configuration")
-    e.add_argument("--out", default="examples/experiments/batch")
+    e.add_argument("--out", default="examples/experiments/batch", help="where the results go (examples/experiments/batch)")
     e.add_argument("--only", help="substring of the configuration names to run")
     return p
 
 
 def _options(ns: argparse.Namespace) -> dict[str, Any]:
-    opts = dict(_DEFAULTS)
+    opts = dict(_DEFAULTS) | _OUTPUTS
     if ns.config:
         import yaml
 
@@ -96,11 +101,11 @@ def _options(ns: argparse.Namespace) -> dict[str, Any]:
         for k, v in doc.items():
             key = str(k).replace("-", "_")
             if key not in opts:
-                raise InputError(f"{ns.config}: unknown option {k!r} (known: {', '.join(_DEFAULTS)})")
+                raise InputError(f"{ns.config}: unknown option {k!r} (known: {', '.join(opts)})")
             opts[key] = v
-    for k in _DEFAULTS:
+    for k in opts:
         v = getattr(ns, k, None)
-        if v is not None:
+        if v is not None and v is not False:
             opts[k] = v
     return opts
 
@@ -181,7 +186,7 @@ def _run(ns: argparse.Namespace) -> int:
 
     opts = _options(ns)
     wl, cfg = build(opts)
-    res = BatchSim(wl, cfg).run(progress=ns.progress)
+    res = BatchSim(wl, cfg).run(progress=bool(opts["progress"]))
     if res.recount:
         sys.stderr.write(
             "aggregates differ from a recount after the run:\n" + "\n".join(res.recount[:5]) + "\n"
@@ -194,12 +199,12 @@ def _run(ns: argparse.Namespace) -> int:
     for k in keys:
         v = s[k]
         print(f"  {k:<22} {v:.3f}" if isinstance(v, float) else f"  {k:<22} {v}")
-    if ns.json:
-        write_json(s, ns.json)
-    if ns.csv:
-        write_csv(res.jobs, ns.csv)
-    if ns.plots:
-        plot(res, ns.plots, title=s["workload"])
+    if opts["json"]:
+        write_json(s, opts["json"])
+    if opts["csv"]:
+        write_csv(res.jobs, opts["csv"])
+    if opts["plots"]:
+        plot(res, opts["plots"], title=s["workload"])
     return 0
 
 

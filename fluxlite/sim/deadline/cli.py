@@ -309,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser(
         "run", help="simulate one trace", description="Simulate one trace and print its metrics."
     )
-    r.add_argument("--strategy", "-s", choices=STRATEGY_NAMES, default="hilbert")
+    r.add_argument("--strategy", "-s", choices=STRATEGY_NAMES, default="hilbert", help="strategy (hilbert)")
     r.add_argument(
         "--comm", choices=COMM_NAMES, default="async", help="async send + sync receive, or sync send"
     )
@@ -333,11 +333,24 @@ def build_parser() -> argparse.ArgumentParser:
         "run. Interrupt and rerun freely: finished runs are skipped.",
     )
     s.add_argument(
-        "--strategies", type=_csv_list(STRATEGY_NAMES), default=list(STRATEGY_NAMES), metavar="LIST"
+        "--strategies",
+        type=_csv_list(STRATEGY_NAMES),
+        default=list(STRATEGY_NAMES),
+        metavar="LIST",
+        help=f"comma-separated strategies (default all: {','.join(STRATEGY_NAMES)})",
     )
-    s.add_argument("--loads", type=_csv_list(LOAD_NAMES), default=list(LOAD_NAMES), metavar="LIST")
-    s.add_argument("--types", type=_csv_list(TYPE_NAMES), default=list(TYPE_NAMES), metavar="LIST")
-    s.add_argument("--comms", type=_csv_list(COMM_NAMES), default=list(COMM_NAMES), metavar="LIST")
+    s.add_argument(
+        "--loads", type=_csv_list(LOAD_NAMES), default=list(LOAD_NAMES), metavar="LIST",
+        help=f"comma-separated loads (default all: {','.join(LOAD_NAMES)})",
+    )
+    s.add_argument(
+        "--types", type=_csv_list(TYPE_NAMES), default=list(TYPE_NAMES), metavar="LIST",
+        help=f"comma-separated runtime-behaviour types (default all: {','.join(TYPE_NAMES)})",
+    )
+    s.add_argument(
+        "--comms", type=_csv_list(COMM_NAMES), default=list(COMM_NAMES), metavar="LIST",
+        help=f"comma-separated communication styles (default all: {','.join(COMM_NAMES)})",
+    )  # fmt: skip
     s.add_argument("--traces", type=int, default=20, help="traces per configuration (20)")
     _workload_args(s, multi=True)
     _machine_args(s)
@@ -353,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser(
         "plot",
         help="figures and a table from a sweep CSV",
-        description="Bar charts (accepted / cancelled / completed, 95 %% CI) per comm style and a markdown "
+        description="Bar charts (accepted / cancelled / completed, 95% CI) per comm style and a markdown "
         "table of means from a sweep CSV; and/or, with --at, grid occupancy pictures (one colour per job) "
         "of the run named by --strategy/--load/--type/--comm/--trace at those times.",
     )
@@ -378,14 +391,20 @@ def build_parser() -> argparse.ArgumentParser:
         "wall time (median of --repeat), events per second, peak RSS. Target: <= 2 s per trace.",
     )
     b.add_argument(
-        "--strategies", type=_csv_list(STRATEGY_NAMES), default=list(STRATEGY_NAMES), metavar="LIST"
+        "--strategies",
+        type=_csv_list(STRATEGY_NAMES),
+        default=list(STRATEGY_NAMES),
+        metavar="LIST",
+        help=f"comma-separated strategies (default all: {','.join(STRATEGY_NAMES)})",
     )
-    b.add_argument("--load", choices=LOAD_NAMES, default="normal")
-    b.add_argument("--type", choices=TYPE_NAMES, default="uniform", dest="jtype")
-    b.add_argument("--comm", choices=COMM_NAMES, default="async")
-    b.add_argument("--jobs", type=int, default=1000)
+    b.add_argument("--load", choices=LOAD_NAMES, default="normal", help="load (normal)")
+    b.add_argument("--type", choices=TYPE_NAMES, default="uniform", dest="jtype", help="job type (uniform)")
+    b.add_argument("--comm", choices=COMM_NAMES, default="async", help="communication style (async)")
+    b.add_argument("--jobs", type=int, default=1000, help="jobs per trace (1000)")
     b.add_argument("--repeat", type=int, default=3, help="runs per strategy (median; 3)")
-    b.add_argument("--backend", choices=("auto", "grid", "interim"), default="auto")
+    b.add_argument(
+        "--backend", choices=("auto", "grid", "interim"), default="auto", help="who chooses nodes (auto; see run)"
+    )
     b.add_argument("--json", metavar="FILE", help="write the measurements as JSON")
     b.set_defaults(fn=cmd_bench)
 
@@ -395,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
     _workload_args(t, multi=False)
     _machine_args(t)
     t.add_argument("--out", "-o", required=True, help="the SWF file to write (.gz compresses)")
-    t.add_argument("--json", metavar="FILE")
+    t.add_argument("--json", metavar="FILE", help="write the file name, job count and span as JSON")
     t.set_defaults(fn=cmd_trace)
     return p
 

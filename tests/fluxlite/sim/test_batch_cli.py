@@ -78,3 +78,14 @@ def test_power_corridor_from_yaml(tmp_path):
     assert main(["run", "--config", str(cfg), "--json", str(out)]) == 0
     s = json.loads(out.read_text())
     assert s["corridor_violations"] == 0 and s["completed"] == 20
+
+
+def test_config_may_name_the_outputs(tmp_path):
+    """``json:``/``csv:`` keys in a config write those files, as --json/--csv do; a flag overrides a key."""
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(f"workload: esp\nqueue: easy\njson: {tmp_path / 'a.json'}\ncsv: {tmp_path / 'jobs.csv'}\n")
+    assert main(["run", "--config", str(cfg)]) == 0
+    assert json.loads((tmp_path / "a.json").read_text())["queue"] == "easy"
+    assert (tmp_path / "jobs.csv").read_text().startswith("jobid")
+    assert main(["run", "--config", str(cfg), "--json", str(tmp_path / "b.json")]) == 0
+    assert (tmp_path / "b.json").exists()

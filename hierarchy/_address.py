@@ -29,8 +29,11 @@ __all__ = [
     "Address",
     "TlsConfig",
     "check_listen",
+    "check_private_dir",
+    "check_socket_owner",
     "new_secret",
     "parse_address",
+    "prepare_unix_listen",
     "read_secret_file",
     "write_secret_file",
 ]
@@ -167,6 +170,116 @@ def check_listen(addr: Address, tls: TlsConfig | None) -> None:
             f"refusing to listen on {addr.target} without TLS: use a Unix socket, a loopback "
             "address (127.0.0.1, ::1), or --tls-cert/--tls-key"
         )
+
+
+def _who(uid: int) -> str:
+    try:
+        import pwd
+
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (KeyError, ImportError):
+        return f"uid {uid}"
+
+
+def check_private_dir(path: str | Path, what: str = "run directory") -> None:
+    """Refuse (InputError) a directory another user could use to swap our files, the way ssh's StrictModes does.
+
+    ``path`` must be owned by this user and writable by nobody else; each
+    of its ancestors must be owned by this user or root and, when group or
+    others may write it, have the sticky bit (like ``/tmp``), so nobody
+    else can rename what lies below.
+    """
+    me = os.geteuid()
+    p = Path(os.path.abspath(path))
+    try:
+        st = os.stat(p)
+    except OSError as exc:
+        raise InputError(f"{what} {p}: {exc.strerror or exc}") from exc
+    if st.st_uid != me:
+        raise InputError(
+            f"{what} {p} is not owned by you (owner {_who(st.st_uid)}); use a directory of your own"
+        )
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise InputError(
+            f"{what} {p} is writable by others (mode {stat.S_IMODE(st.st_mode):04o}); chmod go-w it "
+            "or use a private directory"
+        )
+    for a in p.parents:
+        try:
+            st = os.stat(a)
+        except OSError as exc:
+            raise InputError(f"{what} {p}: cannot check {a}: {exc.strerror or exc}") from exc
+        if st.st_uid not in (me, 0):
+            raise InputError(
+                f"{what} {p}: its ancestor {a} is not owned by you or root (owner {_who(st.st_uid)})"
+            )
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
+            raise InputError(
+                f"{what} {p}: its ancestor {a} is writable by others without the sticky bit "
+                f"(mode {stat.S_IMODE(st.st_mode):04o})"
+            )
+
+
+def check_socket_owner(path: str, trusted: frozenset[int] = frozenset()) -> bool:
+    """Before a client sends a secret to a Unix socket: it must belong to this user, root or a ``trusted`` uid.
+
+    Returns False when the socket does not exist (yet); raises
+    NotAuthorizedError when another user bound it.
+    """
+    from hierarchy._errors import NotAuthorizedError
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise NotAuthorizedError(f"cannot check socket {path}: {exc.strerror or exc}") from exc
+    if not stat.S_ISSOCK(st.st_mode):
+        raise NotAuthorizedError(f"{path} is not a socket; not sending the tree secret there")
+    if st.st_uid not in (os.geteuid(), 0, *trusted):
+        raise NotAuthorizedError(
+            f"socket {path} is owned by {_who(st.st_uid)}, not by you: not sending the tree secret "
+            "(another user may have bound it; pass the instance owner as a trusted socket owner if expected)"
+        )
+    return True
+
+
+def prepare_unix_listen(path: str) -> None:
+    """Make ``path`` bindable: its directory must be private (see :func:`check_private_dir`); an
+    existing entry is removed only when it is a stale socket (nobody accepts on it)."""
+    import errno
+    import socket
+
+    from fluxlite.errors import RpcError
+
+    check_private_dir(os.path.dirname(path), "socket directory")
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise RpcError(f"cannot check {path}: {exc.strerror or exc}") from exc
+    if not stat.S_ISSOCK(st.st_mode):
+        raise InputError(f"--listen {path}: exists and is not a socket; refusing to replace it")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(path)
+    except OSError as exc:
+        if exc.errno not in (errno.ECONNREFUSED, errno.ENOENT):
+            raise RpcError(
+                f"--listen {path}: cannot tell whether the socket is live ({exc.strerror or exc})"
+            ) from exc
+    else:
+        raise InputError(f"--listen {path}: the socket is in use by a running server")
+    finally:
+        probe.close()
+    try:
+        os.unlink(path)  # a stale socket of a previous run
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise RpcError(f"cannot remove stale socket {path}: {exc.strerror or exc}") from exc
 
 
 def new_secret() -> str:

@@ -31,7 +31,7 @@ from fluxlite.errors import (
     UnknownJobError,
     UnsatisfiableError,
 )
-from hierarchy._address import SECRET_KEY, Address, TlsConfig, parse_address
+from hierarchy._address import SECRET_KEY, Address, TlsConfig, check_socket_owner, parse_address
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, LimitError, NotAuthorizedError
 from hierarchy._identity import USER_KEY, Credential
 from hierarchy._pb import fluxlite_instance_pb2 as pb
@@ -42,6 +42,9 @@ __all__ = ["CHANNEL_OPTIONS", "ERROR_KEY", "InstanceClient", "new_request_id", "
 
 #: Trailing-metadata key naming the fluxlite error class of a failed call.
 ERROR_KEY = "x-fluxlite-error"
+
+#: A Shrink JGF above this many bytes goes in chunks of this size (servers accept a few MiB per message).
+STREAM_ABOVE = 1024 * 1024
 
 #: Channel and server options: big JGF payloads, fast reconnects, no HTTP proxy for local peers.
 CHANNEL_OPTIONS = [
@@ -95,6 +98,8 @@ def translate_error(exc: grpc.RpcError, address: str, method: str) -> FluxliteEr
         if issubclass(cls, RpcError):
             return cls(f"{method} at {address}: {details}")
         return cls(details)
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
+        return InputError(f"{method} at {address}: the request is larger than the instance accepts ({details})")
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         err = InstanceUnavailableError(f"{method} at {address}: no answer before the deadline")
         err.ambiguous = True  # the peer may have done it: retry with the same request id, never undo
@@ -128,8 +133,14 @@ class InstanceClient:
         tls: TlsConfig | None = None,
         wait_for_ready: bool = False,
         credential: Credential | None = None,
+        trusted_uids: frozenset[int] = frozenset(),
+        instance_name: str | None = None,
+        stream_above: int = STREAM_ABOVE,
     ) -> None:
         self.addr = address if isinstance(address, Address) else parse_address(address)
+        #: uids besides this user's and root's that may own the instance's Unix socket
+        self.trusted_uids = trusted_uids
+        self._socket_checked = self.addr.kind != "unix"
         self.address = self.addr.target
         self.timeout = timeout
         #: wait (up to the timeout) for an unreachable peer to come back instead of failing at once
@@ -138,6 +149,15 @@ class InstanceClient:
         self._md = ((SECRET_KEY, sec),)
         #: the user this client acts for: every call carries a fresh token signed by it
         self.credential = credential
+        #: the name of the instance behind the address (tokens name it); asked with Health if not given
+        self.instance_name = instance_name
+        #: a Shrink whose JGF is bigger goes through ShrinkStream in chunks of this size
+        self.stream_above = stream_above
+        if self.addr.kind == "tcp" and not self.addr.loopback and (tls is None or not tls.enabled):
+            raise InputError(
+                f"refusing to send the tree secret in plaintext to {self.address}: another host needs TLS "
+                "(--tls-ca, --tls-cert, --tls-key)"
+            )
         if tls is not None and tls.enabled:
             self._channel = grpc.secure_channel(
                 self.address, tls.channel_credentials(), options=CHANNEL_OPTIONS
@@ -148,10 +168,14 @@ class InstanceClient:
 
     # ------------------------------------------------------------------ plumbing
     def _call(self, method: str, request: Any, timeout: float | None) -> tuple[Any, float]:
+        if not self._socket_checked:  # before the secret leaves: is it our instance's socket?
+            self._socket_checked = check_socket_owner(self.addr.path, self.trusted_uids)
         fn = getattr(self._stub, method)
         md = self._md
         if self.credential is not None:
-            md = (*md, (USER_KEY, self.credential.token()))
+            if self.instance_name is None:
+                self.instance_name = self._name(timeout)
+            md = (*md, (USER_KEY, self.credential.token(self.instance_name)))
         t0 = time.perf_counter()
         try:
             reply = fn(
@@ -163,6 +187,19 @@ class InstanceClient:
         except grpc.RpcError as exc:
             raise translate_error(exc, self.address, method) from exc
         return reply, time.perf_counter() - t0
+
+    def _name(self, timeout: float | None) -> str:
+        """The instance's name (Health needs no user token); tokens are minted for it alone."""
+        try:
+            r = self._stub.Health(
+                pb.HealthRequest(),
+                timeout=self.timeout if timeout is None else timeout,
+                metadata=self._md,
+                wait_for_ready=self.wait_for_ready,
+            )
+        except grpc.RpcError as exc:
+            raise translate_error(exc, self.address, "Health") from exc
+        return r.instance
 
     def close(self) -> None:
         self._channel.close()
@@ -182,6 +219,7 @@ class InstanceClient:
         lease: bool = False,
         child_name: str = "",
         child_address: str = "",
+        lease_secret: str = "",
         timeout: float | None = None,
     ) -> MatchOutcome:
         """Allocate a new job (see :class:`hierarchy.base.Parent`)."""
@@ -192,6 +230,7 @@ class InstanceClient:
             lease=lease,
             child_name=child_name,
             child_address=child_address,
+            lease_secret=lease_secret,
         )
         r, rtt = self._call("MatchAllocate", req, timeout)
         return MatchOutcome(
@@ -252,10 +291,28 @@ class InstanceClient:
             lease_token=lease_token,
             request_id=request_id or new_request_id(),
         )
-        r, rtt = self._call("Shrink", req, timeout)
+        if len(doc) > self.stream_above:
+            r, rtt = self._call("ShrinkStream", self._chunks(req), timeout)
+        else:
+            r, rtt = self._call("Shrink", req, timeout)
         return ShrinkOutcome(
             r.job_gone, r.released, r.returned, r.pending, r.replayed, timings_from_pb(r.timings), rtt
         )
+
+    def _chunks(self, req: Any) -> Any:
+        """``req`` as ShrinkStream chunks: the head (without its JGF) first, then the JGF in pieces."""
+        doc = req.jgf
+        head = pb.ShrinkRequest()
+        head.CopyFrom(req)
+        head.jgf = b""
+        n = self.stream_above
+
+        def gen() -> Any:
+            yield pb.ShrinkChunk(head=head, jgf_size=len(doc))
+            for i in range(0, len(doc), n):
+                yield pb.ShrinkChunk(jgf=doc[i : i + n])
+
+        return gen()
 
     def release(self, jobid: int, *, lease_token: str = "", timeout: float | None = None) -> ReleaseOutcome:
         """Release the whole job ``jobid``."""

@@ -52,7 +52,7 @@ import orjson
 import yaml
 
 from fluxlite.errors import FluxliteError, InputError
-from hierarchy._address import write_secret_file
+from hierarchy._address import check_private_dir, write_secret_file
 from hierarchy._identity import (
     Credential,
     current_user,
@@ -393,6 +393,7 @@ def start_tree(
     error (with the failing instance's last log lines) is raised.
     """
     run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    check_private_dir(run_dir)
     secret_file = run_dir / "secret"
     if not secret_file.exists():
         write_secret_file(secret_file)
@@ -452,7 +453,8 @@ def start_tree(
                 if spec.limits is not None:
                     cmd += ["--limits", str(spec.limits)]
                 cmd += list(extra_args or []) + spec.extra_args
-                with open(log, "ab") as lf:
+                with open(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as lf:
+                    os.fchmod(lf.fileno(), 0o600)
                     proc = subprocess.Popen(
                         cmd,
                         stdin=subprocess.DEVNULL,

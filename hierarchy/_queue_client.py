@@ -1,4 +1,9 @@
-"""Client of an instance's batch queue (``fluxlite.queue.v1.Queue``): typed calls, fluxlite errors."""
+"""Client of an instance's batch queue (``fluxlite.queue.v1.Queue``): typed calls, fluxlite errors.
+
+With a :class:`~hierarchy._identity.Credential` every call carries a fresh
+user token for the instance (its name is asked once with Health); the
+secret may be given as bytes or as the path of the secret file.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,12 @@ from typing import Any
 
 import grpc
 
-from hierarchy._address import SECRET_KEY, parse_address, read_secret_file
+from fluxlite.errors import InputError
+from hierarchy._address import SECRET_KEY, check_socket_owner, parse_address, read_secret_file
 from hierarchy._client import CHANNEL_OPTIONS, translate_error
+from hierarchy._identity import USER_KEY, Credential
+from hierarchy._pb import fluxlite_instance_pb2 as pb
+from hierarchy._pb import fluxlite_instance_pb2_grpc as pb_grpc
 from hierarchy._pb import fluxlite_queue_pb2 as qpb
 from hierarchy._pb import fluxlite_queue_pb2_grpc as qpb_grpc
 
@@ -36,11 +45,27 @@ def _job(info: Any) -> dict[str, Any]:
 class QueueClient:
     """Submit, cancel, complete, list; ``dynget``/``dynfree`` for evolving jobs."""
 
-    def __init__(self, address: str, secret: str | os.PathLike[str] | bytes, *, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        address: str,
+        secret: str | os.PathLike[str] | bytes,
+        *,
+        timeout: float = 10.0,
+        trusted_uids: frozenset[int] = frozenset(),
+        credential: Credential | None = None,
+        instance_name: str | None = None,
+    ) -> None:
         """``secret`` is the secret file's path (as ``--secret-file``: mode 0600 checked), or the
         secret itself as bytes.  A string that names no file and holds no path separator is taken as
         the secret itself (the older form)."""
-        self.address = parse_address(address).target
+        self.addr = parse_address(address)
+        self.address = self.addr.target
+        if self.addr.kind == "tcp" and not self.addr.loopback:
+            raise InputError(
+                f"refusing to send the tree secret in plaintext to {self.address} (not loopback)"
+            )
+        self.trusted_uids = trusted_uids
+        self._socket_checked = self.addr.kind != "unix"
         self.timeout = timeout
         if isinstance(secret, bytes):
             sec = secret.decode()
@@ -49,12 +74,24 @@ class QueueClient:
         else:
             sec = secret
         self._md = ((SECRET_KEY, sec),)
+        self.credential = credential
+        self.instance_name = instance_name
         self._channel = grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
         self._stub = qpb_grpc.QueueStub(self._channel)
 
     def _call(self, method: str, request: Any) -> Any:
+        if not self._socket_checked:  # before the secret leaves: is it our instance's socket?
+            self._socket_checked = check_socket_owner(self.addr.path, self.trusted_uids)
+        md = self._md
         try:
-            return getattr(self._stub, method)(request, timeout=self.timeout, metadata=self._md)
+            if self.credential is not None:
+                if self.instance_name is None:
+                    health = pb_grpc.InstanceStub(self._channel).Health(
+                        pb.HealthRequest(), timeout=self.timeout, metadata=md
+                    )
+                    self.instance_name = health.instance
+                md = (*md, (USER_KEY, self.credential.token(self.instance_name)))
+            return getattr(self._stub, method)(request, timeout=self.timeout, metadata=md)
         except grpc.RpcError as exc:
             raise translate_error(exc, self.address, method) from exc
 

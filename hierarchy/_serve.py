@@ -41,6 +41,7 @@ from hierarchy._identity import (
     read_user_key_file,
 )
 from hierarchy._limits import Limits
+from hierarchy._logging import SafeFormatter, escape
 from hierarchy._service import InstanceServicer, build_server
 from hierarchy._state import read_state, write_atomic
 from hierarchy.instance import Instance, settle_memory
@@ -97,13 +98,22 @@ class ServeOptions:
     #: queue policy of the batch queue service (None: no queue)
     queue: str | None = None
     queue_depth: int | None = None
+    #: DFS fairness configuration of the queue's dynamic requests (Maui syntax)
+    queue_fairness: Path | None = None
+    #: largest request message accepted (bigger JGF goes through ShrinkStream); None: the default
+    max_receive: int | None = None
 
 
 def _logger(name: str, level: str) -> logging.Logger:
     root = logging.getLogger("fluxlite")
     if not root.handlers:
         h = logging.StreamHandler(sys.stderr)
-        h.setFormatter(logging.Formatter(f"%(asctime)s {name}[%(process)d] %(levelname)s %(message)s"))
+        # caller-supplied strings end up in messages: one record is one escaped line
+        h.setFormatter(
+            SafeFormatter(
+                f"%(asctime)s {escape(name, 64).replace('%', '%%')}[%(process)d] %(levelname)s %(message)s"
+            )
+        )
         root.addHandler(h)
     root.setLevel(getattr(logging, level.upper(), logging.INFO))
     root.propagate = False
@@ -202,6 +212,10 @@ def serve(opts: ServeOptions) -> int:
     from hierarchy._address import check_listen
 
     check_listen(listen, opts.tls)
+    if listen.kind == "unix":
+        from hierarchy._address import prepare_unix_listen
+
+        prepare_unix_listen(listen.path)  # before a child takes a lease at its parent
     secret_file = opts.secret_file
     if secret_file is None:
         if opts.from_parent or (opts.state is not None and opts.state.exists()):
@@ -243,12 +257,20 @@ def serve(opts: ServeOptions) -> int:
         )
     settle_memory()
     servicer = InstanceServicer(inst, verifier=verifier, audit=audit)
-    server, bound = build_server(servicer, listen, secret, tls=opts.tls)
+    extra = {"max_receive": opts.max_receive} if opts.max_receive else {}
+    server, bound = build_server(servicer, listen, secret, tls=opts.tls, **extra)
     queue = None
     if opts.queue:
         from hierarchy._queue_service import attach_queue
 
-        queue = attach_queue(server, inst, opts.queue, opts.queue_depth)
+        dfs = None
+        if opts.queue_fairness is not None:
+            from fluxlite.queue.fairness import load_dfs_config
+
+            dfs = load_dfs_config(opts.queue_fairness)
+        queue = attach_queue(
+            server, inst, opts.queue, opts.queue_depth, dfs=dfs, verifier=verifier, audit=audit
+        )
     inst.address = bound.target
     server.start()
     if queue is not None:
@@ -308,6 +330,8 @@ def serve(opts: ServeOptions) -> int:
     if inst.provider is not None:
         inst.provider.close()
     inst.save()
+    if audit is not None:
+        audit.close()  # the last fsync
     if bound.kind == "unix":
         with contextlib.suppress(OSError):
             os.unlink(bound.path)

@@ -12,6 +12,11 @@
   never outlives the caller's deadline.
 * :func:`build_server` binds one address (Unix socket or loopback TCP;
   other TCP only with TLS) and returns the server and the bound address.
+  Every request message is limited to :data:`MAX_RECEIVE` bytes (gRPC
+  refuses a bigger one with RESOURCE_EXHAUSTED while reading it, before any
+  handler - or the secret check - sees it); a bigger JGF for Shrink travels
+  through ``ShrinkStream`` in chunks, and the first chunk (job, lease token)
+  is checked before the next one is read.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from fluxlite.errors import (
     UnknownJobError,
     UnsatisfiableError,
 )
-from hierarchy._address import SECRET_KEY, Address, TlsConfig, check_listen
+from hierarchy._address import SECRET_KEY, Address, TlsConfig, check_listen, prepare_unix_listen
 from hierarchy._client import CHANNEL_OPTIONS, ERROR_KEY
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, LimitError, NotAuthorizedError
 from hierarchy._identity import USER_KEY, AuditLog, Verifier
@@ -44,7 +49,21 @@ from hierarchy._pb import fluxlite_instance_pb2_grpc as pb_grpc
 from hierarchy.base import LevelTiming
 from hierarchy.instance import Instance
 
-__all__ = ["STATUS_OF", "InstanceServicer", "SecretInterceptor", "build_server"]
+__all__ = [
+    "MAX_RECEIVE",
+    "MAX_STREAM_JGF",
+    "STATUS_OF",
+    "InstanceServicer",
+    "SecretInterceptor",
+    "build_server",
+]
+
+#: largest request message a server accepts (a jobspec is at most 1 MiB; a JGF goes in chunks above this)
+MAX_RECEIVE = 4 * 1024 * 1024
+#: largest JGF a ShrinkStream may carry in all
+MAX_STREAM_JGF = 512 * 1024 * 1024
+#: methods whose requests are streams (the secret check denies them with a handler of that kind)
+_STREAMING = frozenset({"/fluxlite.hierarchy.v1.Instance/ShrinkStream"})
 
 _log = logging.getLogger("fluxlite.instance")
 
@@ -80,7 +99,11 @@ class SecretInterceptor(grpc.ServerInterceptor):
         def deny(request: Any, context: grpc.ServicerContext) -> Any:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong tree secret")
 
+        def deny_stream(requests: Any, context: grpc.ServicerContext) -> Any:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong tree secret")
+
         self._deny = grpc.unary_unary_rpc_method_handler(deny)
+        self._deny_stream = grpc.stream_unary_rpc_method_handler(deny_stream)
 
     def intercept_service(self, continuation: Callable[[Any], Any], handler_call_details: Any) -> Any:
         got = b""
@@ -89,7 +112,7 @@ class SecretInterceptor(grpc.ServerInterceptor):
                 got = value.encode() if isinstance(value, str) else value
         if not hmac.compare_digest(got, self._secret):
             _log.warning("refused %s: missing or wrong tree secret", handler_call_details.method)
-            return self._deny
+            return self._deny_stream if handler_call_details.method in _STREAMING else self._deny
         return continuation(handler_call_details)
 
 
@@ -120,7 +143,40 @@ def _on_termination(context: grpc.ServicerContext) -> Callable[[Callable[[], Non
 
 
 #: RPCs that change state: each gets one audit line
-AUDITED = frozenset({"MatchAllocate", "MatchGrow", "Shrink", "Release"})
+AUDITED = frozenset({"MatchAllocate", "MatchGrow", "Shrink", "ShrinkStream", "Release"})
+
+
+def verified_user(verifier: Verifier | None, context: grpc.ServicerContext, method: str) -> str | None:
+    """The verified user of this call (None when the instance runs without identities)."""
+    if verifier is None:
+        return None
+    token = ""
+    for key, value in context.invocation_metadata() or ():
+        if key == USER_KEY:
+            token = value if isinstance(value, str) else value.decode(errors="replace")
+    return verifier.verify(token, method=method)
+
+
+def write_audit(
+    audit: AuditLog,
+    instance: str,
+    method: str,
+    user: str | None,
+    jobid: int,
+    request_id: str,
+    outcome: str,
+    detail: str = "",
+) -> None:
+    """One audit record (JSON: every string escaped); a failed write is logged, the call stays served."""
+    rec: dict[str, Any] = {"user": user, "instance": instance, "op": method, "job": jobid, "outcome": outcome}
+    if request_id:
+        rec["request_id"] = request_id[:200]
+    if detail:
+        rec["detail"] = detail[:500]
+    try:
+        audit.write(**rec)
+    except OSError as exc:  # the call was served; say the audit line is missing
+        _log.error("audit log %s: cannot write (%s)", audit.path, exc)
 
 
 class InstanceServicer(pb_grpc.InstanceServicer):
@@ -134,14 +190,7 @@ class InstanceServicer(pb_grpc.InstanceServicer):
         self.audit = audit
 
     def _user(self, context: grpc.ServicerContext, method: str) -> str | None:
-        """The verified user of this call (None when the instance runs without identities)."""
-        if self.verifier is None:
-            return None
-        token = ""
-        for key, value in context.invocation_metadata() or ():
-            if key == USER_KEY:
-                token = value if isinstance(value, str) else value.decode(errors="replace")
-        return self.verifier.verify(token, method=method)
+        return verified_user(self.verifier, context, method)
 
     def _run(
         self,
@@ -176,21 +225,7 @@ class InstanceServicer(pb_grpc.InstanceServicer):
         self, method: str, user: str | None, jobid: int, request_id: str, outcome: str, detail: str = ""
     ) -> None:
         assert self.audit is not None
-        rec: dict[str, Any] = {
-            "user": user,
-            "instance": self.instance.name,
-            "op": method,
-            "job": jobid,
-            "outcome": outcome,
-        }
-        if request_id:
-            rec["request_id"] = request_id
-        if detail:
-            rec["detail"] = detail[:500]
-        try:
-            self.audit.write(**rec)
-        except OSError as exc:  # the call was served; say the audit line is missing
-            _log.error("audit log %s: cannot write (%s)", self.audit.path, exc)
+        write_audit(self.audit, self.instance.name, method, user, jobid, request_id, outcome, detail)
 
     def MatchAllocate(self, request: Any, context: grpc.ServicerContext) -> Any:
         def call(deadline: float | None, user: str | None) -> Any:
@@ -200,6 +235,7 @@ class InstanceServicer(pb_grpc.InstanceServicer):
                 lease=request.lease,
                 child_name=request.child_name,
                 child_address=request.child_address,
+                lease_secret=request.lease_secret,
                 deadline=deadline,
                 caller=user,
             )
@@ -238,27 +274,56 @@ class InstanceServicer(pb_grpc.InstanceServicer):
 
         return self._run(context, "MatchGrow", call, request.jobid, request.request_id)
 
+    def _shrink(self, request: Any, jgf: bytes, deadline: float | None, user: str | None) -> Any:
+        out = self.instance.shrink(
+            request.jobid,
+            jgf=jgf,
+            paths=list(request.paths),
+            lease_token=request.lease_token,
+            request_id=request.request_id,
+            deadline=deadline,
+            caller=user,
+        )
+        return pb.ShrinkReply(
+            job_gone=out.job_gone,
+            released=out.released,
+            returned=out.returned,
+            pending=out.pending,
+            replayed=out.replayed,
+            timings=_timings(out.timings),
+        )
+
     def Shrink(self, request: Any, context: grpc.ServicerContext) -> Any:
         def call(deadline: float | None, user: str | None) -> Any:
-            out = self.instance.shrink(
-                request.jobid,
-                jgf=request.jgf,
-                paths=list(request.paths),
-                lease_token=request.lease_token,
-                request_id=request.request_id,
-                deadline=deadline,
-                caller=user,
-            )
-            return pb.ShrinkReply(
-                job_gone=out.job_gone,
-                released=out.released,
-                returned=out.returned,
-                pending=out.pending,
-                replayed=out.replayed,
-                timings=_timings(out.timings),
-            )
+            return self._shrink(request, request.jgf, deadline, user)
 
         return self._run(context, "Shrink", call, request.jobid, request.request_id)
+
+    def ShrinkStream(self, request_iterator: Any, context: grpc.ServicerContext) -> Any:
+        """Shrink with a JGF in chunks: the head is checked (caller, job, lease token) before more is read."""
+
+        def call(deadline: float | None, user: str | None) -> Any:
+            first = next(request_iterator, None)
+            if first is None or not first.HasField("head"):
+                raise InputError("ShrinkStream: the first chunk must carry the request (head)")
+            head = first.head
+            if first.jgf_size > MAX_STREAM_JGF:
+                raise InputError(
+                    f"ShrinkStream: {first.jgf_size} bytes of JGF; the limit is {MAX_STREAM_JGF}"
+                )
+            self.instance.check_job(head.jobid, head.lease_token, user, "shrink")  # before reading on
+            parts = [head.jgf, first.jgf]
+            got = sum(len(p) for p in parts)
+            for chunk in request_iterator:
+                got += len(chunk.jgf)
+                if got > first.jgf_size:
+                    raise InputError(f"ShrinkStream: more JGF than the {first.jgf_size} bytes announced")
+                parts.append(chunk.jgf)
+            if got != first.jgf_size:
+                raise InputError(f"ShrinkStream: {got} bytes of JGF, {first.jgf_size} announced")
+            return self._shrink(head, b"".join(parts), deadline, user)
+
+        return self._run(context, "ShrinkStream", call)
 
     def Release(self, request: Any, context: grpc.ServicerContext) -> Any:
         def call(deadline: float | None, user: str | None) -> Any:
@@ -271,7 +336,9 @@ class InstanceServicer(pb_grpc.InstanceServicer):
 
     def Heartbeat(self, request: Any, context: grpc.ServicerContext) -> Any:
         def call(deadline: float | None, user: str | None) -> Any:
-            return pb.HeartbeatReply(grace_s=self.instance.heartbeat(request.jobid, request.lease_token))
+            return pb.HeartbeatReply(
+                grace_s=self.instance.heartbeat(request.jobid, request.lease_token, user)
+            )
 
         return self._run(context, "Heartbeat", call)
 
@@ -319,6 +386,7 @@ def build_server(
     *,
     tls: TlsConfig | None = None,
     max_workers: int = 16,
+    max_receive: int = MAX_RECEIVE,
 ) -> tuple[grpc.Server, Address]:
     """A started-to-be server bound to ``address`` (port 0 picks one); returns it and the bound address.
 
@@ -327,15 +395,14 @@ def build_server(
     """
     check_listen(address, tls)
     if address.kind == "unix":
-        try:
-            if os.path.exists(address.path):
-                os.unlink(address.path)  # a stale socket of a previous run
-        except OSError as exc:
-            raise RpcError(f"cannot remove stale socket {address.path}: {exc.strerror or exc}") from exc
+        prepare_unix_listen(address.path)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="rpc"),
         interceptors=[SecretInterceptor(secret)],
-        options=CHANNEL_OPTIONS,
+        options=[
+            *[(k, v) for k, v in CHANNEL_OPTIONS if k != "grpc.max_receive_message_length"],
+            ("grpc.max_receive_message_length", max_receive),
+        ],
     )
     pb_grpc.add_InstanceServicer_to_server(servicer, server)
     try:

@@ -92,9 +92,14 @@ class Parent(Protocol):
         lease: bool = False,
         child_name: str = "",
         child_address: str = "",
+        lease_secret: str = "",
         timeout: float | None = None,
     ) -> MatchOutcome:
-        """Allocate a new job; with ``lease`` the job lives only while the caller heartbeats."""
+        """Allocate a new job; with ``lease`` the job lives only while the caller heartbeats.
+
+        ``lease_secret`` is the lease token the child chose (never sent back);
+        without it the parent makes one and returns it on this call only.
+        """
         ...
 
     def match_grow(

@@ -233,6 +233,12 @@ def _serve_parser(sub: Any) -> None:
     )
     p.add_argument("--ready-file", type=Path, help="write the bound address here once serving")
     p.add_argument(
+        "--max-receive",
+        type=int,
+        metavar="BYTES",
+        help="largest request message accepted (default 4 MiB; a bigger shrink JGF is streamed in chunks)",
+    )
+    p.add_argument(
         "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level (INFO)"
     )
     ident = p.add_argument_group(
@@ -263,6 +269,12 @@ def _serve_parser(sub: Any) -> None:
         help="also serve a batch queue (fcfs, easy, conservative, hybrid): Submit/Cancel/Jobs/Dynget/Dynfree",
     )
     p.add_argument("--queue-depth", type=int, help="reservation depth of the hybrid queue policy")
+    p.add_argument(
+        "--queue-fairness",
+        type=Path,
+        metavar="FILE",
+        help="DFS fairness of the queue's dynamic requests (Maui syntax: DFSPOLICY, DFSSINGLEDELAYTIME, ...)",
+    )
     _tls_options(p)
 
 
@@ -308,6 +320,8 @@ def _cmd_serve(a: argparse.Namespace) -> int:
         audit_backups=a.audit_backups,
         queue=a.queue,
         queue_depth=a.queue_depth,
+        queue_fairness=a.queue_fairness,
+        max_receive=a.max_receive,
     )
     return serve(opts)
 

@@ -40,6 +40,7 @@ from fluxlite.api import Engine
 from fluxlite.errors import BusyError, InputError, StateError, UnsatisfiableError
 from fluxlite.jobspec import parse_jobspec
 from fluxlite.writers.base import known_format, register
+from kube._affinity import PodMeta
 from kube._model import NodeInfo, PodRequest
 from kube.config import KubeConfig
 
@@ -48,6 +49,7 @@ __all__ = ["KubeCore", "Placement", "PodAlloc"]
 DOM = "containment"
 _FMT = "kube-items"
 _SS = {"containment": ""}
+_RECENT = 8
 
 
 class _ItemsWriter:
@@ -117,6 +119,7 @@ class PodAlloc:
     jobid: int
     paths: list[str]  # exclusive vertices: exactly what a shrink releases
     foreign: bool = False
+    meta: PodMeta | None = None  # labels etc. that other pods' affinity rules look at
 
 
 @dataclass
@@ -125,6 +128,15 @@ class _Group:
     jobid: int | None = None
     pods: set[str] = field(default_factory=set)
     nodes: dict[str, int] = field(default_factory=dict)  # node -> pods of the group there
+    #: the group's nodes where room is likeliest: the latest placed on or freed, newest last (at most
+    #: _RECENT), which a grow tries first - all its nodes would make the try O(group) per pod
+    recent: dict[str, None] = field(default_factory=dict)
+
+    def touch(self, node: str) -> None:
+        self.recent.pop(node, None)
+        self.recent[node] = None
+        if len(self.recent) > _RECENT:
+            del self.recent[next(iter(self.recent))]
 
 
 class KubeCore:
@@ -141,6 +153,8 @@ class KubeCore:
         self.node_path: dict[str, str] = {}
         self.groups: dict[str, _Group] = {}
         self.pods: dict[str, PodAlloc] = {}
+        self.per_node: dict[str, int] = {}  # node -> pods the engine holds there
+        self._full: set[str] = set()  # nodes at their pod count
         self._js_cache: dict[Any, Any] = {}
         self.stats: dict[str, list[float]] = {"allocate": [], "grow": []}
         nodes = list(nodes)
@@ -196,6 +210,14 @@ class KubeCore:
             ("memory", info.memory, "GB" if self.cfg.memory_unit in ("1Gi", "1G") else self.cfg.memory_unit)
         )
         kids += [(t, n, "") for t, n in info.extended]
+        if info.storage:
+            kids.append(
+                (
+                    "storage",
+                    info.storage,
+                    "GB" if self.cfg.storage_unit in ("1Gi", "1G") else self.cfg.storage_unit,
+                )
+            )
         u = self._uniq
         for rtype, count, unit in kids:
             for i in range(count):
@@ -314,6 +336,8 @@ class KubeCore:
             inner.append({"type": "core", "count": req.cores})
             if req.memory:
                 inner.append({"type": "memory", "count": req.memory})
+            if req.storage:
+                inner.append({"type": "storage", "count": req.storage})
             inner += [{"type": t, "count": n} for t, n in req.extended]
         else:
             inner.append({"type": "core", "count": 1})
@@ -355,6 +379,30 @@ class KubeCore:
                 return True
         return False
 
+    def capacity(self, req: PodRequest) -> int:
+        """How many pods shaped like ``req`` the cluster could ever hold (every node empty, up or down).
+
+        Reads one snapshot of the node table (no engine state, so callers need
+        not hold the lock that serialises placements).  O(nodes).
+        """
+        total = 0
+        for info in list(self.nodes.values()):
+            if req.exclusive_node:
+                total += 1
+                continue
+            fit = info.cores // req.cores
+            if req.memory:
+                fit = min(fit, info.memory // req.memory)
+            if req.storage:
+                fit = min(fit, info.storage // req.storage)
+            if info.max_pods:
+                fit = min(fit, info.max_pods)
+            have = dict(info.extended)
+            for t, n in req.extended:
+                fit = min(fit, have.get(t, 0) // n)
+            total += fit
+        return total
+
     # ------------------------------------------------------------------ placement
     def _match(self, js: Any, jobid: int | None, grow: bool) -> Any:
         # op "allocate": the pod's busy/never distinction is made by :meth:`satisfiable`
@@ -366,15 +414,56 @@ class KubeCore:
         name = node.rsplit("/", 1)[1]
         return Placement(name, items, r.jobid, grew, time.perf_counter() - t0, time.thread_time() - c0)
 
+    def full_nodes(self) -> set[str]:
+        """Nodes holding as many pods as their ``status.allocatable.pods`` (kept as pods come and go)."""
+        return self._full
+
+    def placed(self) -> list[tuple[str, PodMeta]]:
+        """``(node, meta)`` of every held pod whose metadata is known (for affinity and spread)."""
+        return [(p.node, p.meta) for p in self.pods.values() if p.meta is not None]
+
+    def free(self, node: str) -> dict[str, int]:
+        """Units of each pruned type free on ``node`` now, read from the engine's subtree aggregate."""
+        g = self.engine.graph
+        v = g.vertex_by_path(self.node_path[node])
+        p = self.engine.traverser.subplan[DOM][v]
+        return {t: p.avail_resources_at(0, i) for i, t in enumerate(p.resource_types)}
+
     def place(
-        self, pod: str, group: str, req: PodRequest, constraint: dict[str, Any] | None = None
+        self,
+        pod: str,
+        group: str,
+        req: PodRequest,
+        constraint: dict[str, Any] | None = None,
+        tiers: Sequence[Sequence[str]] | None = None,
     ) -> Placement:
         """Place one pod of ``group``: MatchAllocate for the group's first pod, MatchGrow after.
 
-        Raises :class:`BusyError` (fits some node, not now) or
-        :class:`UnsatisfiableError` (no node of the cluster can ever hold
-        it); then nothing changed.  ``O(match)``.
+        ``tiers``: node names in order of preference (a filter and a score from
+        :mod:`kube._affinity`): each tier is tried as a hostlist constraint, best
+        first; none given: every node.  Raises :class:`BusyError` (fits some node,
+        not now, or the tiers leave no node) or :class:`UnsatisfiableError` (no
+        node of the cluster can ever hold it); then nothing changed.  ``O(match x tiers)``.
         """
+        if tiers is not None:
+            tiers = [t for t in tiers if t]
+            if not tiers:
+                if not self.satisfiable(req, constraint):
+                    raise UnsatisfiableError("no node of the cluster can ever hold the pod", pod=pod)
+                raise BusyError("no node passes the pod's placement rules", pod=pod)
+            for i, tier in enumerate(tiers):
+                here = {"hostlist": [",".join(sorted(tier))]}
+                try:
+                    return self.place(pod, group, req, {"and": [constraint, here]} if constraint else here)
+                except (BusyError, UnsatisfiableError):
+                    if i == len(tiers) - 1:
+                        if not self.satisfiable(req, constraint):
+                            raise UnsatisfiableError(
+                                "no node of the cluster can ever hold the pod", pod=pod
+                            ) from None
+                        raise BusyError(
+                            "no node the pod's placement rules allow has its resources free", pod=pod
+                        ) from None
         if pod in self.pods:
             raise StateError(f"pod {pod} already holds resources", pod=pod)
         grp = self.groups.get(group)
@@ -385,8 +474,8 @@ class KubeCore:
         c0 = time.thread_time()
         r = None
         grow = grp.jobid is not None
-        if grow and self.cfg.grow_locality == "node" and grp.nodes and not req.exclusive_node:
-            here = {"hostlist": [",".join(sorted(grp.nodes))]}
+        if grow and self.cfg.grow_locality == "node" and grp.recent and not req.exclusive_node:
+            here = {"hostlist": [",".join(sorted(grp.recent))]}
             local = self.jobspec(req, {"and": [constraint, here]} if constraint else here)
             r = self._match(local, grp.jobid, True)
         if r is None or not r.ok:
@@ -426,11 +515,12 @@ class KubeCore:
                     raise InputError(f"gang member {key} has no request")
                 out.append(self.place(key, group, r, c))
                 done.append(key)
-        except (BusyError, UnsatisfiableError):
+        except (BusyError, UnsatisfiableError) as exc:
             for p in reversed(done):
                 self.release(p)
             if fresh and group in self.groups and not self.groups[group].pods:
                 del self.groups[group]
+            exc.fit = len(done)  # type: ignore[attr-defined]  # how many members fitted before this one
             raise
         return out
 
@@ -438,8 +528,13 @@ class KubeCore:
         grp.jobid = pl.jobid
         grp.pods.add(pod)
         grp.nodes[pl.node] = grp.nodes.get(pl.node, 0) + 1
+        grp.touch(pl.node)
         excl = [p for p, _n, x in pl.items if x]
         self.pods[pod] = PodAlloc(grp.key, pl.node, pl.jobid, excl, foreign)
+        here = self.per_node[pl.node] = self.per_node.get(pl.node, 0) + 1
+        info = self.nodes.get(pl.node)
+        if info is not None and info.max_pods and here >= info.max_pods:
+            self._full.add(pl.node)
 
     def release(self, pod: str) -> bool:
         """Shrink the pod's job by exactly the pod's vertices (cancel when it was the last).
@@ -458,11 +553,21 @@ class KubeCore:
 
     def _forget(self, pod: str) -> None:
         rec = self.pods.pop(pod)
+        self._full.discard(rec.node)
+        left_here = self.per_node.get(rec.node, 0) - 1
+        if left_here > 0:
+            self.per_node[rec.node] = left_here
+        else:
+            self.per_node.pop(rec.node, None)
         grp = self.groups.get(rec.group)
         if grp is None:
             return
         grp.pods.discard(pod)
         left = grp.nodes.get(rec.node, 0) - 1
+        if left > 0:
+            grp.touch(rec.node)  # room was made on a node the group still holds
+        else:
+            grp.recent.pop(rec.node, None)
         if left > 0:
             grp.nodes[rec.node] = left
         else:

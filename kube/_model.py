@@ -59,11 +59,13 @@ class NodeInfo:
     taints: tuple[str, ...] = ()
     up: bool = True
     reason: str = ""
+    max_pods: int = 0  # status.allocatable.pods (0: no limit)
+    storage: int = 0  # status.allocatable.ephemeral-storage in units of KubeConfig.storage_unit
 
     @property
     def shape(self) -> tuple[Any, ...]:
         """What changes the node's subgraph (a change needs a re-attach)."""
-        return (self.cores, self.memory, self.extended, self.zone, self.rack)
+        return (self.cores, self.memory, self.extended, self.zone, self.rack, self.storage)
 
     def properties(self) -> dict[str, str]:
         props: dict[str, str] = {}
@@ -83,11 +85,12 @@ class PodRequest:
     memory: int
     extended: tuple[tuple[str, int], ...] = ()
     exclusive_node: bool = False
+    storage: int = 0  # ephemeral-storage, units of KubeConfig.storage_unit
 
     def fits(self, node: NodeInfo) -> bool:
         if self.exclusive_node:
             return True
-        if self.cores > node.cores or self.memory > node.memory:
+        if self.cores > node.cores or self.memory > node.memory or self.storage > node.storage:
             return False
         have = dict(node.extended)
         return all(have.get(t, 0) >= n for t, n in self.extended)
@@ -128,6 +131,13 @@ def node_info(node: dict[str, Any], cfg: KubeConfig) -> NodeInfo:
             n = floor_units(_q(alloc[res], f"{where}.{res}"), Fraction(1))
             if n > 0:
                 ext.append((vtype, n))
+    storage = floor_units(
+        _q(alloc.get("ephemeral-storage", 0), f"{where}.ephemeral-storage"), cfg.storage_bytes
+    )
+    try:
+        max_pods = int(_q(alloc.get("pods", 0), f"{where}.pods"))
+    except (TypeError, ValueError):
+        max_pods = 0
     labels = dict(md.get("labels") or {})
     taints = tuple(
         sorted({t.get("key", "") for t in spec.get("taints") or () if t.get("effect") in _BLOCKING})
@@ -150,6 +160,8 @@ def node_info(node: dict[str, Any], cfg: KubeConfig) -> NodeInfo:
         taints=taints,
         up=up,
         reason=reason,
+        max_pods=max(0, max_pods),
+        storage=storage,
     )
 
 
@@ -206,6 +218,7 @@ def pod_request(pod: dict[str, Any], cfg: KubeConfig) -> PodRequest:
         memory=ceil_units(mem, cfg.memory_bytes),
         extended=tuple(ext),
         exclusive_node=excl,
+        storage=ceil_units(_effective(spec, "ephemeral-storage", name), cfg.storage_bytes),
     )
 
 

@@ -208,6 +208,158 @@ def run(
     }
 
 
+def _throughput_run(
+    nodes: int, replicas: int, cpu: str, memory: str, progress: bool, timeout: float
+) -> dict[str, Any]:
+    """Pods bound per second, end to end: a ``replicas``-pod ReplicaSet created at once on ``nodes`` Nodes.
+
+    Self-contained (its imports inside, nothing else of this module), so that the same driver
+    can run against another checkout's ``kube`` package - the baseline (``--baseline-ref``).
+    The clock runs from the ReplicaSet's creation to the last pod's Binding answered.
+    """
+    import gc
+    import logging
+    import statistics
+    import sys
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kubernetes import client
+
+    from kube.config import KubeConfig
+    from kube.objects import node_object, replicaset_object
+    from kube.scheduler import KubeScheduler
+    from kube.testing import ApiServerProcess
+
+    logging.getLogger("fluxlite.kube").setLevel(logging.WARNING)
+    srv = ApiServerProcess(
+        host="127.0.0.1", port=0, controllers=True, watch_cache_size=max(1000, 4 * replicas)
+    )
+    srv.start()
+    sched = None
+    try:
+        api = srv.api_client()
+        v1 = client.CoreV1Api(api)
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda i: v1.create_node(node_object(f"node{i:05d}", cpu=cpu, memory=memory, gpus=0,
+                                                                 zone=f"zone-{i % 3}")), range(nodes)))  # fmt: skip
+        nodes_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        sched = KubeScheduler(srv.api_client(), KubeConfig(), backoff_initial=0.2, backoff_max=2.0).start()
+        start_s = time.perf_counter() - t0
+        vertices = len(sched.core.engine.graph)
+        gc.collect()
+        gc.freeze()
+        m = sched.metrics
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=replicas, desc="pods bound", unit="pod", file=sys.stderr)
+        rs = replicaset_object("burst", replicas=replicas, cpu="1", memory="1Gi", scheduler="fluxlite")
+        t0 = time.perf_counter()
+        client.AppsV1Api(api).create_namespaced_replica_set("default", rs)
+        end = t0 + timeout
+        done = 0
+        while done < replicas:
+            if time.perf_counter() > end:
+                raise RuntimeError(f"timed out after {timeout:.0f}s: {done} of {replicas} pods bound")
+            time.sleep(0.05)
+            with sched.lock:
+                now = len(m.bound_at)
+            if bar is not None:
+                bar.update(now - done)
+            done = now
+        with sched.lock:
+            last = max(m.bound_at.values())
+            grow = [m.match_s[k] for k in m.bound_at if m.grew.get(k)]
+            alloc = [m.match_s[k] for k in m.bound_at if not m.grew.get(k)]
+            grow_cpu = [m.match_cpu_s[k] for k in m.bound_at if m.grew.get(k)]
+            bind = list(m.bind_s.values())
+        if bar is not None:
+            bar.close()
+        gc.unfreeze()
+        wall = last - t0
+        med = lambda xs: round(statistics.median(xs) * 1e3, 4) if xs else None  # noqa: E731
+        return {
+            "nodes": nodes,
+            "node_shape": f"{cpu} cpu, {memory} memory, zones zone-0..2",
+            "vertices": vertices,
+            "replicas": replicas,
+            "nodes_created_s": round(nodes_s, 2),
+            "scheduler_start_s": round(start_s, 2),
+            "create_to_last_bound_s": round(wall, 3),
+            "pods_per_s": round(replicas / wall, 1),
+            "ma_samples": len(alloc),
+            "mg_samples": len(grow),
+            "ma_median_ms": med(alloc),
+            "mg_median_ms": med(grow),
+            "mg_cpu_median_ms": med(grow_cpu),
+            "pending_to_bound_median_ms": med(bind),
+        }
+    finally:
+        if sched is not None:
+            sched.stop()
+        srv.stop()
+
+
+def throughput(
+    nodes: int, replicas: int, cpu: str, memory: str, progress: bool, timeout: float, baseline_ref: str | None
+) -> dict[str, Any]:
+    """This checkout's throughput and, with ``baseline_ref``, the same driver on that git ref's code
+    (extracted with ``git archive`` into a temporary directory, run in a child process)."""
+    doc: dict[str, Any] = {
+        "experiment": "pods bound per second end to end: one ReplicaSet created at once, form A against "
+        "python -m kube.testing (own process)",
+        "this": _throughput_run(nodes, replicas, cpu, memory, progress, timeout),
+    }
+    if baseline_ref:
+        import inspect
+        import os
+        import subprocess
+        import tarfile
+        import tempfile
+
+        repo = Path(__file__).resolve().parent.parent
+        with tempfile.TemporaryDirectory(prefix="fluxlite-bench-kube-") as d:
+            archive = subprocess.run(
+                ["git", "-C", str(repo), "archive", "--format=tar", baseline_ref],
+                capture_output=True,
+                check=False,
+            )
+            if archive.returncode != 0:
+                raise RuntimeError(
+                    f"git archive {baseline_ref}: {archive.stderr.decode(errors='replace').strip()}"
+                )
+            tar_path = Path(d, "src.tar")
+            tar_path.write_bytes(archive.stdout)
+            with tarfile.open(tar_path) as tar:
+                tar.extractall(Path(d, "src"), filter="data")
+            code = (
+                "from __future__ import annotations\nfrom typing import Any\nimport json, sys\n"
+                + inspect.getsource(_throughput_run)
+                + "\nprint(json.dumps(_throughput_run(*json.loads(sys.argv[1]))))\n"
+            )
+            env = {**os.environ, "PYTHONPATH": str(Path(d, "src")), "PYTHONDONTWRITEBYTECODE": "1"}
+            args = json.dumps([nodes, replicas, cpu, memory, False, timeout])
+            proc = subprocess.run(
+                [sys.executable, "-c", code, args],
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=d,
+                check=False,
+            )
+            if proc.returncode != 0:
+                tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
+                raise RuntimeError(f"baseline ({baseline_ref}) failed: {tail}")
+            doc["baseline"] = json.loads(proc.stdout.strip().splitlines()[-1])
+            doc["baseline_ref"] = baseline_ref
+        doc["ratio_pods_per_s"] = round(doc["this"]["pods_per_s"] / doc["baseline"]["pods_per_s"], 3)
+    return doc
+
+
 def _plot(doc: dict[str, Any], path: Path) -> None:
     import matplotlib
 
@@ -254,6 +406,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--bind-workers", type=int, default=8, help="bindings under way at once (default 8)")
     p.add_argument("--in-process", action="store_true",
                    help="run the test API server in this process (default: its own process)")  # fmt: skip
+    p.add_argument("--throughput", action="store_true",
+                   help="instead: one ReplicaSet of --replicas pods created at once on --nodes nodes of "
+                        "--node-cpu/--node-memory; pods bound per second, create -> last bound")  # fmt: skip
+    p.add_argument("--node-cpu", default="8", help="with --throughput: CPUs per node (default 8)")
+    p.add_argument("--node-memory", default="32Gi", help="with --throughput: memory per node (default 32Gi)")
+    p.add_argument("--timeout", type=float, default=3600.0, help="with --throughput: give up after (s)")
+    p.add_argument("--baseline-ref", metavar="REF",
+                   help="with --throughput: also run the same driver on this git ref's code (e.g. main)")  # fmt: skip
     p.add_argument("--json", type=Path, help="write the results here")
     p.add_argument("--csv", type=Path, help="write per replica index medians here")
     p.add_argument("--plot", type=Path, help="write the latency-per-replica plot (PNG) here")
@@ -263,6 +423,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(a, name) < 1:
             sys.stderr.write(f"fluxlite bench kube: --{name} must be >= 1\n")
             return 2
+    if a.throughput:
+        try:
+            doc = throughput(a.nodes, a.replicas, a.node_cpu, a.node_memory, not a.no_progress, a.timeout,
+                             a.baseline_ref)  # fmt: skip
+        except RuntimeError as exc:
+            sys.stderr.write(f"fluxlite bench kube: {exc}\n")
+            return 1
+        doc["command"] = "fluxlite bench kube " + " ".join(list(argv) if argv is not None else sys.argv[1:])
+        for who in ("this", "baseline"):
+            if who in doc:
+                r = doc[who]
+                print(
+                    f"{who}: {r['replicas']} pods on {r['nodes']} nodes ({r['vertices']} vertices): "
+                    f"{r['pods_per_s']} pods/s (create -> last bound {r['create_to_last_bound_s']} s); "
+                    f"MatchAllocate median {r['ma_median_ms']} ms, MatchGrow median {r['mg_median_ms']} ms "
+                    f"(CPU {r['mg_cpu_median_ms']} ms); pending -> bound median {r['pending_to_bound_median_ms']} ms"
+                )
+        if "ratio_pods_per_s" in doc:
+            print(f"pods/s ratio this / {doc['baseline_ref']}: {doc['ratio_pods_per_s']}")
+        if a.json:
+            a.json.write_text(json.dumps(doc, indent=1) + "\n")
+        return 0
     try:
         doc = run(
             a.nodes,

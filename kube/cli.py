@@ -34,6 +34,8 @@ def _config_options(p: argparse.ArgumentParser) -> None:
                    help="match policy: low (packs replicas, default), high, first, lonode, hinode, locality ...")  # fmt: skip
     g.add_argument("--memory-unit", default=_DEFAULTS.memory_unit,
                    help="memory per memory vertex, a Kubernetes quantity (default %(default)s)")  # fmt: skip
+    g.add_argument("--storage-unit", default=_DEFAULTS.storage_unit,
+                   help="ephemeral storage per storage vertex, a Kubernetes quantity (default %(default)s)")  # fmt: skip
     g.add_argument("--zone-label", default=_DEFAULTS.zone_label, help="node label of the zone vertex")
     g.add_argument("--rack-label", default=_DEFAULTS.rack_label, help="node label of the rack vertex")
     g.add_argument("--extended-resource", action="append", default=None, metavar="NAME=TYPE",
@@ -58,6 +60,7 @@ def _config(a: argparse.Namespace) -> KubeConfig:
         zone_label=a.zone_label,
         rack_label=a.rack_label,
         memory_unit=a.memory_unit,
+        storage_unit=a.storage_unit,
         extended=tuple(ext),
         policy=a.policy,
         group_label=a.group_label,
@@ -66,6 +69,8 @@ def _config(a: argparse.Namespace) -> KubeConfig:
     )
     if cfg.memory_bytes <= 0:
         raise InputError(f"--memory-unit {a.memory_unit!r} must be positive")
+    if cfg.storage_bytes <= 0:
+        raise InputError(f"--storage-unit {a.storage_unit!r} must be positive")
     from fluxlite.match import parse_policy
 
     parse_policy(cfg.policy)
@@ -168,13 +173,21 @@ def _cmd_sidecar(a: argparse.Namespace) -> int:
 
     cfg = _config(a)
     core = _core(a, cfg)
+    running = 0
+    if a.nodes is None:  # a live cluster: the pods already running hold their resources
+        from kube.scheduler import ClusterApi
+        from kube.sidecar import account_running
+
+        pods, _rv = ClusterApi(_api_client(a.kubeconfig, a.context)).list_pods()
+        running = account_running(core, pods)
     tls = TlsConfig(cert=a.tls_cert, key=a.tls_key, ca=a.tls_ca)
     stop = _stop_on_signals()
-    sc = Sidecar(core, a.listen, tls=tls).start()
+    sc = Sidecar(core, a.listen, tls=tls, nodelist=a.nodelist).start()
     s = core.summary()
     print(
         f"fluxlite kube sidecar: fluxcli.FluxcliService + fluxlite.kube.v1.FluxliteElastic on "
-        f"{sc.address.target}; {s['nodes']} nodes, {s['vertices']} vertices",
+        f"{sc.address.target}; {s['nodes']} nodes, {s['vertices']} vertices; "
+        f"{running} running pod{'' if running == 1 else 's'} accounted; nodelist {a.nodelist}",
         flush=True,
     )
     while not stop.wait(0.2):
@@ -242,6 +255,13 @@ def _parser() -> argparse.ArgumentParser:
     cluster(s, nodes=True)
     s.add_argument("--listen", default="127.0.0.1:4242",
                    help="HOST:PORT or unix:PATH (default %(default)s, where Fluence dials)")  # fmt: skip
+    s.add_argument(
+        "--nodelist",
+        choices=("per-pod", "per-node"),
+        default="per-pod",
+        help="MatchResponse.nodelist: one entry per pod, nodelist[i] for pod i (default; what Fluence's "
+        "unmodified plugin reads), or one entry per node with a task count (Fluence's own server)",
+    )
     s.add_argument("--tls-cert", type=Path, help="server certificate (PEM)")
     s.add_argument("--tls-key", type=Path, help="server key (PEM)")
     s.add_argument("--tls-ca", type=Path, help="CA that signs client certificates (PEM; requires them)")

@@ -32,6 +32,8 @@ class KubeConfig:
     rack_label: str = "fluxlite.io/rack"
     #: bytes of memory per ``memory`` vertex (a pod's request is rounded up to whole units)
     memory_unit: str = "1Gi"
+    #: bytes of ephemeral storage per ``storage`` vertex (nodes that report ``ephemeral-storage`` get them)
+    storage_unit: str = "1Gi"
     #: extended resource name -> vertex type (one vertex per unit)
     extended: tuple[tuple[str, str], ...] = (("nvidia.com/gpu", "gpu"),)
     #: match policy of the engine (``low`` packs replicas onto the fewest nodes)
@@ -45,11 +47,15 @@ class KubeConfig:
     #: grow a group onto the nodes it already holds first ("node"), or anywhere ("none")
     grow_locality: str = "node"
     #: vertex types counted by the pruning filter
-    prune_types: tuple[str, ...] = field(default=("core", "memory", "gpu", "node"))
+    prune_types: tuple[str, ...] = field(default=("core", "memory", "gpu", "storage", "node"))
 
     @property
     def memory_bytes(self) -> Fraction:
         return parse_quantity(self.memory_unit, field="memory unit")
+
+    @property
+    def storage_bytes(self) -> Fraction:
+        return parse_quantity(self.storage_unit, field="storage unit")
 
     @property
     def extended_types(self) -> dict[str, str]:

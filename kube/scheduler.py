@@ -53,6 +53,7 @@ from typing import Any
 import orjson
 
 from fluxlite.errors import BusyError, FluxliteError, InputError, StateError, UnsatisfiableError
+from kube._affinity import candidates, has_rules, pod_meta
 from kube._core import KubeCore, Placement
 from kube._model import GroupKey, PodRequest, node_info, pod_constraint, pod_group, pod_key, pod_request
 from kube.config import ANNOTATION_GROUP, ANNOTATION_RESOURCES, KubeConfig
@@ -62,6 +63,19 @@ __all__ = ["ClusterApi", "KubeScheduler", "SchedulerMetrics"]
 log = logging.getLogger("fluxlite.kube")
 
 _TERMINAL = ("Succeeded", "Failed")
+
+
+def _priority(pod: dict[str, Any]) -> int:
+    return int((pod.get("spec") or {}).get("priority") or 0)
+
+
+def _units(paths: list[str]) -> dict[str, int]:
+    """Vertices per type of a pod's exclusive paths (``.../node3/core7`` -> ``core``)."""
+    out: dict[str, int] = {}
+    for path in paths:
+        t = path.rsplit("/", 1)[-1].rstrip("0123456789")
+        out[t] = out.get(t, 0) + 1
+    return out
 
 
 def _now_iso() -> str:
@@ -137,18 +151,31 @@ class ClusterApi:
         resp = self.v1.create_namespaced_pod_binding(name, namespace, body, _preload_content=False)
         _done(resp)
 
+    def evict(self, namespace: str, name: str, dry_run: bool = False) -> None:
+        """POST the pod's Eviction (policy/v1): the API server refuses it (429) when a budget forbids."""
+        c = self._client
+        body = c.V1Eviction(metadata=c.V1ObjectMeta(name=name, namespace=namespace))
+        kw = {"dry_run": "All"} if dry_run else {}
+        _done(self.v1.create_namespaced_pod_eviction(name, namespace, body, _preload_content=False, **kw))
+
+    @staticmethod
+    def _merge(patch: Any, namespace: str, name: str, body: dict[str, Any]) -> None:
+        """A JSON merge patch through one of the client's ``patch_*`` calls."""
+        _done(
+            patch(name, namespace, body, _content_type="application/merge-patch+json", _preload_content=False)
+        )
+
+    def nominate(self, namespace: str, name: str, node: str) -> None:
+        """Record ``status.nominatedNodeName`` (as kube-scheduler does for a preemptor)."""
+        self._merge(
+            self.v1.patch_namespaced_pod_status, namespace, name, {"status": {"nominatedNodeName": node}}
+        )
+
     def read_pod(self, namespace: str, name: str) -> dict[str, Any]:
         return self._json(self.v1.read_namespaced_pod(name, namespace, _preload_content=False))
 
     def annotate(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
-        resp = self.v1.patch_namespaced_pod(
-            name,
-            namespace,
-            {"metadata": {"annotations": annotations}},
-            _content_type="application/merge-patch+json",
-            _preload_content=False,
-        )
-        _done(resp)
+        self._merge(self.v1.patch_namespaced_pod, namespace, name, {"metadata": {"annotations": annotations}})
 
     def set_unschedulable(self, namespace: str, name: str, message: str) -> None:
         cond = {
@@ -199,14 +226,8 @@ class ClusterApi:
         return (doc.get("metadata") or {}).get("name", "")
 
     def bump_event(self, namespace: str, name: str, count: int, message: str) -> None:
-        resp = self.v1.patch_namespaced_event(
-            name,
-            namespace,
-            {"count": count, "lastTimestamp": _now_iso(), "message": message},
-            _content_type="application/merge-patch+json",
-            _preload_content=False,
-        )
-        _done(resp)
+        body = {"count": count, "lastTimestamp": _now_iso(), "message": message}
+        self._merge(self.v1.patch_namespaced_event, namespace, name, body)
 
 
 @dataclass
@@ -221,6 +242,8 @@ class _Pending:
     last_try: float = 0.0
     unsat: bool = False
     message: str = ""
+    rules: str = ""  # why affinity/spread/pod-count rules left nodes out
+    nominated: str = ""  # the node its preemption freed
 
 
 @dataclass
@@ -252,8 +275,13 @@ class KubeScheduler:
         watch_timeout: int = 300,
         on_bind: Callable[[str, str], None] | None = None,
         bind_workers: int = 8,
+        max_tiers: int = 8,
     ) -> None:
         self.cfg = cfg or KubeConfig()
+        #: at most this many preference tiers (one match each) per pod with affinity/spread rules
+        self.max_tiers = max_tiers
+        #: pods placed per scheduling pass before the lock is let go (bindings and events go on meanwhile)
+        self.pass_size = 64
         self.api = ClusterApi(api_client, namespace)
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
@@ -279,6 +307,8 @@ class KubeScheduler:
         self.idle = threading.Event()
         #: None: not known yet; True: Binding annotations reach the pod; False: PATCH them first
         self._binding_annotates: bool | None = None
+        #: node -> (priority, pod) of a preemptor it was freed for: lower priorities keep off it
+        self._nominated: dict[str, tuple[int, str]] = {}
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> KubeScheduler:
@@ -559,6 +589,7 @@ class KubeScheduler:
             try:
                 rec = orjson.loads(ann[ANNOTATION_RESOURCES])
                 self.core.restore(key, ann.get(ANNOTATION_GROUP) or pod_group(pod, self.cfg).key, rec)
+                self.core.pods[key].meta = pod_meta(pod)
                 if uid:
                     self._uids[key] = uid
                 return
@@ -569,6 +600,7 @@ class KubeScheduler:
         try:
             req = pod_request(pod, self.cfg)
             self.core.account(key, node, req)
+            self.core.pods[key].meta = pod_meta(pod)
             if uid:
                 self._uids[key] = uid
         except BusyError:
@@ -578,7 +610,9 @@ class KubeScheduler:
             log.warning("pod %s on %s not accounted: %s", key, node, exc)
 
     def _pod_gone(self, key: str, uid: str | None) -> None:
-        self.pending.pop(key, None)
+        gone = self.pending.pop(key, None)
+        if gone is not None and gone.nominated:
+            self._nominated.pop(gone.nominated, None)
         self._orphans.pop(key, None)
         self._inflight.pop(key, None)
         self._conditions.pop(key, None)
@@ -605,10 +639,15 @@ class KubeScheduler:
 
     def _schedule(self) -> None:
         now = time.monotonic()
-        ready = sorted((p for p in self.pending.values() if p.next_try <= now), key=lambda p: p.seq)
+        ready = sorted(
+            (p for p in self.pending.values() if p.next_try <= now), key=lambda p: (-_priority(p.pod), p.seq)
+        )
         gangs_done: set[str] = set()
-        for p in ready:
+        for n, p in enumerate(ready):
             if self._stop.is_set():
+                return
+            if n >= self.pass_size:  # let the binder threads (they take the lock) work between passes
+                self._wake()
                 return
             if p.key not in self.pending:
                 continue
@@ -632,17 +671,139 @@ class KubeScheduler:
             )
         return req, pod_constraint(p.pod, self.core.nodes, self.core.taint_keys())
 
+    def _tiers(self, p: _Pending) -> list[list[str]] | None:
+        """Nodes in order of preference when the pod has affinity/spread rules or nodes are at their
+        pod count (None: every node, the plain match).  Sets ``p.rules`` to why nodes were left out."""
+        full = self.core.full_nodes()
+        p.rules = ""
+        prio = _priority(p.pod)
+        held = {n for n, (q, k) in self._nominated.items() if q > prio and k != p.key}  # kept for a preemptor
+        if not full and not held and not has_rules(p.pod) and not p.nominated:
+            return None
+        allowed, scores, p.rules = candidates(p.pod, self.core.nodes, self.core.placed(), full | held)
+        if p.nominated in (allowed or ()):
+            scores[p.nominated] = max(scores.values(), default=0) + 1
+        ranked = sorted(allowed or (), key=lambda n: (-scores.get(n, 0), n))
+        tiers: list[list[str]] = []
+        last = None
+        for n in ranked:
+            if scores.get(n, 0) != last and len(tiers) < self.max_tiers:
+                tiers.append([])
+                last = scores.get(n, 0)
+            tiers[-1].append(n)
+        return tiers
+
     def _schedule_one(self, p: _Pending) -> None:
         try:
             req, constraint = self._request(p)
-            pl = self.core.place(p.key, p.group.key, req, constraint)
-        except (BusyError, UnsatisfiableError) as exc:
+            pl = self.core.place(p.key, p.group.key, req, constraint, self._tiers(p))
+        except BusyError as exc:
+            if not p.nominated and self._preempt(p, req, constraint):
+                p.next_try = time.monotonic() + self.backoff_initial / 4
+                return
+            self._unschedulable(p, exc)
+            return
+        except UnsatisfiableError as exc:
             self._unschedulable(p, exc)
             return
         except InputError as exc:
             self._fail_input(p.key, p.pod, exc)
             return
+        self.core.pods[p.key].meta = pod_meta(p.pod)
+        if p.nominated:
+            self._nominated.pop(p.nominated, None)
         self._bind(p, pl)
+
+    def _preempt(self, p: _Pending, req: PodRequest, constraint: dict[str, Any] | None) -> bool:
+        """Make room for ``p`` by evicting lower-priority pods, when that is the only way (the pod
+        fits no node as things are).  Victims are chosen on the graph: for each node the pod could
+        hold, the free units (the engine's aggregates) plus the units of its lower-priority pods,
+        lowest priority first, until the pod fits; then victims that turn out unnecessary are
+        spared (highest priority first).  The node needing the fewest victims, then the lowest
+        priorities, wins; its evictions are tried as a dry run first, so a PodDisruptionBudget that
+        forbids one (429) moves on to the next node and evicts nothing.  Records
+        ``status.nominatedNodeName``; the node is then kept for the pod until it is placed."""
+        from kubernetes.client.exceptions import ApiException
+
+        from fluxlite.jobspec import parse_constraint
+
+        prio = _priority(p.pod)
+        if prio <= 0 or (p.pod.get("spec") or {}).get("preemptionPolicy") == "Never" or req.exclusive_node:
+            return False
+        c = parse_constraint(constraint) if constraint else None
+        if has_rules(p.pod):
+            allowed, _s, _w = candidates(p.pod, self.core.nodes, self.core.placed())
+        else:
+            allowed = set(self.core.nodes)
+        need = {"core": req.cores, "memory": req.memory, "storage": req.storage, **dict(req.extended)}
+        by_node: dict[str, list[tuple[int, str]]] = {}
+        for key, pa in self.core.pods.items():
+            if pa.meta is not None and pa.meta.priority < prio and key not in self._inflight:
+                by_node.setdefault(pa.node, []).append((pa.meta.priority, key))
+        g = self.core.engine.graph
+        plans = []
+        for name in sorted(allowed & set(by_node)):
+            info = self.core.nodes[name]
+            if not info.up or not req.fits(info):
+                continue
+            if c is not None:
+                v = g.vertex_by_path(self.core.node_path[name])
+                if v is None or not c.match(g.properties(v), name, g.v_rank[v]):
+                    continue
+            have = self.core.free(name)
+            units = {k: _units(self.core.pods[k].paths) for _pr, k in by_node[name]}
+            fits = lambda h: all(h.get(t, 0) >= n for t, n in need.items() if n)  # noqa: E731
+            slots = info.max_pods - self.core.per_node.get(name, 0) if info.max_pods else 1
+            chosen: list[tuple[int, str]] = []
+            gained = dict(have)
+            for pr, k in sorted(by_node[name]):
+                if fits(gained) and slots + len(chosen) > 0:
+                    break
+                chosen.append((pr, k))
+                for t, n in units[k].items():
+                    gained[t] = gained.get(t, 0) + n
+            if not (fits(gained) and slots + len(chosen) > 0):
+                continue
+            for pr, k in sorted(chosen, reverse=True):  # reprieve what is not needed
+                trial = {t: gained.get(t, 0) - units[k].get(t, 0) for t in set(gained) | set(units[k])}
+                if fits(trial) and slots + len(chosen) - 1 > 0:
+                    chosen.remove((pr, k))
+                    gained = trial
+            if chosen:
+                plans.append(
+                    (len(chosen), max(pr for pr, _ in chosen), sum(pr for pr, _ in chosen), name, chosen)
+                )
+        md = p.pod.get("metadata") or {}
+        for _n, _top, _sum, node, chosen in sorted(plans):
+            try:
+                for _pr, k in chosen:
+                    ns, name = k.split("/", 1)
+                    self.api.evict(ns, name, dry_run=True)
+            except ApiException as exc:
+                if exc.status == 429:
+                    log.info("preemption for %s: a disruption budget protects a pod on %s", p.key, node)
+                    continue
+                log.warning("preemption for %s: dry-run eviction: HTTP %s", p.key, exc.status)
+                continue
+            evicted = []
+            for _pr, k in chosen:
+                ns, name = k.split("/", 1)
+                try:
+                    self.api.evict(ns, name)
+                    evicted.append(k)
+                except ApiException as exc:
+                    log.warning("preemption for %s: evicting %s: HTTP %s", p.key, k, exc.status)
+            if not evicted:
+                continue
+            p.nominated = node
+            self._nominated[node] = (prio, p.key)
+            with contextlib.suppress(Exception):
+                self.api.nominate(md.get("namespace", "default"), md.get("name", ""), node)
+            log.info("preempting %s on %s for %s (priority %d)", ", ".join(evicted), node, p.key, prio)
+            for k in evicted:
+                self._events.put(("preempted", k, node, p.key))
+            return True
+        return False
 
     def _schedule_gang(self, grp: GroupKey) -> None:
         members = sorted((q for q in self.pending.values() if q.group.key == grp.key), key=lambda q: q.seq)
@@ -670,6 +831,7 @@ class KubeScheduler:
                 self._fail_input(q.key, q.pod, exc)
             return
         for q, pl in zip(gang, placed):
+            self.core.pods[q.key].meta = pod_meta(q.pod)
             self._bind(q, pl)
 
     def _bind(self, p: _Pending, pl: Placement) -> None:
@@ -736,7 +898,7 @@ class KubeScheduler:
             m.bound_at[p.key] = now
             if p.attempts:
                 m.attempts[p.key] = p.attempts
-        log.debug(
+        log.info(
             "bound %s to %s (%s, %.2f ms)",
             p.key,
             pl.node,
@@ -760,24 +922,33 @@ class KubeScheduler:
             log.warning("the API server drops Binding annotations; annotating pods with a PATCH instead")
             self.api.annotate(ns, name, ann)
 
+    def _what(self, pod: dict[str, Any]) -> str:
+        """A pod's request in words: ``8 cores, 1Gi memory, 1 gpu`` (memory only when asked for)."""
+        try:
+            req = pod_request(pod, self.cfg)
+        except InputError:
+            return "its request"
+        unit = self.cfg.memory_unit
+        mem = (
+            f"{req.memory}{unit[1:]}"
+            if unit[:1] == "1" and not unit[1:2].isdigit()
+            else f"{req.memory} x {unit}"
+        )
+        cores = f"{req.cores} core" + ("" if req.cores == 1 else "s")
+        return (
+            cores + (f", {mem} memory" if req.memory else "") + "".join(f", {k} {t}" for t, k in req.extended)
+        )
+
     def _why(self, p: _Pending, exc: Exception) -> str:
         n = len(self.core.nodes)
-        try:
-            req = pod_request(p.pod, self.cfg)
-            unit = self.cfg.memory_unit
-            mem = (
-                f"{req.memory}{unit[1:]}"
-                if unit[:1] == "1" and not unit[1:2].isdigit()
-                else f"{req.memory} x {unit}"
-            )
-            what = f"{req.cores} core(s), {mem} memory" + "".join(f", {k} {t}" for t, k in req.extended)
-        except InputError:
-            what = "its request"
+        what = self._what(p.pod)
         if isinstance(exc, UnsatisfiableError):
             return (
                 f"0/{n} nodes are available: no node can ever hold {what} (with its node selector/affinity)."
             )
         if isinstance(exc, BusyError):
+            if p.rules:
+                return f"0/{n} nodes are available: {p.rules}; no other node has {what} free now."
             return f"0/{n} nodes are available: no node has {what} free now."
         return f"0/{n} nodes are available: {exc}"
 
@@ -790,7 +961,11 @@ class KubeScheduler:
         self.metrics.attempts[p.key] = p.attempts
         msg = self._why(p, exc)
         if gang is not None:
-            msg = f"gang {gang.key} ({gang.min_member} pods) cannot be placed whole: {msg}"
+            name = gang.key.rsplit("/", 1)[-1]
+            fit = getattr(exc, "fit", None)
+            never = isinstance(exc, UnsatisfiableError) and fit == 0
+            most = "no node can ever hold one" if never else f"at most {fit} fit now"
+            msg = f"gang {name}: {gang.min_member} pods of {self._what(p.pod)}, {most}"
         self._post_event(p.pod, "FailedScheduling", msg)
         if msg != p.message:
             p.message = msg
@@ -820,7 +995,14 @@ class KubeScheduler:
             if item is None or self._stop.is_set():
                 return
             try:
-                if item[0] == "event":
+                if item[0] == "preempted":
+                    _, victim, node, by = item
+                    vns, vname = victim.split("/", 1)
+                    self.api.create_event(
+                        {"metadata": {"namespace": vns, "name": vname}}, "Preempted",
+                        f"Preempted by pod {by} on node {node}", "Normal", self.cfg.scheduler_name,
+                    )  # fmt: skip
+                elif item[0] == "event":
                     _, pod, reason, message = item
                     md = pod.get("metadata") or {}
                     k = (md.get("uid") or pod_key(pod), reason)

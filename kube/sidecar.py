@@ -52,7 +52,7 @@ from typing import Any
 
 import grpc
 
-from fluxlite.errors import BusyError, InputError, RpcError, UnsatisfiableError
+from fluxlite.errors import BusyError, FluxliteError, InputError, RpcError, UnsatisfiableError
 from hierarchy._address import Address, TlsConfig, check_listen, parse_address
 from kube._core import KubeCore
 from kube._model import PodRequest
@@ -62,12 +62,36 @@ from kube._pb import fluxlite_kube_pb2 as epb
 from kube._pb import fluxlite_kube_pb2_grpc as epb_grpc
 from kube._quantity import ceil_units
 
-__all__ = ["DEFAULT_ADDRESS", "Sidecar", "pod_request_from_spec"]
+__all__ = ["DEFAULT_ADDRESS", "NODELIST_FORMS", "Sidecar", "account_running", "pod_request_from_spec"]
 
 log = logging.getLogger("fluxlite.kube.sidecar")
 
 #: where Fluence's plugin dials its sidecar
 DEFAULT_ADDRESS = "127.0.0.1:4242"
+#: the forms of MatchResponse.nodelist (the first is the default; see the module docstring)
+NODELIST_FORMS = ("per-pod", "per-node")
+_TERMINAL = ("Succeeded", "Failed")
+
+
+def account_running(core: KubeCore, pods: list[dict[str, Any]]) -> int:
+    """Account the pods already bound to a node (not finished) on ``core``, as Fluence's server does at
+    start.  Returns how many were accounted; a pod that does not fit its node's free resources (an
+    overcommitted node) or names an unknown node is logged and skipped."""
+    from kube._model import pod_key, pod_request
+
+    n = 0
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node or (pod.get("status") or {}).get("phase") in _TERMINAL:
+            continue
+        key = pod_key(pod)
+        try:
+            core.account(key, node, pod_request(pod, core.cfg))
+        except FluxliteError as exc:
+            log.warning("running pod %s on %s not accounted: %s", key, node, exc)
+            continue
+        n += 1
+    return n
 
 
 def pod_request_from_spec(ps: Any, core: KubeCore) -> PodRequest:
@@ -101,22 +125,36 @@ def _abort(context: grpc.ServicerContext, exc: Exception) -> None:
 
 
 class _Service(pb_grpc.FluxcliServiceServicer, epb_grpc.FluxliteElasticServicer):
-    def __init__(self, core: KubeCore) -> None:
+    def __init__(self, core: KubeCore, nodelist: str = NODELIST_FORMS[0]) -> None:
         self.core = core
+        self.per_pod = nodelist == "per-pod"
         self.lock = threading.Lock()
         self.jobs: dict[int, _Job] = {}
         self._seq = itertools.count(1)
 
     def _nodelist(self, placed: list[tuple[str, str]]) -> list[Any]:
+        if self.per_pod:
+            return [pb.NodeAlloc(nodeID=node, tasks=1) for _pod, node in placed]
         per: dict[str, int] = {}
         for _pod, node in placed:
             per[node] = per.get(node, 0) + 1
         return [pb.NodeAlloc(nodeID=n, tasks=k) for n, k in per.items()]
 
-    def _place(self, group: str, ps: Any, count: int) -> list[tuple[str, str]]:
+    def _request(self, ps: Any, count: int) -> PodRequest:
+        """The pod shape, after checking ``count`` against the cluster (no lock, nothing allocated)."""
         if count < 1:
             raise InputError(f"count must be >= 1, got {count}")
         req = pod_request_from_spec(ps, self.core)
+        most = self.core.capacity(req)
+        if count > most:
+            raise UnsatisfiableError(
+                f"count {count}: the cluster could hold at most {most} pods of {req.cores} core(s), "
+                f"{req.memory} x {self.core.cfg.memory_unit} memory"
+                + "".join(f", {n} {t}" for t, n in req.extended)
+            )
+        return req
+
+    def _place(self, group: str, req: PodRequest, count: int) -> list[tuple[str, str]]:
         seq = next(self._seq)
         keys = [f"{group}#{seq}.{i}" for i in range(count)]
         placed = self.core.place_gang(keys, group, req)
@@ -124,21 +162,20 @@ class _Service(pb_grpc.FluxcliServiceServicer, epb_grpc.FluxliteElasticServicer)
 
     # -- fluxcli.FluxcliService
     def Match(self, request: Any, context: grpc.ServicerContext) -> Any:
-        with self.lock:
-            try:
-                if request.request not in ("", "allocate", "allocate_orelse_reserve"):
-                    raise InputError(
-                        f"unknown request {request.request!r} (allocate, allocate_orelse_reserve)"
-                    )
+        try:
+            if request.request not in ("", "allocate", "allocate_orelse_reserve"):
+                raise InputError(f"unknown request {request.request!r} (allocate, allocate_orelse_reserve)")
+            req = self._request(request.ps, request.count)
+            with self.lock:
                 group = f"fluence/{request.ps.id or 'job'}/{next(self._seq)}"
-                placed = self._place(group, request.ps, request.count or 1)
-            except (BusyError, UnsatisfiableError, InputError) as exc:
-                log.info("Match %s x%d: %s", request.ps.id, request.count, exc)
-                _abort(context, exc)
-                raise AssertionError("unreachable") from exc
-            jobid = self.core.pods[placed[0][0]].jobid
-            self.jobs[jobid] = _Job(group, placed)
-            return pb.MatchResponse(podID=request.ps.id, nodelist=self._nodelist(placed), jobID=jobid)
+                placed = self._place(group, req, request.count)
+                jobid = self.core.pods[placed[0][0]].jobid
+                self.jobs[jobid] = _Job(group, placed)
+        except (BusyError, UnsatisfiableError, InputError) as exc:
+            log.info("Match %.64r x%d: %s", request.ps.id, request.count, exc)
+            _abort(context, exc)
+            raise AssertionError("unreachable") from exc
+        return pb.MatchResponse(podID=request.ps.id, nodelist=self._nodelist(placed), jobID=jobid)
 
     def Cancel(self, request: Any, context: grpc.ServicerContext) -> Any:
         with self.lock:
@@ -152,17 +189,18 @@ class _Service(pb_grpc.FluxcliServiceServicer, epb_grpc.FluxliteElasticServicer)
 
     # -- fluxlite.kube.v1.FluxliteElastic
     def Grow(self, request: Any, context: grpc.ServicerContext) -> Any:
-        with self.lock:
-            job = self.jobs.get(request.jobID)
-            try:
+        try:
+            req = self._request(request.ps, request.count)
+            with self.lock:
+                job = self.jobs.get(request.jobID)
                 if job is None:
                     raise KeyError(f"unknown job {request.jobID}")
-                placed = self._place(job.group, request.ps, request.count or 1)
-            except (KeyError, BusyError, UnsatisfiableError, InputError) as exc:
-                _abort(context, exc)
-                raise AssertionError("unreachable") from exc
-            job.pods.extend(placed)
-            return pb.MatchResponse(podID=request.ps.id, nodelist=self._nodelist(placed), jobID=request.jobID)
+                placed = self._place(job.group, req, request.count)
+                job.pods.extend(placed)
+        except (KeyError, BusyError, UnsatisfiableError, InputError) as exc:
+            _abort(context, exc)
+            raise AssertionError("unreachable") from exc
+        return pb.MatchResponse(podID=request.ps.id, nodelist=self._nodelist(placed), jobID=request.jobID)
 
     def Shrink(self, request: Any, context: grpc.ServicerContext) -> Any:
         with self.lock:
@@ -198,10 +236,17 @@ class Sidecar:
     """The gRPC server of form B around a :class:`KubeCore`.  ``start()``, ``address``, ``stop()``."""
 
     def __init__(
-        self, core: KubeCore, listen: str = DEFAULT_ADDRESS, tls: TlsConfig | None = None, workers: int = 8
+        self,
+        core: KubeCore,
+        listen: str = DEFAULT_ADDRESS,
+        tls: TlsConfig | None = None,
+        workers: int = 8,
+        nodelist: str = NODELIST_FORMS[0],
     ) -> None:
+        if nodelist not in NODELIST_FORMS:
+            raise InputError(f"nodelist form {nodelist!r}: expected one of {', '.join(NODELIST_FORMS)}")
         self.core = core
-        self.service = _Service(core)
+        self.service = _Service(core, nodelist)
         addr = parse_address(listen)
         check_listen(addr, tls)
         if addr.kind == "unix" and os.path.exists(addr.path):

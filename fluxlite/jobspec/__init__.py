@@ -34,9 +34,19 @@ from fluxlite.jobspec._constraint import (
     decode_idset,
 )
 from fluxlite.jobspec._model import OPERATORS, UNBOUNDED, Count, Jobspec, Resource, Task, Tristate
-from fluxlite.jobspec._parse import load_jobspec, parse_constraint, parse_jobspec
+from fluxlite.jobspec._parse import (
+    MAX_ALIASES,
+    MAX_EXPANDED_NODES,
+    MAX_RESOURCES,
+    load_jobspec,
+    parse_constraint,
+    parse_jobspec,
+)
 
 __all__ = [
+    "MAX_ALIASES",
+    "MAX_EXPANDED_NODES",
+    "MAX_RESOURCES",
     "OPERATORS",
     "UNBOUNDED",
     "ConditionalConstraint",

@@ -11,6 +11,14 @@ through orjson and lands in the same representation.  Validation then
 follows ``jobspec.cpp`` check by check, and each rejection becomes a one-line
 :class:`~fluxlite.errors.JobspecError` naming the source, the field path and,
 for YAML, the line.
+
+Bounds (hostile input): YAML aliases may be used at most
+:data:`MAX_ALIASES` times, the document after expanding them may hold at
+most :data:`MAX_EXPANDED_NODES` nodes (an 800-byte "billion laughs"
+document would otherwise expand to millions of resources), and the request
+tree at most :data:`MAX_RESOURCES` resources.  Every entry point (files,
+the REPL, the instance service) goes through :func:`parse_jobspec`, so all
+get the same guard.
 """
 
 from __future__ import annotations
@@ -40,7 +48,14 @@ from fluxlite.jobspec._scalars import (
     text,
 )
 
-__all__ = ["load_jobspec", "parse_constraint", "parse_jobspec"]
+__all__ = [
+    "MAX_ALIASES",
+    "MAX_EXPANDED_NODES",
+    "MAX_RESOURCES",
+    "load_jobspec",
+    "parse_constraint",
+    "parse_jobspec",
+]
 
 _TAGS = {
     ScalarNode: "tag:yaml.org,2002:str",
@@ -144,10 +159,23 @@ class _YamlSyntax(Exception):
         self.reason = reason
 
 
-class _Builder:
-    """Turns composed YAML nodes into Python values, recording lines and quoting."""
+#: alias references a document may use (Fluxion has no limit; real jobspecs use a handful)
+MAX_ALIASES = 1000
+#: nodes (scalars and containers) of a document once its aliases are expanded
+MAX_EXPANDED_NODES = 100_000
+#: resources of the request tree once its aliases are expanded
+MAX_RESOURCES = 10_000
 
-    __slots__ = ("busy", "done", "lines", "plain_items")
+
+class _Builder:
+    """Turns composed YAML nodes into Python values, recording lines and quoting.
+
+    Aliases share the value built once (no copy), and the size the document
+    would have once expanded is counted as it is built: past
+    :data:`MAX_EXPANDED_NODES` (or :data:`MAX_ALIASES` references) it is refused.
+    """
+
+    __slots__ = ("aliases", "busy", "done", "lines", "plain_items", "sizes")
 
     def __init__(self) -> None:
         # id(container) -> (line, {key: line} or [line, ...])
@@ -156,6 +184,9 @@ class _Builder:
         self.plain_items: dict[int, tuple[bool, ...]] = {}
         self.done: dict[int, Any] = {}
         self.busy: set[int] = set()
+        # id(container) -> nodes it stands for once aliases are expanded
+        self.sizes: dict[int, int] = {}
+        self.aliases = 0
 
     def key(self, node: Node) -> str:
         if node.__class__ is ScalarNode:
@@ -174,22 +205,29 @@ class _Builder:
         nid = id(node)
         built = self.done.get(nid)
         if built is not None:
+            self.aliases += 1
+            if self.aliases > MAX_ALIASES:
+                raise _YamlSyntax(node, f"more than {MAX_ALIASES} alias references")
             return built
         if nid in self.busy:
             raise _YamlSyntax(node, "recursive alias")
         self.busy.add(nid)
         lines = self.lines
+        sizes = self.sizes
         if cls is SequenceNode:
             items = node.value
             out: Any = [self.value(item) for item in items]
             lines[id(out)] = (node.start_mark.line + 1, [item.start_mark.line + 1 for item in items])
+            size = 1 + sum(sizes.get(id(v), 1) for v in out)
         else:
             mapping: dict[str, Any] = {}
             keylines: dict[str, int] = {}
             pairs: list[tuple[str, Any]] | None = None
+            size = 1
             for knode, vnode in node.value:
                 key = self.key(knode)
                 val = self.value(vnode)
+                size += 1 + sizes.get(id(val), 1)
                 if key in mapping:
                     if pairs is None:
                         pairs = list(mapping.items())
@@ -209,6 +247,12 @@ class _Builder:
                 mapping = dup
             out = mapping
             lines[id(out)] = (node.start_mark.line + 1, keylines)
+        if size > MAX_EXPANDED_NODES:
+            raise _YamlSyntax(
+                node,
+                f"aliases expand the document to more than {MAX_EXPANDED_NODES} nodes (a request, not a graph)",
+            )
+        sizes[id(out)] = size
         self.busy.discard(nid)
         self.done[nid] = out
         return out
@@ -463,10 +507,11 @@ _FIXED_COUNTS: dict[int, Count] = {}
 class _Validator:
     """Checks a document tree the way ``Flux::Jobspec::Jobspec`` does and builds the model."""
 
-    __slots__ = ("plain_items",)
+    __slots__ = ("plain_items", "resources")
 
     def __init__(self, plain_items: dict[int, tuple[bool, ...]] | None) -> None:
         self.plain_items = plain_items
+        self.resources = 0
 
     # -- top level ---------------------------------------------------------
 
@@ -589,6 +634,9 @@ class _Validator:
     _RESOURCE_KEYS = ("type", "count", "unit", "label", "id", "exclusive", "with")
 
     def resource(self, node: Any, path: str, parent: Any, index: int) -> Resource:
+        self.resources += 1
+        if self.resources > MAX_RESOURCES:
+            raise FieldError(path, f"the request has more than {MAX_RESOURCES} resources", parent, index)
         # Fast path: a plain mapping with a string type, an integer count and
         # well-typed optional keys.  Anything else takes the checked path below,
         # which reports errors in Fluxion's order.

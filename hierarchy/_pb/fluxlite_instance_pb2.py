@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%hierarchy/_pb/fluxlite_instance.proto\x12\x15\x66luxlite.hierarchy.v1\"\xa1\x01\n\x0bLevelTiming\x12\x10\n\x08instance\x18\x01 \x01(\t\x12\r\n\x05\x64\x65pth\x18\x02 \x01(\r\x12\x0f\n\x07match_s\x18\x03 \x01(\x01\x12\x17\n\x0f\x61ttach_update_s\x18\x04 \x01(\x01\x12\x12\n\nupstream_s\x18\x05 \x01(\x01\x12\x10\n\x08server_s\x18\x06 \x01(\x01\x12\x0f\n\x07outcome\x18\x07 \x01(\t\x12\x10\n\x08\x64\x65\x66\x65rred\x18\x08 \x01(\x08\"u\n\x14MatchAllocateRequest\x12\x0f\n\x07jobspec\x18\x01 \x01(\x0c\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\r\n\x05lease\x18\x03 \x01(\x08\x12\x12\n\nchild_name\x18\x04 \x01(\t\x12\x15\n\rchild_address\x18\x05 \x01(\t\"[\n\x10MatchGrowRequest\x12\r\n\x05jobid\x18\x01 \x01(\x04\x12\x0f\n\x07jobspec\x18\x02 \x01(\x0c\x12\x12\n\nrequest_id\x18\x03 \x01(\t\x12\x13\n\x0blease_token\x18\x04 \x01(\t\"\xb6\x01\n\nMatchReply\x12\r\n\x05jobid\x18\x01 \x01(\x04\x12\x0b\n\x03jgf\x18\x02 \x01(\x0c\x12\x13\n\x0blease_token\x18\x03 \x01(\t\x12\x0f\n\x07grace_s\x18\x04 \x01(\x01\x12\x10\n\x08replayed\x18\x05 \x01(\x08\x12\x10\n\x08vertices\x18\x06 \x01(\x04\x12\r\n\x05\x65\x64ges\x18\x07 \x01(\x04\x12\x33\n\x07timings\x18\x08 \x03(\x0b\x32\".fluxlite.hierarchy.v1.LevelTiming\"c\n\rShrinkRequest\x12\r\n\x05jobid\x18\x01 \x01(\x04\x12\x0b\n\x03jgf\x18\x02 \x01(\x0c\x12\r\n\x05paths\x18\x03 \x03(\t\x12\x13\n\x0blease_token\x18\x04 \x01(\t\x12\x12\n\nrequest_id\x18\x05 \x01(\t\"\x9b\x01\n\x0bShrinkReply\x12\x10\n\x08job_gone\x18\x01 \x01(\x08\x12\x10\n\x08released\x18\x02 \x01(\x04\x12\x10\n\x08returned\x18\x03 \x01(\x04\x12\x0f\n\x07pending\x18\x04 \x01(\x04\x12\x10\n\x08replayed\x18\x05 \x01(\x08\x12\x33\n\x07timings\x18\x06 \x03(\x0b\x32\".fluxlite.hierarchy.v1.LevelTiming\"4\n\x0eReleaseRequest\x12\r\n\x05jobid\x18\x01 \x01(\x04\x12\x13\n\x0blease_token\x18\x02 \x01(\t\"f\n\x0cReleaseReply\x12\x10\n\x08returned\x18\x01 \x01(\x04\x12\x0f\n\x07pending\x18\x02 \x01(\x04\x12\x33\n\x07timings\x18\x03 \x03(\x0b\x32\".fluxlite.hierarchy.v1.LevelTiming\"6\n\x10HeartbeatRequest\x12\r\n\x05jobid\x18\x01 \x01(\x04\x12\x13\n\x0blease_token\x18\x02 \x01(\t\"!\n\x0eHeartbeatReply\x12\x0f\n\x07grace_s\x18\x01 \x01(\x01\"<\n\x0bInfoRequest\x12\r\n\x05jobid\x18\x01 \x01(\x04\x12\x0f\n\x07recount\x18\x02 \x01(\x08\x12\r\n\x05graph\x18\x03 \x01(\x08\"&\n\tInfoReply\x12\x0c\n\x04json\x18\x01 \x01(\x0c\x12\x0b\n\x03jgf\x18\x02 \x01(\x0c\"\r\n\x0bStatRequest\"\xa6\x03\n\tStatReply\x12\x10\n\x08vertices\x18\x01 \x01(\x04\x12\r\n\x05\x65\x64ges\x18\x02 \x01(\x04\x12\x0c\n\x04jobs\x18\x03 \x01(\x04\x12\x10\n\x08\x63hildren\x18\x04 \x01(\x04\x12=\n\x07\x62y_type\x18\x05 \x03(\x0b\x32,.fluxlite.hierarchy.v1.StatReply.ByTypeEntry\x12\x38\n\x04\x66ree\x18\x06 \x03(\x0b\x32*.fluxlite.hierarchy.v1.StatReply.FreeEntry\x12@\n\x08\x63ounters\x18\x07 \x03(\x0b\x32..fluxlite.hierarchy.v1.StatReply.CountersEntry\x12\x10\n\x08uptime_s\x18\x08 \x01(\x01\x1a-\n\x0b\x42yTypeEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\x1a+\n\tFreeEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\x1a/\n\rCountersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\"\x0f\n\rHealthRequest\"[\n\x0bHealthReply\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x10\n\x08instance\x18\x02 \x01(\t\x12\r\n\x05\x64\x65pth\x18\x03 \x01(\r\x12\x0b\n\x03pid\x18\x04 \x01(\x03\x12\x0e\n\x06parent\x18\x05 \x01(\t2\xbc\x05\n\x08Instance\x12_\n\rMatchAllocate\x12+.fluxlite.hierarchy.v1.MatchAllocateRequest\x1a!.fluxlite.hierarchy.v1.MatchReply\x12W\n\tMatchGrow\x12\'.fluxlite.hierarchy.v1.MatchGrowRequest\x1a!.fluxlite.hierarchy.v1.MatchReply\x12R\n\x06Shrink\x12$.fluxlite.hierarchy.v1.ShrinkRequest\x1a\".fluxlite.hierarchy.v1.ShrinkReply\x12U\n\x07Release\x12%.fluxlite.hierarchy.v1.ReleaseRequest\x1a#.fluxlite.hierarchy.v1.ReleaseReply\x12[\n\tHeartbeat\x12\'.fluxlite.hierarchy.v1.HeartbeatRequest\x1a%.fluxlite.hierarchy.v1.HeartbeatReply\x12L\n\x04Info\x12\".fluxlite.hierarchy.v1.InfoRequest\x1a .fluxlite.hierarchy.v1.InfoReply\x12L\n\x04Stat\x12\".fluxlite.hierarchy.v1.StatRequest\x1a .fluxlite.hierarchy.v1.StatReply\x12R\n\x06Health\x12$.fluxlite.hierarchy.v1.HealthRequest\x1a\".fluxlite.hierarchy.v1.HealthReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%hierarchy/_pb/fluxlite_instance.proto\x12\x15\x66luxlite.hierarchy.v1\"\xa1\x01\n\x0bLevelTiming\x12\x10\n\x08instance\x18\x01 \x01(\t\x12\r\n\x05\x64\x65pth\x18\x02 \x01(\r\x12\x0f\n\x07match_s\x18\x03 \x01(\x01\x12\x17\n\x0f\x61ttach_update_s\x18\x04 \x01(\x01\x12\x12\n\nupstream_s\x18\x05 \x01(\x01\x12\x10\n\x08server_s\x18\x06 \x01(\x01\x12\x0f\n\x07outcome\x18\x07 \x01(\t\x12\x10\n\x08\x64\x65\x66\x65rred\x18\x08 \x01(\x08\"\x8b\x01\n\x14MatchAllocateRequest\x12\x0f\n\x07jobspec\x18\x01 \x01(\x0c\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\r\n\x05lease\x18\x03 \x01(\x08\x12\x12\n\nchild_name\x18\x04 \x01(\t\x12\x15\n\rchild_address\x18\x05 \x01(\t\x12\x14\n\x0clease_secret\x18\x06 \x01(\t\"[\n\x10MatchGrowRequest\x12\r\n\x05jobid\x18\x01 \x01(\x04\x12\x0f\n\x07jobspec\x18\x02 \x01(\x0c\x12\x12\n\nrequest_id\x18\x03 \x01(\t\x12\x13\n\x0blease_token\x18\x04 \x01(\t\"\xb6\x01\n\nMatchReply\x12\r\n\x05jobid\x18\x01 \x01(\x04\x12\x0b\n\x03jgf\x18\x02 \x01(\x0c\x12\x13\n\x0blease_token\x18\x03 \x01(\t\x12\x0f\n\x07grace_s\x18\x04 \x01(\x01\x12\x10\n\x08replayed\x18\x05 \x01(\x08\x12\x10\n\x08vertices\x18\x06 \x01(\x04\x12\r\n\x05\x65\x64ges\x18\x07 \x01(\x04\x12\x33\n\x07timings\x18\x08 \x03(\x0b\x32\".fluxlite.hierarchy.v1.LevelTiming\"c\n\rShrinkRequest\x12\r\n\x05jobid\x18\x01 \x01(\x04\x12\x0b\n\x03jgf\x18\x02 \x01(\x0c\x12\r\n\x05paths\x18\x03 \x03(\t\x12\x13\n\x0blease_token\x18\x04 \x01(\t\x12\x12\n\nrequest_id\x18\x05 \x01(\t\"`\n\x0bShrinkChunk\x12\x32\n\x04head\x18\x01 \x01(\x0b\x32$.fluxlite.hierarchy.v1.ShrinkRequest\x12\x10\n\x08jgf_size\x18\x02 \x01(\x04\x12\x0b\n\x03jgf\x18\x03 \x01(\x0c\"\x9b\x01\n\x0bShrinkReply\x12\x10\n\x08job_gone\x18\x01 \x01(\x08\x12\x10\n\x08released\x18\x02 \x01(\x04\x12\x10\n\x08returned\x18\x03 \x01(\x04\x12\x0f\n\x07pending\x18\x04 \x01(\x04\x12\x10\n\x08replayed\x18\x05 \x01(\x08\x12\x33\n\x07timings\x18\x06 \x03(\x0b\x32\".fluxlite.hierarchy.v1.LevelTiming\"4\n\x0eReleaseRequest\x12\r\n\x05jobid\x18\x01 \x01(\x04\x12\x13\n\x0blease_token\x18\x02 \x01(\t\"f\n\x0cReleaseReply\x12\x10\n\x08returned\x18\x01 \x01(\x04\x12\x0f\n\x07pending\x18\x02 \x01(\x04\x12\x33\n\x07timings\x18\x03 \x03(\x0b\x32\".fluxlite.hierarchy.v1.LevelTiming\"6\n\x10HeartbeatRequest\x12\r\n\x05jobid\x18\x01 \x01(\x04\x12\x13\n\x0blease_token\x18\x02 \x01(\t\"!\n\x0eHeartbeatReply\x12\x0f\n\x07grace_s\x18\x01 \x01(\x01\"<\n\x0bInfoRequest\x12\r\n\x05jobid\x18\x01 \x01(\x04\x12\x0f\n\x07recount\x18\x02 \x01(\x08\x12\r\n\x05graph\x18\x03 \x01(\x08\"&\n\tInfoReply\x12\x0c\n\x04json\x18\x01 \x01(\x0c\x12\x0b\n\x03jgf\x18\x02 \x01(\x0c\"\r\n\x0bStatRequest\"\xa6\x03\n\tStatReply\x12\x10\n\x08vertices\x18\x01 \x01(\x04\x12\r\n\x05\x65\x64ges\x18\x02 \x01(\x04\x12\x0c\n\x04jobs\x18\x03 \x01(\x04\x12\x10\n\x08\x63hildren\x18\x04 \x01(\x04\x12=\n\x07\x62y_type\x18\x05 \x03(\x0b\x32,.fluxlite.hierarchy.v1.StatReply.ByTypeEntry\x12\x38\n\x04\x66ree\x18\x06 \x03(\x0b\x32*.fluxlite.hierarchy.v1.StatReply.FreeEntry\x12@\n\x08\x63ounters\x18\x07 \x03(\x0b\x32..fluxlite.hierarchy.v1.StatReply.CountersEntry\x12\x10\n\x08uptime_s\x18\x08 \x01(\x01\x1a-\n\x0b\x42yTypeEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\x1a+\n\tFreeEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\x1a/\n\rCountersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\"\x0f\n\rHealthRequest\"[\n\x0bHealthReply\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x10\n\x08instance\x18\x02 \x01(\t\x12\r\n\x05\x64\x65pth\x18\x03 \x01(\r\x12\x0b\n\x03pid\x18\x04 \x01(\x03\x12\x0e\n\x06parent\x18\x05 \x01(\t2\x96\x06\n\x08Instance\x12_\n\rMatchAllocate\x12+.fluxlite.hierarchy.v1.MatchAllocateRequest\x1a!.fluxlite.hierarchy.v1.MatchReply\x12W\n\tMatchGrow\x12\'.fluxlite.hierarchy.v1.MatchGrowRequest\x1a!.fluxlite.hierarchy.v1.MatchReply\x12R\n\x06Shrink\x12$.fluxlite.hierarchy.v1.ShrinkRequest\x1a\".fluxlite.hierarchy.v1.ShrinkReply\x12X\n\x0cShrinkStream\x12\".fluxlite.hierarchy.v1.ShrinkChunk\x1a\".fluxlite.hierarchy.v1.ShrinkReply(\x01\x12U\n\x07Release\x12%.fluxlite.hierarchy.v1.ReleaseRequest\x1a#.fluxlite.hierarchy.v1.ReleaseReply\x12[\n\tHeartbeat\x12\'.fluxlite.hierarchy.v1.HeartbeatRequest\x1a%.fluxlite.hierarchy.v1.HeartbeatReply\x12L\n\x04Info\x12\".fluxlite.hierarchy.v1.InfoRequest\x1a .fluxlite.hierarchy.v1.InfoReply\x12L\n\x04Stat\x12\".fluxlite.hierarchy.v1.StatRequest\x1a .fluxlite.hierarchy.v1.StatReply\x12R\n\x06Health\x12$.fluxlite.hierarchy.v1.HealthRequest\x1a\".fluxlite.hierarchy.v1.HealthReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,42 +39,44 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_STATREPLY_COUNTERSENTRY']._serialized_options = b'8\001'
   _globals['_LEVELTIMING']._serialized_start=65
   _globals['_LEVELTIMING']._serialized_end=226
-  _globals['_MATCHALLOCATEREQUEST']._serialized_start=228
-  _globals['_MATCHALLOCATEREQUEST']._serialized_end=345
-  _globals['_MATCHGROWREQUEST']._serialized_start=347
-  _globals['_MATCHGROWREQUEST']._serialized_end=438
-  _globals['_MATCHREPLY']._serialized_start=441
-  _globals['_MATCHREPLY']._serialized_end=623
-  _globals['_SHRINKREQUEST']._serialized_start=625
-  _globals['_SHRINKREQUEST']._serialized_end=724
-  _globals['_SHRINKREPLY']._serialized_start=727
-  _globals['_SHRINKREPLY']._serialized_end=882
-  _globals['_RELEASEREQUEST']._serialized_start=884
-  _globals['_RELEASEREQUEST']._serialized_end=936
-  _globals['_RELEASEREPLY']._serialized_start=938
-  _globals['_RELEASEREPLY']._serialized_end=1040
-  _globals['_HEARTBEATREQUEST']._serialized_start=1042
-  _globals['_HEARTBEATREQUEST']._serialized_end=1096
-  _globals['_HEARTBEATREPLY']._serialized_start=1098
-  _globals['_HEARTBEATREPLY']._serialized_end=1131
-  _globals['_INFOREQUEST']._serialized_start=1133
-  _globals['_INFOREQUEST']._serialized_end=1193
-  _globals['_INFOREPLY']._serialized_start=1195
-  _globals['_INFOREPLY']._serialized_end=1233
-  _globals['_STATREQUEST']._serialized_start=1235
-  _globals['_STATREQUEST']._serialized_end=1248
-  _globals['_STATREPLY']._serialized_start=1251
-  _globals['_STATREPLY']._serialized_end=1673
-  _globals['_STATREPLY_BYTYPEENTRY']._serialized_start=1534
-  _globals['_STATREPLY_BYTYPEENTRY']._serialized_end=1579
-  _globals['_STATREPLY_FREEENTRY']._serialized_start=1581
-  _globals['_STATREPLY_FREEENTRY']._serialized_end=1624
-  _globals['_STATREPLY_COUNTERSENTRY']._serialized_start=1626
-  _globals['_STATREPLY_COUNTERSENTRY']._serialized_end=1673
-  _globals['_HEALTHREQUEST']._serialized_start=1675
-  _globals['_HEALTHREQUEST']._serialized_end=1690
-  _globals['_HEALTHREPLY']._serialized_start=1692
-  _globals['_HEALTHREPLY']._serialized_end=1783
-  _globals['_INSTANCE']._serialized_start=1786
-  _globals['_INSTANCE']._serialized_end=2486
+  _globals['_MATCHALLOCATEREQUEST']._serialized_start=229
+  _globals['_MATCHALLOCATEREQUEST']._serialized_end=368
+  _globals['_MATCHGROWREQUEST']._serialized_start=370
+  _globals['_MATCHGROWREQUEST']._serialized_end=461
+  _globals['_MATCHREPLY']._serialized_start=464
+  _globals['_MATCHREPLY']._serialized_end=646
+  _globals['_SHRINKREQUEST']._serialized_start=648
+  _globals['_SHRINKREQUEST']._serialized_end=747
+  _globals['_SHRINKCHUNK']._serialized_start=749
+  _globals['_SHRINKCHUNK']._serialized_end=845
+  _globals['_SHRINKREPLY']._serialized_start=848
+  _globals['_SHRINKREPLY']._serialized_end=1003
+  _globals['_RELEASEREQUEST']._serialized_start=1005
+  _globals['_RELEASEREQUEST']._serialized_end=1057
+  _globals['_RELEASEREPLY']._serialized_start=1059
+  _globals['_RELEASEREPLY']._serialized_end=1161
+  _globals['_HEARTBEATREQUEST']._serialized_start=1163
+  _globals['_HEARTBEATREQUEST']._serialized_end=1217
+  _globals['_HEARTBEATREPLY']._serialized_start=1219
+  _globals['_HEARTBEATREPLY']._serialized_end=1252
+  _globals['_INFOREQUEST']._serialized_start=1254
+  _globals['_INFOREQUEST']._serialized_end=1314
+  _globals['_INFOREPLY']._serialized_start=1316
+  _globals['_INFOREPLY']._serialized_end=1354
+  _globals['_STATREQUEST']._serialized_start=1356
+  _globals['_STATREQUEST']._serialized_end=1369
+  _globals['_STATREPLY']._serialized_start=1372
+  _globals['_STATREPLY']._serialized_end=1794
+  _globals['_STATREPLY_BYTYPEENTRY']._serialized_start=1655
+  _globals['_STATREPLY_BYTYPEENTRY']._serialized_end=1700
+  _globals['_STATREPLY_FREEENTRY']._serialized_start=1702
+  _globals['_STATREPLY_FREEENTRY']._serialized_end=1745
+  _globals['_STATREPLY_COUNTERSENTRY']._serialized_start=1747
+  _globals['_STATREPLY_COUNTERSENTRY']._serialized_end=1794
+  _globals['_HEALTHREQUEST']._serialized_start=1796
+  _globals['_HEALTHREQUEST']._serialized_end=1811
+  _globals['_HEALTHREPLY']._serialized_start=1813
+  _globals['_HEALTHREPLY']._serialized_end=1904
+  _globals['_INSTANCE']._serialized_start=1907
+  _globals['_INSTANCE']._serialized_end=2697
 # @@protoc_insertion_point(module_scope)

@@ -27,18 +27,20 @@ class LevelTiming(_message.Message):
     def __init__(self, instance: _Optional[str] = ..., depth: _Optional[int] = ..., match_s: _Optional[float] = ..., attach_update_s: _Optional[float] = ..., upstream_s: _Optional[float] = ..., server_s: _Optional[float] = ..., outcome: _Optional[str] = ..., deferred: _Optional[bool] = ...) -> None: ...
 
 class MatchAllocateRequest(_message.Message):
-    __slots__ = ("jobspec", "request_id", "lease", "child_name", "child_address")
+    __slots__ = ("jobspec", "request_id", "lease", "child_name", "child_address", "lease_secret")
     JOBSPEC_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_FIELD_NUMBER: _ClassVar[int]
     CHILD_NAME_FIELD_NUMBER: _ClassVar[int]
     CHILD_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    LEASE_SECRET_FIELD_NUMBER: _ClassVar[int]
     jobspec: bytes
     request_id: str
     lease: bool
     child_name: str
     child_address: str
-    def __init__(self, jobspec: _Optional[bytes] = ..., request_id: _Optional[str] = ..., lease: _Optional[bool] = ..., child_name: _Optional[str] = ..., child_address: _Optional[str] = ...) -> None: ...
+    lease_secret: str
+    def __init__(self, jobspec: _Optional[bytes] = ..., request_id: _Optional[str] = ..., lease: _Optional[bool] = ..., child_name: _Optional[str] = ..., child_address: _Optional[str] = ..., lease_secret: _Optional[str] = ...) -> None: ...
 
 class MatchGrowRequest(_message.Message):
     __slots__ = ("jobid", "jobspec", "request_id", "lease_token")
@@ -85,6 +87,16 @@ class ShrinkRequest(_message.Message):
     lease_token: str
     request_id: str
     def __init__(self, jobid: _Optional[int] = ..., jgf: _Optional[bytes] = ..., paths: _Optional[_Iterable[str]] = ..., lease_token: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class ShrinkChunk(_message.Message):
+    __slots__ = ("head", "jgf_size", "jgf")
+    HEAD_FIELD_NUMBER: _ClassVar[int]
+    JGF_SIZE_FIELD_NUMBER: _ClassVar[int]
+    JGF_FIELD_NUMBER: _ClassVar[int]
+    head: ShrinkRequest
+    jgf_size: int
+    jgf: bytes
+    def __init__(self, head: _Optional[_Union[ShrinkRequest, _Mapping]] = ..., jgf_size: _Optional[int] = ..., jgf: _Optional[bytes] = ...) -> None: ...
 
 class ShrinkReply(_message.Message):
     __slots__ = ("job_gone", "released", "returned", "pending", "replayed", "timings")

@@ -49,6 +49,11 @@ class InstanceStub:
                 request_serializer=hierarchy_dot___pb_dot_fluxlite__instance__pb2.ShrinkRequest.SerializeToString,
                 response_deserializer=hierarchy_dot___pb_dot_fluxlite__instance__pb2.ShrinkReply.FromString,
                 _registered_method=True)
+        self.ShrinkStream = channel.stream_unary(
+                '/fluxlite.hierarchy.v1.Instance/ShrinkStream',
+                request_serializer=hierarchy_dot___pb_dot_fluxlite__instance__pb2.ShrinkChunk.SerializeToString,
+                response_deserializer=hierarchy_dot___pb_dot_fluxlite__instance__pb2.ShrinkReply.FromString,
+                _registered_method=True)
         self.Release = channel.unary_unary(
                 '/fluxlite.hierarchy.v1.Instance/Release',
                 request_serializer=hierarchy_dot___pb_dot_fluxlite__instance__pb2.ReleaseRequest.SerializeToString,
@@ -95,6 +100,18 @@ class InstanceServicer:
 
     def Shrink(self, request, context):
         """Release part of a job; what came from the parent goes back up.
+        Every request message is limited to a few MiB (see MAX_RECEIVE in
+        hierarchy/_service.py): a bigger JGF goes through ShrinkStream.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ShrinkStream(self, request_iterator, context):
+        """Shrink with a JGF of any size: the first chunk carries the request
+        (job, lease token, request id, total JGF size) and is checked - caller,
+        job owner, lease token - before any further chunk is read; the
+        following chunks carry the JGF bytes in order.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -151,6 +168,11 @@ def add_InstanceServicer_to_server(servicer, server):
             'Shrink': grpc.unary_unary_rpc_method_handler(
                     servicer.Shrink,
                     request_deserializer=hierarchy_dot___pb_dot_fluxlite__instance__pb2.ShrinkRequest.FromString,
+                    response_serializer=hierarchy_dot___pb_dot_fluxlite__instance__pb2.ShrinkReply.SerializeToString,
+            ),
+            'ShrinkStream': grpc.stream_unary_rpc_method_handler(
+                    servicer.ShrinkStream,
+                    request_deserializer=hierarchy_dot___pb_dot_fluxlite__instance__pb2.ShrinkChunk.FromString,
                     response_serializer=hierarchy_dot___pb_dot_fluxlite__instance__pb2.ShrinkReply.SerializeToString,
             ),
             'Release': grpc.unary_unary_rpc_method_handler(
@@ -259,6 +281,33 @@ class Instance:
             target,
             '/fluxlite.hierarchy.v1.Instance/Shrink',
             hierarchy_dot___pb_dot_fluxlite__instance__pb2.ShrinkRequest.SerializeToString,
+            hierarchy_dot___pb_dot_fluxlite__instance__pb2.ShrinkReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ShrinkStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/fluxlite.hierarchy.v1.Instance/ShrinkStream',
+            hierarchy_dot___pb_dot_fluxlite__instance__pb2.ShrinkChunk.SerializeToString,
             hierarchy_dot___pb_dot_fluxlite__instance__pb2.ShrinkReply.FromString,
             options,
             channel_credentials,

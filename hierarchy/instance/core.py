@@ -126,6 +126,12 @@ class InstanceCore:
         #: the instance owner (admin): may act on every job; "" = nobody
         self.owner = owner
         self.limits = limits
+        #: other services' jobs by owner (the batch queue): user -> engine job ids, for limits
+        self.holders: list[Callable[[str], Iterable[int]]] = []
+        #: other services' state kept in this instance's state file (key -> function returning JSON-able data)
+        self.extra_state: dict[str, Callable[[], Any]] = {}
+        #: what the state file held for them at restore (key -> data)
+        self.restored_extra: dict[str, Any] = {}
         #: user -> wall-clock times of their recent grows (for ``grows_per_minute``)
         self.grow_times: dict[str, list[float]] = {}
         self.returning: list[dict[str, Any]] = []

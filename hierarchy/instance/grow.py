@@ -20,11 +20,12 @@ from typing import Any
 from fluxlite.errors import (
     BusyError,
     FluxliteError,
+    InputError,
     MatchError,
     UnknownJobError,
     UnsatisfiableError,
 )
-from hierarchy._errors import InstanceUnavailableError
+from hierarchy._errors import InstanceUnavailableError, LimitError
 from hierarchy._jgfsub import jgf_counts
 from hierarchy.base import LevelTiming, MatchOutcome
 from hierarchy.instance.core import InstanceCore, _now
@@ -42,16 +43,26 @@ class GrowMixin(InstanceCore):
         lease: bool = False,
         child_name: str = "",
         child_address: str = "",
+        lease_secret: str = "",
         deadline: float | None = None,
         caller: str | None = None,
     ) -> MatchOutcome:
         """Allocate a new job here (no recursion).  With ``lease`` the job belongs to a child instance.
 
         The job belongs to ``caller`` (the verified user; None for a trusted in-process call).
+        Request ids are scoped to the caller: another user's retry with the same id is a new
+        request.  A lease's token is ``lease_secret`` (chosen by the child, never sent back) or
+        a new one returned by this call only: a replay of the request id gets no token.
         """
         t0 = _now()
         js = self._parse_jobspec(jobspec)
-        key = f"alloc:{request_id}" if request_id else ""
+        if lease_secret and not (
+            32 <= len(lease_secret) <= 128 and lease_secret.isascii() and lease_secret.isalnum()
+        ):
+            raise InputError(
+                "lease_secret must be 32 to 128 letters and digits (a random token the child chose)"
+            )
+        key = f"alloc:{caller or ''}:{request_id}" if request_id else ""
         with self._locked(deadline):
             rec = self._lookup(key) if key else None
             if rec is not None and rec["state"] == "done":
@@ -61,19 +72,23 @@ class GrowMixin(InstanceCore):
                     r["jobid"],
                     rec["jgf"],
                     [LevelTiming(self.name, self.depth, server_s=_now() - t0, outcome="replay")],
-                    r["lease_token"],
+                    "",  # a lease token is only ever sent on the call that created it
                     self.child_grace,
                     True,
                     r["vertices"],
                     r["edges"],
                 )
             self._check_limits(caller, js, "allocate")
+            if self._caps(caller) != (None, None):  # count what the match would take, commit nothing
+                dry = self.engine.match(js, op="without_allocating", fmt="jgf")
+                if dry.ok:
+                    self._check_match(caller, dry.text, "allocation")
             tm = _now()
             res = self.engine.allocate(js, fmt="jgf")
             match_s = _now() - tm
             jgf = res.text.encode()
             at, duration = self._job_window(js)
-            token = secrets.token_hex(16) if lease else ""
+            token = (lease_secret or secrets.token_hex(16)) if lease else ""
             self.jobs[res.jobid] = JobRecord(
                 res.jobid,
                 "child" if lease else "client",
@@ -93,7 +108,7 @@ class GrowMixin(InstanceCore):
                         "state": "done",
                         "jobid": res.jobid,
                         "jgf": jgf,
-                        "result": {"jobid": res.jobid, "lease_token": token, "vertices": nv, "edges": ne},
+                        "result": {"jobid": res.jobid, "vertices": nv, "edges": ne},
                     },
                 )
             self.counters["allocate"] += 1
@@ -101,9 +116,8 @@ class GrowMixin(InstanceCore):
         who = f"child {child_name or '?'} at {child_address or '?'}" if lease else "a client"
         self.log.info("allocated job %d to %s: %d vertices", res.jobid, who, nv)
         timing = LevelTiming(self.name, self.depth, match_s=match_s, server_s=_now() - t0, outcome="local")
-        return MatchOutcome(
-            res.jobid, jgf, [timing], token, self.child_grace if lease else 0.0, False, nv, ne
-        )
+        sent = "" if lease_secret else token
+        return MatchOutcome(res.jobid, jgf, [timing], sent, self.child_grace if lease else 0.0, False, nv, ne)
 
     def match_grow(
         self,
@@ -131,7 +145,7 @@ class GrowMixin(InstanceCore):
         deferred = False
         with self._locked(deadline) as hold:
             job = self._job(jobid, lease_token, caller, "grow")
-            key = f"grow:{jobid}:{rid}"
+            key = f"grow:{jobid}:{caller or ''}:{rid}"
             rec = self._lookup(key)
             if rec is not None and rec["state"] == "done":
                 self.counters["grow_replayed"] += 1
@@ -153,12 +167,20 @@ class GrowMixin(InstanceCore):
             nv = ne = 0
             local_err: MatchError | None = None
             if rec is None:
+                capped = self._caps(caller) != (None, None)
+                held = self._footprint(caller) if capped and caller is not None else None
                 tm = _now()
                 try:
                     jgf = self.engine.grow(jobid, js, fmt="jgf").text.encode()
                 except (BusyError, UnsatisfiableError) as exc:
                     local_err = exc
                 match_s = _now() - tm
+                if jgf is not None:
+                    try:
+                        self._check_match(caller, jgf, "grow", held)
+                    except LimitError:
+                        self.engine.shrink(jobid, jgf=jgf)  # the exact undo of a grow
+                        raise
             if jgf is not None:
                 nv, ne = jgf_counts(jgf)
             else:
@@ -166,7 +188,11 @@ class GrowMixin(InstanceCore):
                 if not sources:
                     assert local_err is not None
                     raise local_err
-                upstream_id = rec["upstream_id"] if rec is not None else self._upstream_id("grow", jobid, rid)
+                upstream_id = (
+                    rec["upstream_id"]
+                    if rec is not None
+                    else self._upstream_id("grow", jobid, f"{caller or ''}:{rid}")
+                )
                 err: FluxliteError | None = local_err
                 for source in sources:
                     self._remember(
@@ -213,6 +239,13 @@ class GrowMixin(InstanceCore):
                     self._persist()
                     assert err is not None
                     raise err
+                try:
+                    self._check_match(caller, jgf, "grow")
+                except LimitError:
+                    self._forget(key)
+                    self._persist()
+                    self._hand_back_now(outcome, jgf, upstream_id)
+                    raise
                 if job.kind == "child" and self.defer_attach:
                     # the child attaches the subgraph itself: answer now, attach here right after,
                     # still under the lock (nothing can see this level in between)

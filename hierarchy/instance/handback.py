@@ -101,7 +101,7 @@ class HandBackMixin(InstanceCore):
         rid = request_id or secrets.token_hex(16)
         with self._locked(deadline):
             job = self._job(jobid, lease_token, caller, "shrink")
-            key = f"shrink:{jobid}:{rid}"
+            key = f"shrink:{jobid}:{caller or ''}:{rid}"
             rec = self._lookup(key)
             if rec is not None and rec["state"] == "done":
                 r = rec["result"]

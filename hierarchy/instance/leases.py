@@ -48,6 +48,7 @@ class LeasesMixin(InstanceCore):
         ``timeout`` passes (so it never allocates twice).
         """
         rid = f"{name}-init-{secrets.token_hex(8)}"
+        lease_secret = secrets.token_hex(16)  # the lease token: chosen here, never sent back
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -57,6 +58,7 @@ class LeasesMixin(InstanceCore):
                     lease=True,
                     child_name=name,
                     child_address=address,
+                    lease_secret=lease_secret,
                     timeout=max(0.1, deadline - time.monotonic()),
                 )
                 break
@@ -72,20 +74,27 @@ class LeasesMixin(InstanceCore):
             depth=depth,
             parent=parent,
             parent_jobid=out.jobid,
-            parent_token=out.lease_token,
+            parent_token=lease_secret,
             address=address,
             **kwargs,
         )
         inst.parent_grace = out.grace_s
         return inst
 
-    def heartbeat(self, jobid: int, lease_token: str) -> float:
-        """A child's heartbeat for its lease; returns the grace period.  Takes no lock."""
+    def heartbeat(self, jobid: int, lease_token: str, caller: str | None = None) -> float:
+        """A child's heartbeat for its lease (its owner's or the instance owner's); returns the grace period.
+
+        Takes no lock.
+        """
         rec = self.jobs.get(jobid)
         if rec is None or rec.kind != "child":
             raise UnknownJobError(f"instance {self.name} holds no lease {jobid}")
         if not secrets.compare_digest(rec.token.encode(), lease_token.encode()):
             raise NotAuthorizedError(f"lease {jobid} at {self.name}: wrong lease token")
+        if not self.may_act(rec, caller):
+            raise NotAuthorizedError(
+                f"user {caller!r} may not heartbeat lease {jobid} at {self.name}: it belongs to {rec.owner!r}"
+            )
         rec.last_seen = time.monotonic()
         self.counters["heartbeat"] += 1
         return self.child_grace

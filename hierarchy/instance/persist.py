@@ -65,6 +65,7 @@ class PersistMixin(InstanceCore):
                 for r in self.returning
             ],
             "next_oid": self._next_oid,
+            "extra": {k: fn() for k, fn in self.extra_state.items()},
         }
         return orjson.dumps(doc)
 
@@ -128,6 +129,7 @@ class PersistMixin(InstanceCore):
         inst.grow_times = {u: list(ts) for u, ts in doc.get("grow_times", {}).items()}
         inst.returning = [{**r, "jgf": r["jgf"].encode()} for r in doc.get("returning", [])]
         inst._next_oid = doc.get("next_oid", len(inst.origins) + 1)
+        inst.restored_extra = dict(doc.get("extra") or {})
         for key, rec in list(inst.requests.items()):
             if rec.get("state") == "received":  # answered to the child, not attached here before the crash
                 inst.log.info("finishing the deferred attach of %s", key)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -14,7 +15,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m kube.testing",
         description="Run an API-compatible Kubernetes API server on loopback (for tests, walkthroughs and "
-        "`fluxlite bench kube`). Prints its URL, then serves until SIGTERM or SIGINT.",
+        "`fluxlite bench kube`). Prints its URL, then serves until SIGTERM or SIGINT. Every request must "
+        "carry the bearer token written to --kubeconfig (random per run, or $FLUXLITE_TESTING_TOKEN).",
     )
     parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="TCP port (default 0: any free port)")
@@ -24,6 +26,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="do not run the ReplicaSet controller, garbage collector and kubelet stand-in",
     )
+    parser.add_argument(
+        "--tls-cert", metavar="FILE", help="serving certificate chain, PEM (default: a fresh one)"
+    )
+    parser.add_argument("--tls-key", metavar="FILE", help="its private key, PEM")
+    parser.add_argument(
+        "--no-tls", action="store_true", help="serve plain HTTP (kubectl then sends no token)"
+    )
     parser.add_argument("--watch-cache-size", type=int, default=1000, help="watch events kept per resource")
     parser.add_argument(
         "--bookmark-interval",
@@ -32,13 +41,27 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds between watch BOOKMARK events (default 30)",
     )
     args = parser.parse_args(argv)
+    # the handlers go in before the URL is printed: a caller may send SIGTERM the moment it reads it
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
     try:
+        cert = None
+        if args.tls_cert or args.tls_key:
+            from kube.testing._tls import ServingCert
+
+            if not (args.tls_cert and args.tls_key):
+                raise ValueError("--tls-cert and --tls-key go together")
+            cert = ServingCert.read(args.tls_cert, args.tls_key)
         server = ApiServer(
             host=args.host,
             port=args.port,
             controllers=not args.no_controllers,
             watch_cache_size=args.watch_cache_size,
             bookmark_interval=args.bookmark_interval,
+            token=os.environ.get("FLUXLITE_TESTING_TOKEN") or None,
+            tls=not args.no_tls,
+            serving_cert=cert,
         ).start()
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -46,9 +69,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.kubeconfig:
         server.write_kubeconfig(args.kubeconfig)
     print(server.url, flush=True)
-    done = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: done.set())
     done.wait()
     server.stop()
     return 0

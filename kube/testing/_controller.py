@@ -61,6 +61,7 @@ _COMPONENTS = {
 _UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 _NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 _REVISION = "deployment.kubernetes.io/revision"
+_REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
 _HASH_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 _SUFFIXES = {
@@ -122,6 +123,7 @@ class Controllers:
         self._stopping = stopping
         self._queue: queue.Queue[tuple[Resource, WatchEvent]] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="kube-controllers", daemon=True)
+        self._owners: dict[tuple[str, str, str], Any] = {}  # workloads to sync after this batch
         store.listeners.append(lambda res, event: self._queue.put((res, event)))
 
     def start(self) -> None:
@@ -145,12 +147,24 @@ class Controllers:
     def _run(self) -> None:
         while not self._stopping.is_set():
             try:
-                res, event = self._queue.get(timeout=0.2)
+                batch = [self._queue.get(timeout=0.2)]
             except queue.Empty:
                 continue
-            # a conflict or a vanished object: a later event reconciles again
-            with contextlib.suppress(ApiError):
-                self._handle(res, event)
+            while len(batch) < 1000:  # what has queued up meanwhile is handled together
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            for res, event in batch:
+                # a conflict or a vanished object: a later event reconciles again
+                with contextlib.suppress(ApiError):
+                    self._handle(res, event)
+            # a workload's pods changed: one sync per workload per batch, not one per pod event
+            # (a sync lists the namespace's pods, so per event it would cost O(pods^2) in a burst)
+            owners, self._owners = self._owners, {}
+            for (_kind, ns, name), fn in owners.items():
+                with contextlib.suppress(ApiError):
+                    fn(ns, name)
 
     def _handle(self, res: Resource, event: WatchEvent) -> None:
         obj = event.obj
@@ -170,13 +184,16 @@ class Controllers:
             ref = _owner(obj)
             if ref and ref.get("kind") == "Deployment":
                 self._sync_deployment(ns, ref["name"])
-        elif key == ("", "pods"):
+        if key in (("", "pods"), ("policy", "poddisruptionbudgets")):
+            self._sync_budgets(ns)
+        if key == ("", "pods"):
             if event.type != "DELETED":
                 self._kubelet(obj)
             ref = _owner(obj)
             by_kind = {"ReplicaSet": RS, "StatefulSet": STATEFULSETS, "Job": JOBS}
             if ref and ref.get("kind") in by_kind:
-                sync[(by_kind[ref["kind"]].group, by_kind[ref["kind"]].plural)](ns, ref["name"])
+                fn = sync[(by_kind[ref["kind"]].group, by_kind[ref["kind"]].plural)]
+                self._owners[(ref["kind"], ns, ref["name"])] = fn
             elif event.type != "DELETED" and not ref and obj["metadata"].get("labels"):
                 for rs in self.store.list(RS, ns)[0]:
                     self._sync_replicaset(ns, rs["metadata"]["name"])
@@ -186,9 +203,25 @@ class Controllers:
             else:
                 self._sync_node(obj)
                 if event.type == "ADDED":  # the new node's kubelet starts the pods bound to it
-                    for pod in self.store.list(PODS, None)[0]:
-                        if pod["spec"].get("nodeName") == obj["metadata"]["name"]:
-                            self._kubelet(pod)
+                    for pod in self.store.pods_on(obj["metadata"]["name"]):
+                        self._kubelet(pod)
+
+    # -- disruption controller ---------------------------------------------------------------
+
+    def _sync_budgets(self, ns: str) -> None:
+        """Keep every PodDisruptionBudget's status of the namespace current (see ``_eviction``)."""
+        from kube.testing._eviction import PDBS, pdb_status
+
+        with self.store.cond:
+            for pdb in self.store.list(PDBS, ns)[0]:
+                status = pdb_status(self.store, pdb)
+                old = pdb.get("status") or {}
+                if {k: v for k, v in old.items() if k != "conditions"} != {
+                    k: v for k, v in status.items() if k != "conditions"
+                }:
+                    self.store.mutate(
+                        PDBS, ns, pdb["metadata"]["name"], lambda o, s=status: {**o, "status": s}, "status"
+                    )
 
     # -- garbage collector -------------------------------------------------------------------
 
@@ -237,12 +270,11 @@ class Controllers:
     def _collect_pods_of(self, node_name: str) -> None:
         """Pod garbage collection: pods bound to a node that no longer exists are force-deleted
         (the real PodGC waits about 40 s first)."""
-        for pod in self.store.list(PODS, None)[0]:
-            if pod["spec"].get("nodeName") == node_name:
-                with contextlib.suppress(ApiError):
-                    self.store.delete(
-                        PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], {"gracePeriodSeconds": 0}
-                    )
+        for pod in self.store.pods_on(node_name):
+            with contextlib.suppress(ApiError):
+                self.store.delete(
+                    PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], {"gracePeriodSeconds": 0}
+                )
 
     # -- kubelet -----------------------------------------------------------------------------
 
@@ -314,8 +346,8 @@ class Controllers:
             return "", ""
         used: dict[str, float] = {}
         count = 0
-        for other in self.store.list(PODS, None)[0]:
-            if other["spec"].get("nodeName") != node["metadata"]["name"] or other is pod:
+        for other in self.store.pods_on(node["metadata"]["name"]):
+            if other is pod:
                 continue
             if other["metadata"]["uid"] == pod["metadata"]["uid"] or not _active(other):
                 continue
@@ -435,21 +467,41 @@ class Controllers:
                 return
             spec = d.get("spec") or {}
             template = spec.get("template") or {}
-            digest = hashlib.sha256(orjson.dumps(template, option=orjson.OPT_SORT_KEYS)).digest()
+            norm = _normal_template(template)
+            digest = hashlib.sha256(orjson.dumps(norm, option=orjson.OPT_SORT_KEYS)).digest()
             pod_hash = "".join(_HASH_ALPHABET[b % len(_HASH_ALPHABET)] for b in digest[:10])
             replicas = int(spec.get("replicas", 1))
             owned = self._owned(RS, ns, d)
+            # the ReplicaSet whose template is this one, the hash label aside (upstream's
+            # EqualIgnoreHash): a rollback (``kubectl rollout undo``) scales the old one up again
             current = next(
-                (
-                    r
-                    for r in owned
-                    if (r["metadata"].get("labels") or {}).get("pod-template-hash") == pod_hash
-                ),
+                (r for r in owned if _normal_template((r.get("spec") or {}).get("template"), True) == norm),
                 None,
             )
-            revision = 1 + max(
-                (int((r["metadata"].get("annotations") or {}).get(_REVISION, 0)) for r in owned), default=0
-            )
+            revisions = [int((r["metadata"].get("annotations") or {}).get(_REVISION, 0)) for r in owned]
+            revision = 1 + max(revisions, default=0)
+            if current is not None and int(
+                (current["metadata"].get("annotations") or {}).get(_REVISION, 0)
+            ) < max(
+                revisions, default=0
+            ):  # an older revision comes back: it becomes the newest, as upstream renumbers it
+                old_rev = (current["metadata"].get("annotations") or {}).get(_REVISION, "")
+
+                def renumber(r: dict, rev: int = revision, old: str = old_rev) -> dict:
+                    ann = r["metadata"].setdefault("annotations", {})
+                    history = [h for h in (ann.get(_REVISION_HISTORY) or "").split(",") if h]
+                    ann[_REVISION] = str(rev)
+                    ann[_REVISION_HISTORY] = ",".join([*history, old]) if old else ",".join(history)
+                    return r
+
+                current = store.mutate(RS, ns, current["metadata"]["name"], renumber)
+                owned = [current if r["metadata"]["uid"] == current["metadata"]["uid"] else r for r in owned]
+                self._record(
+                    d,
+                    "Normal",
+                    "ScalingReplicaSet",
+                    f"Rolled back to replica set {current['metadata']['name']}",
+                )
             if current is None:
                 labels = {
                     **((template.get("metadata") or {}).get("labels") or {}),
@@ -486,6 +538,14 @@ class Controllers:
                     store.set_scale(
                         RS, ns, r["metadata"]["name"], lambda s, want=want: {**s, "spec": {"replicas": want}}
                     )
+            rev = (current["metadata"].get("annotations") or {}).get(_REVISION)
+            if rev and (d["metadata"].get("annotations") or {}).get(_REVISION) != rev:
+
+                def annotate(o: dict, rev: str = rev) -> dict:
+                    o["metadata"].setdefault("annotations", {})[_REVISION] = rev
+                    return o
+
+                store.mutate(DEPLOYMENTS, ns, name, annotate)  # the Deployment shows its revision
             fresh = [store.get(RS, ns, r["metadata"]["name"]) for r in owned if self._still(RS, ns, r)]
             total = lambda field, rs=fresh: sum((r.get("status") or {}).get(field, 0) for r in rs)  # noqa: E731
             status = {
@@ -726,6 +786,27 @@ class Controllers:
         }
         with contextlib.suppress(ApiError):
             self.store.create(EVENTS, meta["namespace"], event)
+
+
+def _normal_template(template: Any, drop_hash: bool = False) -> Any:
+    """A pod template with empty and null fields removed (what a Go client adds, such as
+    ``creationTimestamp: null`` and ``resources: {}``), and the ``pod-template-hash`` label
+    optionally: two templates that mean the same compare equal."""
+
+    def clean(x: Any) -> Any:
+        if isinstance(x, dict):
+            out = {k: clean(v) for k, v in x.items()}
+            return {k: v for k, v in out.items() if v not in (None, {}, [], "")}
+        if isinstance(x, list):
+            return [clean(v) for v in x]
+        return x
+
+    t = clean(copy.deepcopy(template or {}))
+    if drop_hash:
+        labels = (t.get("metadata") or {}).get("labels") or {}
+        labels.pop("pod-template-hash", None)
+        t = clean(t)
+    return t
 
 
 def _node_matches(pod: dict, node: dict) -> bool:

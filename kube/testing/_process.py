@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
 import signal
+import ssl
 import subprocess
 import sys
+import tempfile
 import threading
 import urllib.request
 
@@ -41,7 +45,9 @@ class ApiServerProcess(_ClientSide):
         self.controllers, self.watch_cache_size = controllers, watch_cache_size
         self.bookmark_interval, self.start_timeout = bookmark_interval, start_timeout
         self.url = ""
+        self.token = secrets.token_urlsafe(24)  # handed to the child in its environment, not its argv
         self._proc: subprocess.Popen[str] | None = None
+        self._tls_dir: str | None = None
 
     def start(self) -> ApiServerProcess:
         """Start the child and wait until it prints its URL (RuntimeError if it does not)."""
@@ -55,14 +61,25 @@ class ApiServerProcess(_ClientSide):
         ]  # fmt: skip
         if not self.controllers:
             cmd.append("--no-controllers")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        from kube.testing._tls import make_serving_cert
+
+        served = make_serving_cert()
+        self.ca_pem = served.ca_pem
+        self._tls_dir = tempfile.mkdtemp(prefix="fluxlite-kube-tls-")
+        cert, key = served.write(self._tls_dir)
+        cmd += ["--tls-cert", str(cert), "--tls-key", str(key)]
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+            "FLUXLITE_TESTING_TOKEN": self.token,
+        }
         self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
         line: list[str] = []
         reader = threading.Thread(target=lambda: line.append(self._proc.stdout.readline()), daemon=True)
         reader.start()
         reader.join(self.start_timeout)
         url = line[0].strip() if line else ""
-        if not url.startswith("http://"):
+        if not url.startswith("https://"):
             code = self._proc.poll()
             self.stop()
             raise RuntimeError(f"python -m kube.testing did not start (exit code {code})")
@@ -73,6 +90,10 @@ class ApiServerProcess(_ClientSide):
     def stop(self) -> None:
         """SIGTERM the child and wait for it (SIGKILL after 10 s). Idempotent."""
         proc, self._proc = self._proc, None
+        if self._tls_dir is not None:
+            shutil.rmtree(self._tls_dir, ignore_errors=True)
+            self._tls_dir = None
+        self._drop_ca_file()
         if proc is None:
             return
         if proc.poll() is None:
@@ -97,11 +118,20 @@ class ApiServerProcess(_ClientSide):
 
     def compact(self) -> int:
         """Drop the child's watch history; returns its current resourceVersion."""
-        request = urllib.request.Request(f"{self.url}/fluxlite-testing/compact", data=b"", method="POST")
-        with urllib.request.urlopen(request, timeout=10) as resp:
+        request = urllib.request.Request(
+            f"{self.url}/fluxlite-testing/compact", data=b"", method="POST", headers=self._auth()
+        )
+        with urllib.request.urlopen(request, timeout=10, context=self._ssl()) as resp:
             return int(json.loads(resp.read())["resourceVersion"])
 
     def request_counts(self) -> dict[str, int]:
         """Requests the child served so far, by verb and resource."""
-        with urllib.request.urlopen(f"{self.url}/fluxlite-testing/request-counts", timeout=10) as resp:
+        request = urllib.request.Request(f"{self.url}/fluxlite-testing/request-counts", headers=self._auth())
+        with urllib.request.urlopen(request, timeout=10, context=self._ssl()) as resp:
             return json.loads(resp.read())
+
+    def _ssl(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cadata=(self.ca_pem or b"").decode())
+
+    def _auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}

@@ -78,7 +78,7 @@ _ALL = [
              _META_FIELDS | {"status.phase"}),
     Resource("", "v1", "nodes", "Node", False, "node", ("no",), ("status",),
              _META_FIELDS | {"spec.unschedulable"}),
-    Resource("", "v1", "pods", "Pod", True, "pod", ("po",), ("status", "binding"), _POD_FIELDS),
+    Resource("", "v1", "pods", "Pod", True, "pod", ("po",), ("status", "binding", "eviction"), _POD_FIELDS),
     Resource("", "v1", "events", "Event", True, "event", ("ev",), (), _EVENT_FIELDS, has_status=False),
     Resource("events.k8s.io", "v1", "events", "Event", True, "event", ("ev",), (), _EVENTS_V1_FIELDS,
              has_status=False),
@@ -89,6 +89,10 @@ _ALL = [
     Resource("batch", "v1", "jobs", "Job", True, "job", (), ("status",), _META_FIELDS | {"status.successful"}),
     Resource("", "v1", "configmaps", "ConfigMap", True, "configmap", ("cm",), has_status=False),
     Resource("coordination.k8s.io", "v1", "leases", "Lease", True, "lease", (), has_status=False),
+    Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, "poddisruptionbudget",
+             ("pdb",), ("status",)),
+    Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, "priorityclass", ("pc",),
+             has_status=False),
 ]  # fmt: skip
 
 RESOURCES: dict[tuple[str, str, str], Resource] = {(r.group, r.version, r.plural): r for r in _ALL}
@@ -124,6 +128,7 @@ def discovery(group: str, version: str) -> dict:
                 "status": (r.kind, ["get", "patch", "update"]),
                 "scale": ("Scale", ["get", "patch", "update"]),
                 "binding": ("Binding", ["create"]),
+                "eviction": ("Eviction", ["create"]),
             }[sub]
             entry = {
                 "name": f"{r.plural}/{sub}",
@@ -133,6 +138,8 @@ def discovery(group: str, version: str) -> dict:
             }
             if sub == "scale":
                 entry.update(group="autoscaling", version="v1")
+            if sub == "eviction":
+                entry.update(group="policy", version="v1")
             entries.append({**entry, "verbs": verbs})
     if not group:
         entries.append(

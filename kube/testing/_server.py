@@ -15,15 +15,25 @@ requests. Paths, verbs, query parameters and status codes are those of kube-apis
 ``DELETE .../R``                                      delete collection
 ``.../R/NAME/status``, ``.../R/NAME/scale``           status and scale (autoscaling/v1 Scale) subresources
 ``POST .../pods/NAME/binding``, ``.../bindings``      bind a pod (201 with a Success Status)
+``POST .../pods/NAME/eviction``                       evict a pod, honouring PodDisruptionBudgets (429)
+``GET /openapi/v3``, ``/openapi/v3/G/V``, ``/openapi/v2``  OpenAPI (:mod:`kube.testing._openapi`)
 ====================================================  ===========================================
+
+HTTPS with a per-server CA (:mod:`kube.testing._tls`; ``tls=False`` for plain HTTP) and a
+bearer token (random per server, in the kubeconfig it writes): a wrong or missing token
+is ``401`` (anonymous requests may read only health and version). ``Accept: ...;as=Table``
+gets server-side Tables (:mod:`kube.testing._tables`); ``dryRun=All`` (query, or
+``DeleteOptions.dryRun``) checks and answers writes without storing them;
+``fieldValidation`` (Strict, Warn, Ignore) checks bodies against the OpenAPI schemas.
 
 Known deviations from a real API server (none of them visible to a scheduler that uses
 the API as documented):
 
-* No authentication or authorization: any bearer token is accepted; no admission webhooks.
-* JSON only (no protobuf, no CBOR, no ``as=Table``); no server-side apply (``apply-patch``
-  content types answer 415); ``dryRun`` is refused with 400 rather than simulated.
-* ``managedFields``, ``selfLink`` and OpenAPI (``/openapi/v2``, ``/openapi/v3``) are absent.
+* One token, one user: no authorization (RBAC) and no admission webhooks.
+* JSON only (no protobuf, no CBOR; ``/openapi/v2`` answers JSON, or 406 to a client that
+  accepts only protobuf); no server-side apply (``apply-patch`` content types answer 415).
+* ``managedFields`` and ``selfLink`` are absent; field validation reports unknown fields,
+  not duplicate ones.
 * ``limit``/``continue`` page over the current state, not over a snapshot at the first
   page's resourceVersion; ``resourceVersionMatch`` is accepted and ignored (every list is
   served from the latest state). A watch from a resourceVersion in the future starts at
@@ -49,9 +59,15 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hmac
 import http.server
+import os
+import secrets
+import shutil
 import socket
+import ssl
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -64,10 +80,12 @@ from kube.testing._patch import MalformedPatch, PatchError, json_patch, merge_pa
 from kube.testing._resources import GROUPS, RESOURCES, Resource, discovery
 from kube.testing._selectors import SelectorError, field_selector, label_selector
 from kube.testing._store import ApiError, Store, WatchEvent, bad_request, expired
+from kube.testing._tables import table, wants_table
 
 __all__ = ["ApiServer"]
 
 _NOT_FOUND = ApiError(404, "NotFound", "the server could not find the requested resource", {})
+_UNAUTHORIZED = ApiError(401, "Unauthorized", "Unauthorized", {})
 _METHOD_NOT_ALLOWED = ApiError(
     405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {}
 )
@@ -181,11 +199,22 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
+    def setup(self) -> None:
+        """The TLS handshake runs here, on the connection's own thread (not in accept)."""
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.settimeout(10)
+            self.request.do_handshake()
+            self.request.settimeout(None)
+        super().setup()
+
     # -- plumbing ----------------------------------------------------------------------------
 
     def _send(self, code: int, body: Any, content_type: str = "application/json") -> None:
         data = body if isinstance(body, bytes) else _dump(body)
         self.send_response(code)
+        for text in getattr(self, "_warnings", ()):
+            self.send_header("Warning", '299 - "' + text.replace('"', "'")[:200] + '"')
+        self._warnings = []
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-cache, private")
@@ -234,6 +263,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         parts = [p for p in url.path.split("/") if p]
         self.api._count(method, parts, query)
         try:
+            self._authenticate(method, parts)
             if method == "GET" and parts and parts[0] in ("healthz", "livez", "readyz") and len(parts) == 1:
                 self._send(200, b"ok", "text/plain; charset=utf-8")
                 return
@@ -252,16 +282,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                             "/apis",
                             *[f"/apis/{g}/{v}" for g, vs in GROUPS.items() for v in vs],
                             "/healthz",
+                            "/openapi/v2",
+                            "/openapi/v3",
                             "/version",
                         ]
                     },
                 )
                 return
+            if parts[0] == "openapi" and method == "GET":
+                self._openapi(parts[1:])
+                return
             if parts[0] == "fluxlite-testing" and len(parts) == 2:
                 self._admin(method, parts[1])
                 return
-            if "dryRun" in query:
-                raise bad_request("dryRun is not supported by this test API server")
             route = _route(parts)
             if route is None:
                 raise _NOT_FOUND
@@ -270,6 +303,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     raise _METHOD_NOT_ALLOWED
                 self._send(200, route)
                 return
+            dry = query.get("dryRun")
+            if dry is None and method == "DELETE" and self._has_body():  # DeleteOptions.dryRun
+                body = self._body()
+                if isinstance(body, dict) and body.get("dryRun"):
+                    dry = ",".join(map(str, body["dryRun"])) if isinstance(body["dryRun"], list) else "?"
+            if dry is not None:
+                if dry != "All":
+                    raise bad_request(f'dryRun: Unsupported value: "{dry[:64]}": supported values: "All"')
+                if method in ("POST", "PUT", "PATCH", "DELETE"):
+                    with self.api.store.dry_run():
+                        self._resource(method, route, query)
+                    return
             self._resource(method, route, query)
         except ApiError as err:
             self._error(err)
@@ -283,6 +328,42 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
         except Exception as exc:  # a bug here: answer as the real server answers a panic
             self._error(ApiError(500, "InternalError", f"Internal error occurred: {exc!r}", {}))
+
+    def _authenticate(self, method: str, parts: list[str]) -> None:
+        """Bearer token authentication, as kube-apiserver's token authenticator: a wrong token
+        is 401 everywhere; no token at all is the anonymous user, who may read only the
+        health and version endpoints (``system:public-info-viewer``)."""
+        header = self.headers.get("Authorization")
+        if header is None:
+            if method == "GET" and len(parts) == 1 and parts[0] in ("healthz", "livez", "readyz", "version"):
+                return
+            raise _UNAUTHORIZED
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            token.strip().encode(), self.api.token.encode()
+        ):
+            raise _UNAUTHORIZED
+
+    def _openapi(self, parts: list[str]) -> None:
+        """``/openapi/v3`` (index), ``/openapi/v3/<group version>``, ``/openapi/v2`` (JSON only)."""
+        from kube.testing import _openapi
+
+        if parts == ["v3"]:
+            self._send(200, _openapi.v3_index())
+            return
+        if parts[:1] == ["v3"]:
+            doc = _openapi.v3_document("/".join(parts[1:]))
+            if doc is None:
+                raise _NOT_FOUND
+            self._send(200, doc)
+            return
+        if parts == ["v2"]:
+            accept = self.headers.get("Accept") or "*/*"
+            if not any(t in accept for t in ("application/json", "*/*")):
+                raise ApiError(406, "NotAcceptable", f"only application/json is served, not {accept}", {})
+            self._send(200, _openapi.v2_document())
+            return
+        raise _NOT_FOUND
 
     def _admin(self, method: str, what: str) -> None:
         """Test-server-only controls for a server in another process (not part of the Kubernetes API)."""
@@ -321,7 +402,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 else:
                     self._list(res, ns, query)
             elif method == "POST" and ns is not None:
-                self._send(201, store.create(res, ns, self._body()))
+                self._send(201, store.create(res, ns, self._checked(res, self._body(), query)))
             elif method == "DELETE" and ns is not None:
                 self._delete_collection(res, ns, query)
             else:
@@ -331,6 +412,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if method != "POST":
                 raise _METHOD_NOT_ALLOWED
             store.bind(ns, name, self._body())
+            self._send(
+                201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+            )
+            return
+        if sub == "eviction":
+            if method != "POST":
+                raise _METHOD_NOT_ALLOWED
+            from kube.testing._eviction import evict
+
+            evict(store, ns, name, self._body())
             self._send(
                 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
             )
@@ -348,11 +439,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 raise _METHOD_NOT_ALLOWED
             return
         if method == "GET":
-            self._send(200, store.get(res, ns, name))
+            obj = store.get(res, ns, name)
+            if sub is None and self._table():
+                meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+                self._send(200, table(res.plural, [obj], meta, query.get("includeObject", "Metadata")))
+            else:
+                self._send(200, obj)
         elif method == "PUT":
-            self._send(200, store.update(res, ns, name, self._body(), sub))
+            self._send(200, store.update(res, ns, name, self._checked(res, self._body(), query), sub))
         elif method == "PATCH":
-            self._send(200, store.mutate(res, ns, name, self._patcher(), sub))
+            patch = self._patcher()
+            self._send(200, store.mutate(res, ns, name, lambda o: self._checked(res, patch(o), query), sub))
         elif method == "DELETE" and sub is None:
             options = self._delete_options(query)
             if options.get("propagationPolicy") == "Orphan":
@@ -360,6 +457,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._send(200, store.delete(res, ns, name, options))
         else:
             raise _METHOD_NOT_ALLOWED
+
+    def _checked(self, res: Resource, obj: Any, query: dict[str, str]) -> Any:
+        """``fieldValidation``: Strict refuses fields the kind does not have (400, as the real
+        server's strict decoding), Warn (the default) answers them in a ``Warning`` header."""
+        mode = query.get("fieldValidation", "Warn")
+        if mode not in ("Strict", "Warn", "Ignore"):
+            raise bad_request(f"fieldValidation: Unsupported value {mode[:32]!r}: Strict, Warn, Ignore")
+        if mode == "Ignore" or not isinstance(obj, dict):
+            return obj
+        from kube.testing._openapi import unknown_fields
+
+        found = unknown_fields(res.group, res.version, res.kind, obj)
+        if found and mode == "Strict":
+            listed = ", ".join(f'unknown field "{f}"' for f in found[:20])
+            raise bad_request(f"strict decoding error: {listed}")
+        self._warnings = [f'unknown field "{f}"' for f in found[:20]]
+        return obj
 
     def _delete_options(self, query: dict[str, str]) -> dict:
         options: dict = {}
@@ -423,6 +537,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 _dump({"rv": rv, "ns": last.get("namespace", ""), "name": last["name"]})
             ).decode()
             meta["remainingItemCount"] = len(items) - start - limit
+        if self._table():
+            self._send(200, table(res.plural, page, meta, query.get("includeObject", "Metadata")))
+            return
         self._send(
             200,
             {
@@ -432,6 +549,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 "items": [_list_item(o) for o in page],
             },
         )
+
+    def _table(self) -> bool:
+        return wants_table(self.headers.get("Accept"))
 
     def _delete_collection(self, res: Resource, ns: str, query: dict[str, str]) -> None:
         store = self.api.store
@@ -462,6 +582,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _watch(self, res: Resource, ns: str | None, query: dict[str, str]) -> None:
         store, api = self.api.store, self.api
         match = self._selector(res, query)
+        self._as_table = self._table()
+        self._table_cols = True
         timeout = float(query.get("timeoutSeconds") or api.max_watch_seconds)
         deadline = time.monotonic() + min(timeout, api.max_watch_seconds)
         bookmarks = _flag(query, "allowWatchBookmarks")
@@ -471,7 +593,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         with store.cond:
             if rv_text in ("", "0") or _flag(query, "sendInitialEvents"):
                 items, last = store.list(res, ns or None, match)
-                initial = [_dump({"type": "ADDED", "object": o}) for o in items]
+                initial = [_dump({"type": "ADDED", "object": self._shown(res, o)}) for o in items]
                 if _flag(query, "sendInitialEvents"):
                     initial.append(_dump(self._bookmark(res, last, initial_end=True)))
             else:
@@ -499,7 +621,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self._chunk(line + b"\n")
             if not initial:
                 for event in backlog:
-                    line = self._event_line(event, ns, match)
+                    line = self._event_line(event, ns, match, res)
                     if line:
                         self._chunk(line)
                     last = event.rv
@@ -522,7 +644,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     self._chunk(_dump({"type": "ERROR", "object": expired(last, current).status()}) + b"\n")
                     return
                 for event in events:
-                    line = self._event_line(event, ns, match)
+                    line = self._event_line(event, ns, match, res)
                     if line:
                         self._chunk(line)
                     last = event.rv
@@ -550,8 +672,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             "object": {"kind": res.kind, "apiVersion": res.api_version, "metadata": meta},
         }
 
-    @staticmethod
-    def _event_line(event: WatchEvent, ns: str | None, match) -> bytes | None:
+    def _shown(self, res: Resource, obj: dict) -> dict:
+        """A watch event's object: itself, or a one-row Table when the watcher asked for Tables
+        (the column definitions ride on the first one only, as from kube-apiserver)."""
+        if not getattr(self, "_as_table", False):
+            return obj
+        cols, self._table_cols = self._table_cols, False
+        meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+        return table(res.plural, [obj], meta, columns=cols)
+
+    def _event_line(
+        self, event: WatchEvent, ns: str | None, match, res: Resource | None = None
+    ) -> bytes | None:
         """The event as this watcher sees it: an object leaving its selector is DELETED for it."""
         if ns and event.namespace != ns:
             return None
@@ -575,7 +707,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             kind, obj = event.type, event.obj
         else:
             return None
-        return _dump({"type": kind, "object": obj}) + b"\n"
+        return _dump({"type": kind, "object": self._shown(res, obj) if res is not None else obj}) + b"\n"
 
 
 class _HTTPServer(http.server.ThreadingHTTPServer):
@@ -586,7 +718,7 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that drops its keep-alive connection is normal, not an error to print."""
         exc = sys.exc_info()[1]
-        if isinstance(exc, ConnectionError | TimeoutError):
+        if isinstance(exc, ConnectionError | TimeoutError | ssl.SSLError | OSError):
             return
         super().handle_error(request, client_address)
 
@@ -600,9 +732,14 @@ class _ClientSide:
     or as a configured client."""
 
     url: str
+    token: str
+    #: the CA (PEM) that signed the server's certificate; None for a plain-HTTP server
+    ca_pem: bytes | None = None
+    _ca_file: str | None = None
 
-    def write_kubeconfig(self, path: str | Path, *, token: str = "fluxlite-test-token") -> Path:
-        """Write a kubeconfig for :attr:`url` (context ``fluxlite-test``, a dummy bearer token)."""
+    def write_kubeconfig(self, path: str | Path, *, token: str | None = None) -> Path:
+        """Write a kubeconfig for :attr:`url` (context ``fluxlite-test``, the server's bearer token),
+        readable by its owner only."""
         import yaml
 
         if not self.url:
@@ -610,8 +747,8 @@ class _ClientSide:
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "fluxlite-test", "cluster": {"server": self.url}}],
-            "users": [{"name": "fluxlite-test", "user": {"token": token}}],
+            "clusters": [{"name": "fluxlite-test", "cluster": self._cluster_entry()}],
+            "users": [{"name": "fluxlite-test", "user": {"token": self.token if token is None else token}}],
             "contexts": [
                 {
                     "name": "fluxlite-test",
@@ -622,8 +759,29 @@ class _ClientSide:
             "preferences": {},
         }
         path = Path(path)
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(yaml.safe_dump(config, sort_keys=False))
         return path
+
+    def _cluster_entry(self) -> dict[str, str]:
+        entry = {"server": self.url}
+        if self.ca_pem:
+            entry["certificate-authority-data"] = base64.b64encode(self.ca_pem).decode()
+        return entry
+
+    def _ca_path(self) -> str:
+        """The CA as a file (the official client wants a path), in a private directory removed at stop."""
+        if self._ca_file is None:
+            d = tempfile.mkdtemp(prefix="fluxlite-kube-ca-")
+            self._ca_file = str(Path(d, "ca.crt"))
+            Path(self._ca_file).write_bytes(self.ca_pem or b"")
+        return self._ca_file
+
+    def _drop_ca_file(self) -> None:
+        if self._ca_file is not None:
+            shutil.rmtree(Path(self._ca_file).parent, ignore_errors=True)
+            self._ca_file = None
 
     def api_client(self) -> Any:
         """A ``kubernetes.client.ApiClient`` configured for this server."""
@@ -633,7 +791,9 @@ class _ClientSide:
             raise RuntimeError("start() the API server before asking for a client")
         configuration = client.Configuration()
         configuration.host = self.url
-        configuration.api_key = {"BearerToken": "fluxlite-test-token"}
+        configuration.api_key = {"BearerToken": self.token}
+        if self.ca_pem:
+            configuration.ssl_ca_cert = self._ca_path()
         configuration.api_key_prefix = {"BearerToken": "Bearer"}
         return client.ApiClient(configuration)
 
@@ -659,9 +819,16 @@ class ApiServer(_ClientSide):
         *,
         bookmark_interval: float = 30.0,
         max_watch_seconds: float = 1800.0,
+        token: str | None = None,
+        tls: bool = True,
+        serving_cert: Any = None,
     ) -> None:
         if host not in ("127.0.0.1", "::1", "localhost"):
             raise ValueError(f"the test API server binds loopback only, not {host!r}")
+        #: the bearer token every request must carry (random unless given)
+        self.token = token or secrets.token_urlsafe(24)
+        self.tls = tls
+        self._serving_cert = serving_cert
         self.host, self.port = host, port
         self.controllers = controllers
         self.watch_cache_size = watch_cache_size
@@ -687,7 +854,15 @@ class ApiServer(_ClientSide):
         self._httpd = server_class((self.host, self.port), handler)
         self.port = self._httpd.server_address[1]
         host = f"[{self.host}]" if ":" in self.host else self.host
-        self.url = f"http://{host}:{self.port}"
+        if self.tls:
+            from kube.testing._tls import make_serving_cert
+
+            cert = self._serving_cert or make_serving_cert()
+            self.ca_pem = cert.ca_pem
+            self._httpd.socket = cert.server_context().wrap_socket(
+                self._httpd.socket, server_side=True, do_handshake_on_connect=False
+            )
+        self.url = f"{'https' if self.tls else 'http'}://{host}:{self.port}"
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, args=(0.05,), name="kube-apiserver", daemon=True
         )
@@ -710,6 +885,7 @@ class ApiServer(_ClientSide):
             self._httpd.shutdown()
             self._httpd.server_close()
             self._httpd = None
+        self._drop_ca_file()
 
     def __enter__(self) -> ApiServer:
         return self.start()

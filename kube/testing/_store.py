@@ -21,6 +21,7 @@ All methods are thread-safe (one re-entrant lock; watchers wait on :attr:`Store.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime as dt
 import random
@@ -28,7 +29,7 @@ import re
 import threading
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,6 +158,9 @@ class Store:
         self._floor: dict[tuple[str, str], int] = {}
         self._compacted = 0
         self.listeners: list[Callable[[Resource, WatchEvent], None]] = []
+        self._dry = threading.local()
+        #: node name -> {(namespace, name): pod} of the pods bound there (the kubelet's view, O(1) to find)
+        self._on_node: dict[str, dict[tuple[str, str], Obj]] = {}
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.create(resource("", "v1", "namespaces"), "", {"metadata": {"name": ns}})
 
@@ -184,6 +188,22 @@ class Store:
                 if (namespace is None or ns == namespace) and (pred is None or pred(obj))
             ]
             return items, self.rv
+
+    def pods_on(self, node: str) -> list[Obj]:
+        """The pods bound to ``node`` (do not mutate them).  O(pods there)."""
+        with self.cond:
+            return list(self._on_node.get(node, {}).values())
+
+    def _index_pod(self, namespace: str, name: str, prev: Obj | None, obj: Obj | None) -> None:
+        was = ((prev or {}).get("spec") or {}).get("nodeName")
+        now = ((obj or {}).get("spec") or {}).get("nodeName")
+        if was and was != now:
+            here = self._on_node.get(was, {})
+            here.pop((namespace, name), None)
+            if not here:
+                self._on_node.pop(was, None)
+        if now:
+            self._on_node.setdefault(now, {})[(namespace, name)] = obj
 
     # -- watch history -----------------------------------------------------------------------
 
@@ -228,10 +248,29 @@ class Store:
             listener(res, event)
         self.cond.notify_all()
 
+    @contextlib.contextmanager
+    def dry_run(self) -> Iterator[None]:
+        """Within this block (on this thread, under the store lock) writes are checked and
+        answered but not stored, and no watch event is sent: ``dryRun=All``."""
+        with self.cond:
+            self._dry.on = True
+            try:
+                yield
+            finally:
+                self._dry.on = False
+
     def _commit(self, res: Resource, namespace: str, obj: Obj, prev: Obj | None) -> Obj:
+        if getattr(self._dry, "on", False):
+            if prev is None:
+                obj["metadata"].pop("resourceVersion", None)
+            else:
+                obj["metadata"]["resourceVersion"] = prev["metadata"]["resourceVersion"]
+            return obj
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
         self._bucket(res)[(namespace, obj["metadata"]["name"])] = obj
+        if res.plural == "pods" and not res.group:
+            self._index_pod(namespace, obj["metadata"]["name"], prev, obj)
         self._emit(res, "ADDED" if prev is None else "MODIFIED", namespace, obj, prev)
         return obj
 
@@ -296,9 +335,41 @@ class Store:
                 meta["generation"] = 1
             obj["kind"], obj["apiVersion"] = res.kind, res.api_version
             _omit_empty(meta)
+            if (res.group, res.plural) == ("", "pods"):
+                self._admit_priority(name, obj)
             _prepare_create(res, obj)
             _validate(res, obj, None)
             return self._commit(res, namespace, obj, None)
+
+    def _admit_priority(self, name: str, pod: Obj) -> None:
+        """The Priority admission plugin: ``priorityClassName`` (or the global default class) sets
+        ``spec.priority`` and ``spec.preemptionPolicy``; an unknown class is 403 Forbidden."""
+        spec = pod.setdefault("spec", {})
+        classes = self._bucket(resource("scheduling.k8s.io", "v1", "priorityclasses"))
+        wanted = spec.get("priorityClassName")
+        if wanted:
+            pc = classes.get(("", wanted))
+            if pc is None:
+                raise ApiError(
+                    403,
+                    "Forbidden",
+                    f'pods "{name}" is forbidden: no PriorityClass with name {wanted} was found',
+                    {},
+                )
+        else:
+            pc = next((c for c in classes.values() if c.get("globalDefault")), None)
+            if pc is None:
+                return
+            spec["priorityClassName"] = pc["metadata"]["name"]
+        value = int(pc.get("value", 0))
+        if spec.get("priority") is not None and spec["priority"] != value:
+            raise ApiError(
+                403, "Forbidden", f'pods "{name}" is forbidden: the integer value of priority ({spec["priority"]}) '
+                f"must not be provided in pod spec; priority admission controller computed {value} from the given "
+                "PriorityClass name", {}
+            )  # fmt: skip
+        spec["priority"] = value
+        spec["preemptionPolicy"] = pc.get("preemptionPolicy") or "PreemptLowerPriority"
 
     def update(
         self, res: Resource, namespace: str, name: str, body: Obj, subresource: str | None = None
@@ -384,7 +455,11 @@ class Store:
         return self._commit(res, namespace, new, old)
 
     def _remove(self, res: Resource, namespace: str, name: str, last: Obj) -> Obj:
+        if getattr(self._dry, "on", False):
+            return copy.deepcopy(last)
         old = self._bucket(res).pop((namespace, name))
+        if res.plural == "pods" and not res.group:
+            self._index_pod(namespace, name, old, None)
         self.rv += 1
         gone = copy.deepcopy(last)
         gone["metadata"]["resourceVersion"] = str(self.rv)

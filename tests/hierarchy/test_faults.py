@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from hierarchy import InstanceUnavailableError
+from hierarchy._launch import owner_credential
 from tests.hierarchy.helpers import chain, nodes_jobspec, short_tmpdir, start, wait_for
 
 
@@ -121,7 +122,10 @@ def test_killed_middle_restarted_with_state_loses_nothing() -> None:
             assert mid.info(recount=True)["recount_errors"] == []
             # the leaf's retry of its upstream request is answered from mid's restored request table
             lease = orjson.loads((d / "leaf.state").read_bytes())["parent"]
-            upstream_id = hashlib.blake2b(f"leaf|grow|{job}|g-up".encode(), digest_size=16).hexdigest()
+            owner = owner_credential(d).user  # request ids are scoped to the caller
+            upstream_id = hashlib.blake2b(
+                f"leaf|grow|{job}|{owner}:g-up".encode(), digest_size=16
+            ).hexdigest()
             again = mid.match_grow(
                 lease["jobid"], nodes_jobspec(1), request_id=upstream_id, lease_token=lease["lease_token"]
             )

@@ -5,7 +5,9 @@ on; thousands of calls with random or mangled jobspecs, JGF documents, job
 ids, paths, request ids and lease tokens, and a few huge payloads.  Every
 failing call must come back as a typed fluxlite error (never INTERNAL or
 UNKNOWN), the instance must keep serving, and its aggregates must equal a
-recount at the end.
+recount at the end.  The batch queue service (``--queue``) on the same
+server gets the same treatment: random Submit/Cancel/Complete/Jobs/Dynget/
+Dynfree calls by two users, typed errors only, and the engine consistent.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from hierarchy import Instance, InstanceClient
 from hierarchy._address import parse_address
 from hierarchy._errors import InstanceUnavailableError
 from hierarchy._identity import Credential, Verifier, derive_user_key, new_site_key
+from hierarchy._queue_client import QueueClient
+from hierarchy._queue_service import attach_queue
 from hierarchy._service import InstanceServicer, build_server
 from tests.hierarchy.helpers import nodes_jobspec, short_tmpdir, socket_jobspec
 
@@ -40,9 +44,17 @@ class _Env:
         self.inst = Instance(eng, name="root", owner="admin")
         srv = InstanceServicer(self.inst, verifier=Verifier(SITE, "root"))
         self.server, addr = build_server(srv, parse_address(f"unix:{d / 'f.sock'}"), SECRET)
+        self.queue = attach_queue(self.server, self.inst, "easy", verifier=Verifier(SITE, "root"))
         self.server.start()
+        self.queue.start()
         cred = Credential("alice", derive_user_key(SITE, "alice"))
         self.c = InstanceClient(addr.target, SECRET, timeout=20, credential=cred)
+        self.q = {
+            u: QueueClient(
+                addr.target, SECRET, timeout=20, credential=Credential(u, derive_user_key(SITE, u))
+            )
+            for u in ("alice", "bob")
+        }
         self.job = self.c.match_allocate(nodes_jobspec(1)).jobid
         self.grown = self.c.match_grow(self.job, socket_jobspec(1)).jgf
         self.typed: dict[str, int] = {}
@@ -65,6 +77,9 @@ def env() -> Iterator[_Env]:
             yield e
         finally:
             e.c.close()
+            for q in e.q.values():
+                q.close()
+            e.queue.stop()
             e.server.stop(0)
 
 
@@ -133,6 +148,48 @@ def test_random_calls_get_typed_errors(env: _Env, data: st.DataObject) -> None:
         env.call(c.info, data.draw(_ids))
 
 
+@settings(
+    max_examples=int(os.environ.get("FLUXLITE_FUZZ_QUEUE_EXAMPLES", "600")),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=os.environ.get("FLUXLITE_FUZZ_SEED") != "random",
+)
+@given(data=st.data())
+def test_random_queue_calls_get_typed_errors(env: _Env, data: st.DataObject) -> None:
+    q = env.q[data.draw(st.sampled_from(["alice", "bob"]))]
+    known = sorted(env.queue.queue.jobs) or [0]  # picked by index: the strategies must not depend on state
+    pick = data.draw(st.one_of(st.integers(0, 63).map(lambda i: -1 - i), _ids))
+    jid = known[(-1 - pick) % len(known)] if pick < 0 else pick
+    kind = data.draw(st.sampled_from(["submit", "cancel", "complete", "jobs", "dynget", "dynfree"]))
+    if kind == "submit":
+        env.call(
+            q.submit,
+            data.draw(st.integers(0, 2**32 - 1)),
+            data.draw(st.one_of(st.integers(0, 3600), st.integers(0, 2**32 - 1))),
+            unit=data.draw(st.one_of(st.sampled_from(["node", "core", ""]), _text)),
+            priority=data.draw(st.integers(-(2**31), 2**31 - 1)),
+            user=data.draw(st.one_of(st.just(""), st.just("alice"), _text)),
+            hold_backfill=data.draw(st.booleans()),
+        )
+    elif kind == "cancel":
+        env.call(q.cancel, jid)
+    elif kind == "complete":
+        env.call(q.complete, jid)
+    elif kind == "jobs":
+        env.call(q.jobs, [jid, *data.draw(st.lists(_ids, max_size=3))])
+    elif kind == "dynget":
+        env.call(q.dynget, jid, data.draw(st.integers(0, 2**32 - 1)), data.draw(st.integers(0, 2**32 - 1)))
+    else:
+        qj = env.queue.queue.jobs.get(jid)
+        held = env.queue.queue.held(qj) if qj is not None and qj.running else []
+        picks = data.draw(
+            st.lists(st.one_of(_text, st.just("/cluster0/node0"), st.integers(0, 7)), max_size=4)
+        )
+        env.call(
+            q.dynfree, jid, [held[p % len(held)] if isinstance(p, int) and held else str(p) for p in picks]
+        )
+
+
 def test_huge_payloads_get_typed_errors(env: _Env) -> None:
     big = b"version: 1\nresources:\n" + b"  - type: node\n    count: 1\n" * 400_000  # ~11 MB of YAML
     env.call(env.c.match_allocate, big)
@@ -147,11 +204,16 @@ def test_instance_still_serves_and_recounts_clean(env: _Env) -> None:
     info = env.c.info(recount=True)
     assert info["recount_errors"] == []
     # it still does real work (after releasing whatever valid requests the fuzzing allocated)
+    for jid, job in env.q["alice"].jobs().items():
+        if job["state"] not in ("done", "cancelled"):
+            env.call(env.q[job["user"] if job["user"] in env.q else "alice"].cancel, jid)
+    info = env.c.info(recount=True)
     for rec in info["jobs"]:
-        env.c.release(rec["jobid"])
+        if rec["jobid"] < 1_000_000:
+            env.c.release(rec["jobid"])
     assert env.c.info()["jobs"] == []
     j = env.c.match_allocate(socket_jobspec(1)).jobid
     env.c.release(j)
     assert env.c.info(recount=True)["recount_errors"] == []
     # the fuzzing did reach the error paths, with typed errors of several kinds
-    assert {"JobspecError", "UnknownJobError"} <= set(env.typed), env.typed
+    assert {"JobspecError", "UnknownJobError", "NotAuthorizedError"} <= set(env.typed), env.typed

@@ -41,12 +41,14 @@ def cred(user: str, site: bytes = SITE) -> Credential:
 # ---------------------------------------------------------------------- tokens
 def test_token_names_its_user_and_is_single_use() -> None:
     v = Verifier(SITE, "root")
-    t = cred("alice").token()
+    t = cred("alice").token("root")
     assert v.verify(t) == "alice"
     with pytest.raises(NotAuthorizedError, match="replayed"):
         v.verify(t)
     assert v.verify(cred("alice").token("root")) == "alice"  # addressed to this instance
     assert v.refused == {"replayed": 1}
+    with pytest.raises(InputError, match="exactly one instance"):
+        cred("alice").token("*")  # no wildcards
 
 
 @pytest.mark.parametrize(
@@ -59,10 +61,11 @@ def test_token_names_its_user_and_is_single_use() -> None:
         # bob signs a token that claims to be alice: the MAC is checked with alice's key
         (lambda: _claim("alice", cred("bob").key), "forged"),
         # a key from another site
-        (lambda: cred("alice", new_site_key()).token(), "forged"),
-        (lambda: cred("alice").token(now=time.time() - 120), "expired"),
-        (lambda: cred("alice").token(ttl=3600), "overlong"),
+        (lambda: cred("alice", new_site_key()).token("root"), "forged"),
+        (lambda: cred("alice").token("root", now=time.time() - 120), "expired"),
+        (lambda: cred("alice").token("root", ttl=3600), "overlong"),
         (lambda: cred("alice").token("leaf"), "misdirected"),
+        (lambda: _claim("alice", cred("alice").key, "*"), "wildcard"),
     ],
 )
 def test_bad_tokens_are_refused_with_their_reason(
@@ -75,15 +78,24 @@ def test_bad_tokens_are_refused_with_their_reason(
     assert any(reason in r.getMessage() for r in caplog.records)  # refusals are logged
 
 
-def _claim(user: str, key: bytes) -> str:
-    """A token that names ``user`` but is signed with ``key``."""
+def _claim(user: str, key: bytes, instance: str = "root") -> str:
+    """A token that names ``user`` (and ``instance``, even a wildcard) but is signed with ``key``."""
+    import base64
+    import hashlib
+    import hmac
+
     c = Credential("x", key)
     c.user = user
-    return c.token()
+    head, payload, _ = c.token("root").split(".")
+    doc = orjson.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    doc["i"] = instance
+    p2 = base64.urlsafe_b64encode(orjson.dumps(doc)).rstrip(b"=").decode()
+    mac = base64.urlsafe_b64encode(hmac.new(key, p2.encode(), hashlib.sha256).digest()).rstrip(b"=").decode()
+    return f"{head}.{p2}.{mac}"
 
 
 def test_tampered_payload_is_forged() -> None:
-    t = cred("bob").token()
+    t = cred("bob").token("root")
     head, payload, mac = t.split(".")
     import base64
 
@@ -189,13 +201,19 @@ def test_limits_refuse_with_the_limit_named_and_nothing_changed() -> None:
     inst.match_grow(job, socket_jobspec(), caller="alice")  # a socket of a second node: 2 nodes used
     with pytest.raises(LimitError, match=r"max_nodes=2 .* holds 2, asks for 1 more"):
         inst.match_grow(job, nodes_jobspec(1), caller="alice")
-    inst.match_grow(job, socket_jobspec(), caller="alice")  # no node asked for: within max_nodes
+    with pytest.raises(LimitError, match=r"max_nodes=2 .* would occupy 1 more"):
+        inst.match_grow(
+            job, socket_jobspec(), caller="alice"
+        )  # no node in the jobspec, a third node all the same
+    assert recount_errors(inst.engine, [0]) == []
+    inst.limits = Limits.from_dict({"users": {"alice": {"max_nodes": 3, "grows_per_minute": 2}}})
+    inst.match_grow(job, socket_jobspec(), caller="alice")  # the second grow this minute: a third node
     with pytest.raises(LimitError, match="grows_per_minute=2"):
         inst.match_grow(job, socket_jobspec(), caller="alice")
     # other users and the admin are not bound by alice's limits
     inst.match_allocate(nodes_jobspec(1), caller="admin")
-    with pytest.raises(LimitError, match="max_nodes=2"):
-        inst.match_allocate(nodes_jobspec(1), caller="alice")  # holds 2 already
+    with pytest.raises(LimitError, match="max_nodes=3"):
+        inst.match_allocate(nodes_jobspec(1), caller="alice")  # holds 3 already
     assert recount_errors(inst.engine, [0]) == []
 
 

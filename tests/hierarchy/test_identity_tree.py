@@ -104,7 +104,7 @@ def test_users_act_only_on_their_own_jobs_across_the_tree() -> None:
                 pytest.raises(NotAuthorizedError, match="expired"),
             ):
                 c.stat()
-            with client("root", _Fixed(alice.token())) as c:
+            with client("root", _Fixed(alice.token("root"))) as c:
                 c.stat()
                 with pytest.raises(NotAuthorizedError, match="replayed"):
                     c.stat()
@@ -127,6 +127,14 @@ def test_users_act_only_on_their_own_jobs_across_the_tree() -> None:
 
             # a restart keeps owners, limit counters and request ids
             with client("leaf", alice) as a:
+                # alice holds 3 nodes (the admin grew her job): she may use them, but take no 4th node,
+                # so the grows below go to sockets she gives back on nodes she keeps
+                by_node: dict[str, list[str]] = {}
+                for p in a.info(jobs["leaf"])["subtrees"]:  # its sockets (the nodes are shared)
+                    by_node.setdefault(p.rsplit("/", 1)[0], []).append(p)
+                two = [ps[-1] for ps in by_node.values() if len(ps) == 2][:2]
+                assert len(two) == 2, by_node
+                a.shrink(jobs["leaf"], paths=two)
                 a.match_grow(jobs["leaf"], socket_jobspec(1), request_id="g2")  # 2nd grow this minute
             t.kill("leaf")
             t.restart("leaf", drop=("--from-parent", "--jobspec"))

@@ -46,7 +46,7 @@ class Direct:
         return self.inst.release(jobid, **kw)
 
     def heartbeat(self, jobid: int, **kw: Any) -> float:
-        return self.inst.heartbeat(jobid, kw.get("lease_token", ""))
+        return self.inst.heartbeat(jobid, kw.get("lease_token", ""))  # trusted, in process
 
     def health(self, **kw: Any) -> dict[str, Any]:
         return {"instance": self.inst.name}

@@ -5,18 +5,21 @@ from __future__ import annotations
 import http.client
 import json
 import signal
+import ssl
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kube.testing import ApiServer, ApiServerProcess
 from kube.testing._patch import PatchError, json_patch, merge_patch, strategic_merge_patch
+from kube.testing._resources import resource
 
 kubernetes = pytest.importorskip("kubernetes")
 from kubernetes import client, watch  # noqa: E402
@@ -37,6 +40,15 @@ def v1(server):
 @pytest.fixture
 def apps(server):
     return client.AppsV1Api(server.api_client())
+
+
+def _tls(srv) -> ssl.SSLContext:
+    """A client TLS context that trusts the server's CA (and nothing else)."""
+    return ssl.create_default_context(cadata=srv.ca_pem.decode())
+
+
+def _open(srv, request, **kw):
+    return urllib.request.urlopen(request, context=_tls(srv), **kw)
 
 
 def wait_for(predicate, timeout=15.0):
@@ -99,7 +111,7 @@ def test_discovery_version_and_health(server):
         r for r in client.AppsV1Api(api).get_api_resources().resources if r.name == "replicasets/scale"
     )
     assert (scale.kind, scale.group, scale.version) == ("Scale", "autoscaling", "v1")
-    with urllib.request.urlopen(server.url + "/healthz") as resp:
+    with _open(server, server.url + "/healthz") as resp:
         assert resp.read() == b"ok"
 
 
@@ -292,23 +304,52 @@ def test_error_statuses(server, v1):
         ("POST", "/api/v1/namespaces/default/pods/p1", 405),
     ]:
         request = urllib.request.Request(
-            server.url + path, data=b"{}" if method == "POST" else None, method=method
+            server.url + path,
+            data=b"{}" if method == "POST" else None,
+            method=method,
+            headers={"Authorization": f"Bearer {server.token}"},
         )
         with pytest.raises(urllib.error.HTTPError) as info:
-            urllib.request.urlopen(request)
+            _open(server, request)
         assert info.value.code == code and json.loads(info.value.read())["code"] == code
+
+
+def test_bearer_token_is_checked(server):
+    """No token: 401 except health and version (anonymous); a wrong token: 401 everywhere; nothing changes."""
+    pods = "/api/v1/namespaces/default/pods"
+    for headers, path, method, code in [
+        ({}, "/healthz", "GET", 200),
+        ({}, "/version", "GET", 200),
+        ({}, pods, "GET", 401),
+        ({}, "/openapi/v3", "GET", 401),
+        ({"Authorization": "Bearer wrong"}, "/healthz", "GET", 401),
+        ({"Authorization": "Basic " + server.token}, pods, "GET", 401),
+        ({"Authorization": "Bearer wrong"}, pods, "POST", 401),
+        ({"Authorization": f"Bearer {server.token}"}, pods, "GET", 200),
+    ]:
+        body = orjson.dumps(pod_body("sneaky")) if method == "POST" else None
+        request = urllib.request.Request(server.url + path, data=body, method=method, headers=headers)
+        try:
+            with _open(server, request) as resp:
+                got = resp.status
+        except urllib.error.HTTPError as err:
+            got = err.code
+            answer = json.loads(err.read())
+            assert answer["reason"] == "Unauthorized" and answer["code"] == 401
+        assert got == code, (headers, path, method)
+    assert server.store.list(resource("", "v1", "pods"), "default")[0] == []
 
 
 def test_keep_alive_survives_error_answers(server):
     """An error answered before the body is used still consumes it: the next request on the connection works."""
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    conn = http.client.HTTPSConnection("127.0.0.1", server.port, timeout=5, context=_tls(server))
     try:
         for path in ("/api/v1/frobs", "/api/v1/namespaces/default/pods/p1"):
             conn.request(
                 "POST",
                 path,
                 body=b'{"metadata": {"name": "x"}}',
-                headers={"Content-Type": "application/json"},
+                headers={"Content-Type": "application/json", "Authorization": f"Bearer {server.token}"},
             )
             resp = conn.getresponse()
             assert resp.status in (404, 405) and json.loads(resp.read())["kind"] == "Status"
@@ -382,7 +423,8 @@ def test_watch_gone_after_compaction(server, v1):
     v1.create_namespaced_pod("default", pod_body("p1"))
     server.compact()
     url = f"{server.url}/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}"
-    with urllib.request.urlopen(url) as resp:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {server.token}"})
+    with _open(server, request) as resp:
         assert resp.status == 200
         event = json.loads(resp.readline())
     assert event["type"] == "ERROR"
@@ -411,7 +453,9 @@ def test_open_watch_survives_compaction(server, v1):
     rv = v1.list_namespaced_pod("default").metadata.resource_version
     v1.create_node(node_body("n1"))  # moves the global version past the pod watch's position
     url = f"{server.url}/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}&timeoutSeconds=3"
-    with urllib.request.urlopen(url) as resp:
+    with _open(
+        server, urllib.request.Request(url, headers={"Authorization": f"Bearer {server.token}"})
+    ) as resp:
         time.sleep(0.2)  # the watch is open and waiting
         server.compact()
         v1.create_namespaced_pod("default", pod_body("p1"))
@@ -435,7 +479,9 @@ def test_watch_cache_window_and_bookmarks():
         assert info.value.status == 410
         latest = v1.list_namespaced_pod("default").metadata.resource_version
         url = f"{srv.url}/api/v1/namespaces/default/pods?watch=1&resourceVersion={latest}&allowWatchBookmarks=true&timeoutSeconds=1"
-        with urllib.request.urlopen(url) as resp:
+        with _open(
+            srv, urllib.request.Request(url, headers={"Authorization": f"Bearer {srv.token}"})
+        ) as resp:
             event = json.loads(resp.readline())
         assert event["type"] == "BOOKMARK" and event["object"]["metadata"]["resourceVersion"] == latest
 
@@ -650,13 +696,36 @@ def test_kubeconfig_and_cli(tmp_path):
     )
     try:
         url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:")
+        assert url.startswith("https://127.0.0.1:")
         api = kubernetes.config.new_client_from_config(config_file=str(config))
         names = [n.metadata.name for n in client.CoreV1Api(api).list_namespace().items]
         assert "default" in names and "kube-system" in names
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
+
+
+def test_cli_sigterm_right_after_the_url_exits_cleanly():
+    """SIGTERM arriving the moment the URL is printed stops the server with status 0 (no race).
+
+    The child signals itself from inside ``print`` (right after the URL is written), the earliest
+    moment a caller that reads the URL could: deterministic, where a racing parent is not.
+    """
+    child = (
+        "import builtins, os, runpy, signal\n"
+        "real = builtins.print\n"
+        "def hooked(*a, **k):\n"
+        "    real(*a, **k)\n"
+        "    if a and str(a[0]).startswith('https://'):\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "builtins.print = hooked\n"
+        "runpy.run_module('kube.testing', run_name='__main__')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", child, "--port", "0"], capture_output=True, text=True, timeout=30
+    )
+    assert proc.stdout.startswith("https://127.0.0.1:")
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_patch_formats():

@@ -236,3 +236,27 @@ def test_whole_node_annotation_takes_the_node_exclusively() -> None:
     core.release("w")
     assert core.place("s3", "h", small, {"hostlist": [pl.node]}).node == pl.node
     assert recount_errors(core.engine) == []
+
+
+def test_ephemeral_storage_is_a_graph_resource() -> None:
+    """A node's allocatable ephemeral-storage becomes storage vertices (1 GiB each); pods that ask for it
+    take them, and a pod that needs more than is left is busy, more than the node has never fits."""
+    node = node_object("a", cpu="8")
+    node["status"]["allocatable"]["ephemeral-storage"] = "10Gi"
+    info = node_info(node, CFG)
+    assert info.storage == 10 and info.max_pods == 110
+    core = KubeCore(CFG, [info])
+    pod = pod_object("p", cpu="1")
+    pod["spec"]["containers"][0]["resources"]["requests"]["ephemeral-storage"] = "6Gi"
+    req = pod_request(pod, CFG)
+    assert req.storage == 6
+    core.place("default/p1", "g1", req)
+    assert core.free("a")["storage"] == 4
+    before = _state(core)
+    with pytest.raises(BusyError):
+        core.place("default/p2", "g2", req)
+    assert _state(core) == before
+    pod["spec"]["containers"][0]["resources"]["requests"]["ephemeral-storage"] = "11Gi"
+    with pytest.raises(UnsatisfiableError):
+        core.place("default/p3", "g3", pod_request(pod, CFG))
+    assert recount_errors(core.engine) == []

@@ -92,3 +92,27 @@ def test_only_reruns_one_study_and_keeps_the_others_sections(tmp_path, monkeypat
     text = reproduce.write_reproduction(tmp_path, only=["fake"], progress=False).read_text()
     assert len(calls) == 3
     assert "kept text" in text and "(kept from its last run)" in text
+
+
+def test_no_run_asks_studies_that_can_for_their_committed_data(tmp_path, monkeypatch):
+    """``--no-run`` passes ``run=False`` to a section that takes it, and nothing extra to one that does not."""
+    seen: dict[str, object] = {}
+    plain = types.ModuleType("fluxlite_test_plain")
+    plain.section = lambda out_dir, quick=False: seen.setdefault("plain", "called") and "## Plain\n"
+    runny = types.ModuleType("fluxlite_test_runny")
+
+    def section(out_dir, quick=False, *, run=True):
+        seen["runny"] = run
+        return "## Runny\n"
+
+    runny.section = section
+    monkeypatch.setitem(sys.modules, "fluxlite_test_plain", plain)
+    monkeypatch.setitem(sys.modules, "fluxlite_test_runny", runny)
+    monkeypatch.setattr(reproduce, "STUDIES", {
+        "plain": ("fluxlite_test_plain", "Plain", "p.txt"),
+        "runny": ("fluxlite_test_runny", "Runny", "r.txt"),
+    })  # fmt: skip
+    assert reproduce.main(["--out", str(tmp_path), "--no-run", "--no-progress"]) == 0
+    assert seen == {"plain": "called", "runny": False}
+    reproduce.main(["--out", str(tmp_path), "--no-progress"])
+    assert seen["runny"] is True

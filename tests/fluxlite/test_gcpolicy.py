@@ -35,6 +35,14 @@ def cycle() -> weakref.ref:
 
 @pytest.fixture(autouse=True)
 def restore_gc() -> Iterator[None]:
+    # an earlier test in this process may have started the process-wide upkeep thread (any in-process
+    # instance does); it would freeze and collect under these tests' feet, so stop it first
+    from fluxlite import gcpolicy
+
+    if gcpolicy._UPKEEP is not None:
+        gcpolicy._UPKEEP.close()
+        gcpolicy._UPKEEP = None
+    gc.unfreeze()
     was = gc.isenabled()
     yield
     gc.unfreeze()

@@ -103,7 +103,8 @@ def test_parent_down_gives_clear_error_and_leaves_child_unchanged() -> None:
 def test_killed_middle_restarted_with_state_loses_nothing() -> None:
     """mid killed with SIGKILL and restarted from --state keeps its graph, jobs, origins and request ids."""
     with short_tmpdir() as d:
-        t = start(d, chain(d, [8, 4, 2]), child_grace=6.0, heartbeat=0.3, state=True)
+        # the grace is long so that a slow restart on a loaded machine cannot look like a dead child (nothing waits for it)
+        t = start(d, chain(d, [8, 4, 2]), child_grace=30.0, heartbeat=0.3, state=True)
         try:
             leaf, root = t.client("leaf"), t.client("root")
             job = leaf.match_allocate(nodes_jobspec(2)).jobid

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fluxlite.sim.deadline.options import COMM_NAMES, LOAD_NAMES, STRATEGY_NAMES, TYPE_NAMES, csv_list
+from fluxlite.sim.deadline.options import COMM_NAMES, LOAD_NAMES, STRATEGY_NAMES, TYPE_NAMES, add_list_option
 
 __all__ = ["BENCH_DESCRIPTION", "add_bench_arguments", "main", "run_bench"]
 
@@ -43,13 +43,7 @@ BENCH_DESCRIPTION = (
 
 def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     """The bench's options (``fluxlite sim deadline bench`` and ``fluxlite bench deadline``)."""
-    b.add_argument(
-        "--strategies",
-        type=csv_list(STRATEGY_NAMES),
-        default=list(STRATEGY_NAMES),
-        metavar="LIST",
-        help=f"comma-separated strategies, or all ({','.join(STRATEGY_NAMES)})",
-    )
+    add_list_option(b, "--strategies", STRATEGY_NAMES, "strategies")
     b.add_argument("--load", choices=LOAD_NAMES, default="normal", help="load of the trace (normal)")
     b.add_argument("--type", choices=TYPE_NAMES, default="uniform", dest="jtype", help="job types (uniform)")
     b.add_argument("--comm", choices=COMM_NAMES, default="async", help="communication style (async)")

@@ -33,7 +33,7 @@ from fluxlite.sim.deadline.options import (
     LOAD_NAMES,
     STRATEGY_NAMES,
     TYPE_NAMES,
-    csv_list,
+    add_list_option,
     grid_size,
 )
 
@@ -393,34 +393,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run every strategy x load x type x comm x trace not yet in --out, appending one row per "
         "run. Interrupt and rerun freely: finished runs are skipped.",
     )
-    s.add_argument(
-        "--strategies",
-        type=csv_list(STRATEGY_NAMES),
-        default=list(STRATEGY_NAMES),
-        metavar="LIST",
-        help=f"comma-separated strategies, or all ({','.join(STRATEGY_NAMES)})",
-    )
-    s.add_argument(
-        "--loads",
-        type=csv_list(LOAD_NAMES),
-        default=list(LOAD_NAMES),
-        metavar="LIST",
-        help=f"comma-separated loads, or all ({','.join(LOAD_NAMES)})",
-    )
-    s.add_argument(
-        "--types",
-        type=csv_list(TYPE_NAMES),
-        default=list(TYPE_NAMES),
-        metavar="LIST",
-        help=f"comma-separated runtime-behaviour types, or all ({','.join(TYPE_NAMES)})",
-    )
-    s.add_argument(
-        "--comms",
-        type=csv_list(COMM_NAMES),
-        default=list(COMM_NAMES),
-        metavar="LIST",
-        help=f"comma-separated communication styles, or all ({','.join(COMM_NAMES)})",
-    )
+    add_list_option(s, "--strategies", STRATEGY_NAMES, "strategies")
+    add_list_option(s, "--loads", LOAD_NAMES, "loads")
+    add_list_option(s, "--types", TYPE_NAMES, "runtime-behaviour types")
+    add_list_option(s, "--comms", COMM_NAMES, "communication styles")
     s.add_argument("--traces", type=int, default=20, help="traces per configuration (20)")
     _workload_args(s, multi=True)
     _machine_args(s)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 
-__all__ = ["COMM_NAMES", "LOAD_NAMES", "STRATEGY_NAMES", "TYPE_NAMES", "csv_list", "grid_size"]
+__all__ = ["COMM_NAMES", "LOAD_NAMES", "STRATEGY_NAMES", "TYPE_NAMES", "add_list_option", "csv_list", "grid_size"]
 
 STRATEGY_NAMES = ("count", "hilbert", "manhattan", "leak", "leak-noncontig")
 LOAD_NAMES = ("normal", "heavy", "very-heavy")
@@ -45,3 +45,14 @@ def csv_list(choices: Sequence[str]) -> Callable[[str], list[str]]:
         return vals
 
     return parse
+
+
+def add_list_option(p: argparse.ArgumentParser, flag: str, choices: Sequence[str], what: str) -> None:
+    """``flag LIST``: a comma-separated subset of ``choices`` (or ``all``, the default)."""
+    p.add_argument(
+        flag,
+        type=csv_list(choices),
+        default=list(choices),
+        metavar="LIST",
+        help=f"comma-separated {what}, or all ({','.join(choices)})",
+    )

@@ -579,15 +579,25 @@ class Engine:
         job unchanged.  Cost O(subgraph + ancestors of the attach points).
         """
         from fluxlite.readers._common import no_gc
-        from fluxlite.readers.jgf import attach_document, parse_jgf
+        from fluxlite.readers.jgf import attach_columns, attach_document, parse_jgf
+        from jgf import read_columns
 
         with no_gc():
-            doc = parse_jgf(jgf_text, source=source)
-            new, handles = attach_document(self.graph, doc, source=source)
+            # the columnar path (no object per vertex) for the subgraphs a MatchGrow hands down;
+            # anything else, or any error, goes through the per-node reader, which reports it
+            cols = read_columns(jgf_text)
+            got = attach_columns(self.graph, cols) if cols is not None else None
+            if got is not None:
+                new, handles, sizes, excls = got
+            else:
+                doc = parse_jgf(jgf_text, source=source)
+                new, handles = attach_document(self.graph, doc, source=source)
+                sizes = [n.size for n in doc.nodes]
+                excls = [bool(n.exclusive) for n in doc.nodes]
             self.traverser.attach_update(new)
             if allocate_to is None:
                 return new
-            items = [(v, n.size, bool(n.exclusive)) for v, n in zip(handles, doc.nodes)]
+            items = list(zip(handles, sizes, excls))
             try:
                 res = self._allocate_items(allocate_to, items, at, duration, fmt, False)
             except BaseException:

@@ -596,6 +596,8 @@ class UpdateStage:
             if len(j2s) < n:
                 j2s.extend([None] * (n - len(j2s)))
             pcol = g.parent_edge.get(ss)
+            # each existing ancestor's totals rise once, by what all the new subtrees below it bring
+            shifts: dict[int, dict[str, int]] = {}
             for v in new:
                 pe = pcol[v] if pcol is not None else -1
                 parent = g.e_src[pe] if pe >= 0 else None
@@ -605,7 +607,14 @@ class UpdateStage:
                 contrib: dict[str, int] = {}
                 self._prime(ss, v, contrib, None)
                 for a in g.ancestors(v, ss):
-                    self._shift_totals(ss, a, contrib, +1)
+                    d = shifts.get(a)
+                    if d is None:
+                        shifts[a] = dict(contrib)
+                    else:
+                        for t, c in contrib.items():
+                            d[t] = d.get(t, 0) + c
+            for a, d in shifts.items():
+                self._shift_totals(ss, a, d, +1)
         self._reset_color()
         for v in new:
             if g.v_type[v] == "node" and g.v_status[v] == UP:

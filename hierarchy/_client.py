@@ -321,8 +321,18 @@ class InstanceClient:
 
     def heartbeat(self, jobid: int, *, lease_token: str = "", timeout: float | None = None) -> float:
         """Keep the lease of job ``jobid`` alive; returns the grace period."""
+        return self.lease_status(jobid, lease_token=lease_token, timeout=timeout)[0]
+
+    def lease_status(
+        self, jobid: int, *, lease_token: str = "", timeout: float | None = None
+    ) -> tuple[float, list[tuple[str, str, str]]]:
+        """A heartbeat that also returns the lease's dead nodes: (grace period, [(path, state, policy)]).
+
+        The parent names a node here when the cloud instance behind it died
+        while this lease held it, and keeps naming it until it is given back.
+        """
         r, _ = self._call("Heartbeat", pb.HeartbeatRequest(jobid=jobid, lease_token=lease_token), timeout)
-        return r.grace_s
+        return r.grace_s, [(d.path[:4096], d.state[:64], d.policy[:16]) for d in r.down[:4096]]
 
     def info(
         self, jobid: int = 0, *, recount: bool = False, graph: bool = False, timeout: float | None = None

@@ -895,14 +895,15 @@ def _main(a: argparse.Namespace, prog: str, tmp: str) -> int:
             )
     single = [] if a.skip_single else run_single(bench, a.single_reps or a.reps)
     summary, fits = summarize(rows, requests)
-    text = report(summary, fits, single, a.reps, requests)
+    text = report(summary, fits, single, a.reps * (a.rounds if a.baseline else 1), requests)
     out.write("\n" + text)
     (a.out / "summary.txt").write_text(text)
     if cmp is not None:
         ctext = compare_report(cmp)
         out.write("\n" + ctext)
         (a.out / "compare.txt").write_text(ctext)
-    _write_csv(a.out / "nested_raw.csv", rows)
+    if cmp is None:  # with a baseline, compare_raw.csv holds every row, tagged by tree
+        _write_csv(a.out / "nested_raw.csv", rows)
     _write_csv(a.out / "nested_summary.csv", summary)
     _write_csv(a.out / "nested_fits.csv", fits)
     _write_csv(a.out / "single_level.csv", single)
@@ -916,8 +917,8 @@ def _main(a: argparse.Namespace, prog: str, tmp: str) -> int:
                 "(pip install 'fluxlite[bench]'); the CSV files are written\n"
             )
     out.write(
-        f"results in {a.out}/ (summary.txt, nested_raw.csv, nested_summary.csv, nested_fits.csv, "
-        "single_level.csv)\n"
+        f"results in {a.out}/ (summary.txt, {'compare.txt, compare_raw.csv' if cmp else 'nested_raw.csv'}, "
+        "nested_summary.csv, nested_fits.csv, single_level.csv)\n"
     )
     return 0
 

@@ -110,6 +110,11 @@ class MatchResult:
         return not self.ok and self.satisfiable
 
 
+#: documents at least this long are attached column-wise (below it the per-node reader is as fast:
+#: measured 0.36 vs 0.41 ms for one socket, 37 elements, 3.5 kB; even at 71 elements, 6.7 kB)
+ATTACH_COLUMNS_MIN_BYTES = 8 << 10
+
+
 class Engine:
     """A resource graph plus a matcher: the operations of resource-query as methods."""
 
@@ -585,7 +590,8 @@ class Engine:
         with no_gc():
             # the columnar path (no object per vertex) for the subgraphs a MatchGrow hands down;
             # anything else, or any error, goes through the per-node reader, which reports it
-            cols = read_columns(jgf_text)
+            big = len(jgf_text) >= ATTACH_COLUMNS_MIN_BYTES
+            cols = read_columns(jgf_text) if big else None
             got = attach_columns(self.graph, cols) if cols is not None else None
             if got is not None:
                 new, handles, sizes, excls = got

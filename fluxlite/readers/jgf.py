@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from itertools import compress
+from operator import and_, itemgetter, not_
 from typing import Any, Literal
 
 import orjson
@@ -379,9 +381,19 @@ def attach_columns(
             return None
     if old:
         new_pos = [k for k, v in enumerate(found) if v is None]
+        take = itemgetter(*new_pos) if len(new_pos) > 1 else None
     else:
         new_pos = list(range(n))
-    new_paths = [ps[k] for k in new_pos] if old else ps
+        take = None
+
+    def pick(col: list[Any]) -> list[Any]:
+        if not old:
+            return col
+        if take is None:
+            return [col[k] for k in new_pos]
+        return list(take(col))  # C speed: one tuple of the new nodes' values
+
+    new_paths = pick(ps)
     if any(found[k] is None for k, _ in cols.roots):  # a new root: the per-node reader checks it
         return None
     if len(set(new_paths)) != len(new_paths):
@@ -390,12 +402,10 @@ def attach_columns(
     added = False
     if old:
         is_old = [v is not None for v in found]
-        keep = [not (is_old[a] and is_old[b]) for a, b in zip(e_src, e_dst)]
+        get_old = is_old.__getitem__
+        keep = list(map(not_, map(and_, map(get_old, e_src), map(get_old, e_dst))))
     else:
         keep = None
-
-    def pick(col: list[Any]) -> list[Any]:
-        return [col[k] for k in new_pos] if old else col
 
     props = {j: cols.properties[k] for j, k in enumerate(new_pos) if k in cols.properties} if cols.properties else {}
     vids = (
@@ -426,10 +436,10 @@ def attach_columns(
         if keep is None:
             src, dst, e_ss, e_rel = e_src, e_dst, cols.e_ss, cols.e_rel
         else:
-            src = [a for a, x in zip(e_src, keep) if x]
-            dst = [b for b, x in zip(e_dst, keep) if x]
-            e_ss = [x for x, y in zip(cols.e_ss, keep) if y]
-            e_rel = [x for x, y in zip(cols.e_rel, keep) if y]
+            src = list(compress(e_src, keep))
+            dst = list(compress(e_dst, keep))
+            e_ss = list(compress(cols.e_ss, keep))
+            e_rel = list(compress(cols.e_rel, keep))
         if src:
             kinds = set(e_ss)
             if len(kinds) == 1 and e_rel.count(None) == len(e_rel):

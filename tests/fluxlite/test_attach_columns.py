@@ -18,6 +18,7 @@ import pytest
 
 import jgf
 import jgf._columns as columns
+from fluxlite import api
 from fluxlite.api import Engine
 from fluxlite.check import recount_errors
 from fluxlite.errors import FluxliteError, GraphFormatError
@@ -45,6 +46,12 @@ REQUESTS = {
     "1 socket": _js(sockets=1, cores=4),
     "3 cores": _js(cores=3),
 }
+
+
+@pytest.fixture(autouse=True)
+def _columnar_at_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These documents are small: take the columnar path anyway (Engine.attach skips it below 8 kB)."""
+    monkeypatch.setattr(api, "ATTACH_COLUMNS_MIN_BYTES", 0)
 
 
 def _parent() -> Engine:
@@ -256,3 +263,17 @@ def test_the_columnar_reader_is_still_exercised_with_tiny_pieces(monkeypatch: py
     assert whole is not None and pieces is not None
     for f in (*FIELDS, "paths", "e_src", "e_dst", "e_ss"):
         assert getattr(whole, f) == getattr(pieces, f), f
+
+
+def test_small_documents_take_the_per_node_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below ATTACH_COLUMNS_MIN_BYTES the per-node reader is as fast, so it is the one used."""
+    monkeypatch.setattr(api, "ATTACH_COLUMNS_MIN_BYTES", 8 << 10)
+    parent = _parent()
+    parent.allocate(_js(nodes=1, sockets=2, cores=4))  # the child's lease: the grow comes from elsewhere
+    sub = parent.allocate(REQUESTS["3 cores"], fmt="jgf").text.encode()
+    assert len(sub) < 8 << 10
+    child, job = _child(_parent())
+    calls: list[bytes] = []
+    monkeypatch.setattr(jgf, "read_columns", lambda text: calls.append(text))
+    assert child.attach(sub, allocate_to=job, duration=3600) and calls == []
+    assert recount_errors(child) == []

@@ -33,7 +33,22 @@ _TEMP_BASE = 1 << 40
 
 
 class Queue:
-    """Pending and running jobs of one engine, scheduled by one policy."""
+    """Pending and running jobs of one engine, scheduled by one policy.
+
+    Hooks for jobs that carry their own request (Flux's scheduler module):
+    :meth:`job_request` (the jobspec a start or reservation matches),
+    :attr:`match_format` (the writer of the engine's answer) and
+    :meth:`on_matched` (called with the answer of a match that started or
+    reserved the job).  With ``by_shape`` False the shortcuts that assume a
+    request is ``count`` whole units of ``job.unit`` (count-based
+    reservations, nodes that free up first, tight fit, failed shapes) are
+    off.
+    """
+
+    #: the engine's writer for :meth:`_match` answers
+    match_format = "simple"
+    #: a job's request is its (unit, size, walltime) shape (:func:`request_jobspec`)
+    by_shape = True
 
     def __init__(
         self, engine: Engine, policy: QueuePolicy | str = "easy", reservation_depth: int | None = None
@@ -246,6 +261,17 @@ class Queue:
         for fn in self.on_start:
             fn(job, now)
 
+    def job_request(self, job: Job) -> Any:
+        """The jobspec a start or reservation of ``job`` matches (hook; default: its shape)."""
+        return request_jobspec(job.unit, job.size, job.walltime)
+
+    def on_matched(self, job: Job, result: Any) -> None:
+        """Hook: the engine's answer (in :attr:`match_format`) of the match that is starting ``job``."""
+
+    def _match(self, job: Job, now: int, op: str) -> Any:
+        self.matches += 1
+        return self.engine.match(self.job_request(job), op=op, jobid=job.jobid, at=now, fmt=self.match_format)
+
     def _admitted(self, job: Job, now: int) -> bool:
         if self.admit is None:
             return True
@@ -258,26 +284,37 @@ class Queue:
         A shape (size, walltime) that failed since the last release is not
         tried again: starts and reservations only take resources away.
         """
-        if not self._admitted(job, now):
+        if not self._admitted(job, now) or self.known_to_fail(job):
             return False
-        size, wall = job.size, job.walltime
-        for s, w, u in self._failed:
-            if size >= s and wall >= w and u == job.unit:
-                return False
-        if self.free(job.unit, now, wall) >= size:
+        if self.free(job.unit, now, job.walltime) >= job.size:
             self.settle()  # the placement must see the reservation
-            vids = self._tight_fit(job, now) if job.unit == "node" and self._reserved else None
+            shape = self.by_shape and job.unit == "node" and self._reserved
+            vids = self._tight_fit(job, now) if shape else None
             if vids is not None and self._place_on(job, vids, now, reserve=False):
                 self._started(job, now)
                 return True
-            js = request_jobspec(job.unit, size, wall)
-            self.matches += 1
-            r = self.engine.match(js, op="allocate", jobid=job.jobid, at=now)
+            r = self._match(job, now, "allocate")
             if r.ok:
+                self.on_matched(job, r)
                 self._started(job, now)
                 return True
-        self._failed.append((size, wall, job.unit))
+        self.failed(job)
         return False
+
+    def known_to_fail(self, job: Job) -> bool:
+        """A request no larger than ``job``'s failed to start since the last release (hook).
+
+        Default: a shape (size, walltime, unit) at most ``job``'s failed.
+        """
+        size, wall, unit = job.size, job.walltime, job.unit
+        for s, w, u in self._failed:
+            if size >= s and wall >= w and u == unit:
+                return True
+        return False
+
+    def failed(self, job: Job) -> None:
+        """``job`` could not start now: remember it until resources come back (hook, see :meth:`released`)."""
+        self._failed.append((job.size, job.walltime, job.unit))
 
     def start_or_reserve(self, job: Job, now: int) -> bool:
         """Start ``job`` now, else reserve it at its earliest start (True if it started).
@@ -290,18 +327,18 @@ class Queue:
         if not self._admitted(job, now):
             return False  # held back by the admission gate (power): no reservation either
         self.settle()
-        if job.unit == "node" and self._reserve_by_count(job, now):
+        shape = self.by_shape and job.unit == "node"
+        if shape and self._reserve_by_count(job, now):
             return job.resv_at is None
-        js = request_jobspec(job.unit, job.size, job.walltime)
-        self.matches += 1
-        r = self.engine.match(js, op="allocate_orelse_reserve", jobid=job.jobid, at=now)
+        r = self._match(job, now, "allocate_orelse_reserve")
         if not r.ok:
             return False
         if r.at == now:
+            self.on_matched(job, r)
             self._started(job, now)
             return True
         self.resv_placed += 1
-        if job.unit == "node":
+        if shape:
             self._reserve_on_freeing(job, r.at, now)
         self._set_resv(job, r.at)
         if job.first_resv is None:

@@ -85,6 +85,7 @@ class Queue:
         self.defer = False
         #: (job, at, node vertices) of the one reservation decided but not yet placed
         self._deferred: tuple[Job, int, list[int]] | None = None
+        self._nodes_cache: tuple[Any, int, list[int], set[int]] | None = None
 
     # ------------------------------------------------------------------ engine questions
     @property
@@ -360,15 +361,15 @@ class Queue:
         g = self.engine.graph
         tr = self.engine.traverser
         vspans, xspans = tr.vspans, tr.xspans
-        bare = self._bare_nodes()
+        other = self._not_bare()
         v_status, v_id = g.v_status, g.v_id
         end = now + job.walltime
         inf = float("inf")
         keyed = []
-        for v in g.by_type("node"):
+        for v in self._node_vertices():
             if v_status[v] != UP:
                 continue
-            check = bare(v)  # a bare node is free during [now, end) iff no span meets it
+            check = v not in other  # a bare node is free during [now, end) iff no span meets it
             if not check and not self._node_free(v, now, job.walltime):
                 continue
             nxt = inf  # its next span start at or after end
@@ -393,20 +394,29 @@ class Queue:
             return None
         return [v for _n, _i, v in keyed[: job.size]]
 
-    def _bare_nodes(self) -> Callable[[int], bool]:
-        """Predicate: node vertex ``v`` is a bare whole node (size 1, no subtree aggregate).
+    def _node_vertices(self) -> list[int]:
+        """The graph's node vertices (``by_type``), kept until the graph's structure changes (its version)."""
+        return self._nodes()[0]
 
-        For such a node "free during a window" is "no span of it meets the
-        window", so the scans below read its spans inline.
+    def _not_bare(self) -> set[int]:
+        """Node vertices that are not bare whole nodes (size 1, no subtree aggregate).
+
+        For a bare node "free during a window" is "no span of it meets the
+        window", so the scans read its spans inline; the others go through
+        :meth:`_node_free`.
         """
+        return self._nodes()[1]
+
+    def _nodes(self) -> tuple[list[int], set[int]]:
         g = self.engine.graph
-        tr = self.engine.traverser
-        col = tr.subplan.get(tr.dom)
-        ncol = len(col) if col is not None else 0
-        v_size = g.v_size
-        if col is None:
-            return lambda v: v_size[v] == 1
-        return lambda v: v_size[v] == 1 and (v >= ncol or col[v] is None)
+        c = self._nodes_cache
+        if c is None or c[0] is not g or c[1] != g.version:
+            tr = self.engine.traverser
+            col = tr.subplan.get(tr.dom) or []
+            nodes = g.by_type("node")
+            other = {v for v in nodes if g.v_size[v] != 1 or (v < len(col) and col[v] is not None)}
+            c = self._nodes_cache = (g, g.version, nodes, other)
+        return c[2], c[3]
 
     def _place_on(self, job: Job, vids: list[int], at: int, reserve: bool) -> bool:
         """Give ``job`` exactly the node vertices ``vids`` (and all below them) during its window at ``at``.
@@ -481,15 +491,15 @@ class Queue:
         g = self.engine.graph
         tr = self.engine.traverser
         vspans, xspans = tr.vspans, tr.xspans
-        bare = self._bare_nodes()
+        other = self._not_bare()
         v_status, v_id = g.v_status, g.v_id
         end = at + wall
         busy: list[tuple[int, int, int]] = []
         idle: list[int] = []
-        for v in g.by_type("node"):
+        for v in self._node_vertices():
             if v_status[v] != UP:
                 continue
-            if not bare(v):
+            if v in other:
                 if not self._node_free(v, at, wall):
                     continue
                 if self._node_free(v, now, at - now):
@@ -570,7 +580,7 @@ class Queue:
         if not idle_held:
             return
         cands = [
-            v for v in g.by_type("node")
+            v for v in self._node_vertices()
             if v not in held and g.v_status[v] == UP and not self._node_free(v, now, at - now)
             and self._node_free(v, at, job.walltime)
         ]  # fmt: skip

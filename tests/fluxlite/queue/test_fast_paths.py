@@ -37,7 +37,8 @@ def _trace(n: int, nodes: int, seed: int) -> list[tuple[int, int, int, int]]:
 def _slow(q: Queue) -> None:
     """The straightforward paths: reservations placed at once, every node through _node_free."""
     q.defer = False
-    q._bare_nodes = lambda: (lambda v: False)  # type: ignore[method-assign]
+    every = set(q._node_vertices())
+    q._not_bare = lambda: every  # type: ignore[method-assign]
 
 
 def _starts(rows, nodes: int, queue: str, fast: bool) -> tuple[list[int | None], int]:

@@ -288,8 +288,13 @@ class Queue:
         if not self._admitted(job, now) or self.known_to_fail(job):
             return False
         if self.free(job.unit, now, job.walltime) >= job.size:
-            self.settle()  # the placement must see the reservation
-            shape = self.by_shape and job.unit == "node" and self._reserved
+            shape = self.by_shape and job.unit == "node"
+            d = self._deferred
+            if d is not None and (not shape or now + job.walltime > d[1]):
+                # the placement must see the reservation; a whole-node job that ends by its start
+                # cannot meet it, and the tight fit counts it as the next span of its nodes
+                self.settle()
+            shape = shape and self._reserved
             vids = self._tight_fit(job, now) if shape else None
             if vids is not None and self._place_on(job, vids, now, reserve=False):
                 self._started(job, now)
@@ -365,6 +370,10 @@ class Queue:
         v_status, v_id = g.v_status, g.v_id
         end = now + job.walltime
         inf = float("inf")
+        # a deferred reservation (try_start settles it unless the job ends by its start) is the
+        # next span of its nodes
+        d = self._deferred
+        d_at, d_nodes = (d[1], set(d[2])) if d is not None else (inf, set())
         keyed = []
         for v in self._node_vertices():
             if v_status[v] != UP:
@@ -386,6 +395,8 @@ class Queue:
                     if not ok:
                         break
             if ok:
+                if v in d_nodes and end <= d_at < nxt:
+                    nxt = d_at
                 keyed.append((nxt, v_id[v], v))
         if len(keyed) < job.size:
             return None

@@ -102,13 +102,19 @@ def test_inline_node_scans_give_the_same_nodes(queue, nodes, seed):
     assert got[0] == got[1]
 
 
-def test_deferred_reservation_is_counted_and_placed_when_read():
-    """free() counts a deferred reservation; a start, a plan or a used() over its window places it."""
+def _deferred_queue() -> tuple[Engine, Queue]:
+    """4 nodes: job 1 (2 nodes, 100 s) submitted with job 2 (4 nodes), whose reservation is deferred."""
     eng = Engine(generate_graph(racks=0, nodes=4, sockets=0, cores=0))
     q = Queue(eng, "easy")
     q.defer = True
     for j in (Job(1, 2, 100), Job(2, 4, 50)):
         q.submit(j, 0)
+    return eng, q
+
+
+def test_deferred_reservation_is_counted_and_placed_when_read():
+    """free() counts a deferred reservation; a start, a plan or a used() over its window places it."""
+    eng, q = _deferred_queue()
     assert [j.jobid for j in q.schedule(0)] == [1]
     assert q.jobs[2].resv_at == 100 and 2 not in eng.jobs  # decided, not placed
     assert q.free("node", 0, 100) == 2 and q.free("node", 50, 100) == 0 and q.free("node", 150, 10) == 4
@@ -118,11 +124,7 @@ def test_deferred_reservation_is_counted_and_placed_when_read():
 
 def test_deferred_reservation_given_back_without_the_engine():
     """Cancelling a job whose reservation was never placed leaves the engine as it was."""
-    eng = Engine(generate_graph(racks=0, nodes=4, sockets=0, cores=0))
-    q = Queue(eng, "easy")
-    q.defer = True
-    for j in (Job(1, 2, 100), Job(2, 4, 50)):
-        q.submit(j, 0)
+    eng, q = _deferred_queue()
     q.schedule(0)
     before = dict(eng.jobs)
     q.cancel(2, 5)

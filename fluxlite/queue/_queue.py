@@ -38,8 +38,8 @@ class Queue:
     Hooks for jobs that carry their own request (Flux's scheduler module):
     :meth:`job_request` (the jobspec a start or reservation matches),
     :attr:`match_format` (the writer of the engine's answer) and
-    :meth:`on_matched` (called with the answer of a match that started or
-    reserved the job).  With ``by_shape`` False the shortcuts that assume a
+    :meth:`on_matched` (called with the engine's answer of a match that
+    starts the job).  With ``by_shape`` False the shortcuts that assume a
     request is ``count`` whole units of ``job.unit`` (count-based
     reservations, nodes that free up first, tight fit, failed shapes) are
     off.
@@ -108,8 +108,10 @@ class Queue:
 
         A whole-node reservation (:meth:`_reserve_by_count`) is decided from
         the engine's spans but placed only when something reads or changes
-        the engine where it would show: a start, another reservation, a
-        count over its window, a plan, a resize.  An EASY pass where no other
+        the engine where it would show: a start that runs into its window or
+        is placed by the engine's own walk, another reservation, a count
+        over its window (:meth:`used`; :meth:`free` counts it without
+        placing it), a plan, a resize, an admission gate.  An EASY pass where no other
         job fits now, and the next pass that gives the reservation back,
         then cost no engine update.  Every method of the queue settles
         first where it must; code that reads ``queue.engine`` directly while

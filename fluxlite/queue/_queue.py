@@ -108,8 +108,8 @@ class Queue:
 
         A whole-node reservation (:meth:`_reserve_by_count`) is decided from
         the engine's spans but placed only when something reads or changes
-        the engine where it would show: a start that runs into its window or
-        is placed by the engine's own walk, another reservation, a count
+        the engine where it would show: a start that runs into its window
+        (or is not a whole-node shape), another reservation, a count
         over its window (:meth:`used`; :meth:`free` counts it without
         placing it), a plan, a resize, an admission gate.  An EASY pass where no other
         job fits now, and the next pass that gives the reservation back,

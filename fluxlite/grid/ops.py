@@ -25,7 +25,7 @@ import numpy as np
 
 from fluxlite.errors import BusyError, DeadlineError, InputError, PlannerError, StateError, UnsatisfiableError
 from fluxlite.graph import UP
-from fluxlite.grid.alloc import ALLOCATORS
+from fluxlite.grid.alloc import ABLATION_ALLOCATORS, ALLOCATORS
 from fluxlite.grid.machine import GridInfo
 
 if TYPE_CHECKING:
@@ -384,7 +384,7 @@ class GridOps:
         """Reserve whole nodes at the earliest start meeting the deadline (see :mod:`fluxlite.grid`)."""
         eng = self.eng
         policy = policy or self.policy or "hilbert"
-        choose = ALLOCATORS.get(policy)
+        choose = ALLOCATORS.get(policy) or ABLATION_ALLOCATORS.get(policy)
         if choose is None:
             raise InputError(f"unknown grid allocator {policy!r} (known: {', '.join(ALLOCATORS)})")
         k, d = request_size(request, self.cores_per_node, duration)

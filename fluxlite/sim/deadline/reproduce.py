@@ -118,8 +118,10 @@ ABLATIONS: dict[str, tuple[dict[str, Any], tuple[str, ...], tuple[str, ...]]] = 
     "type2-local": ({"type2_forks": "local"}, ("leak", "leak-noncontig"), ("2",)),
     "margin-0.25": ({"margin": 0.25}, ("count", "hilbert", "manhattan"), ("uniform",)),
     "leak-start-empty": ({"leak_start": "empty"}, ("leak", "leak-noncontig"), ("uniform",)),
-    "lag-half-1h": ({"lag": "half-1h"}, STRATEGY_NAMES, ("uniform",)),
+    "lag-half-1h": ({"lag": "half-1h"}, STRATEGY_NAMES, ("uniform", "0", "1")),
     "comm-gamma0": ({"comm_model": "gamma=0"}, STRATEGY_NAMES, ("uniform",)),
+    "static-shift-none": ({"static_shift": "none"}, ("count", "hilbert", "manhattan"), ("uniform",)),
+    "manhattan-strict": ({"manhattan_growth": "strict"}, ("manhattan",), ("uniform",)),
 }
 
 Rows = list[dict[str, str]]

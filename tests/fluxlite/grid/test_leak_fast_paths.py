@@ -74,7 +74,9 @@ def _reference_join(self: GridOps, jobid: int, proc: Proc | Sequence[Proc]) -> b
     if job is None:
         raise UnknownJobError(f"job {jobid} is not a running leak job")
     ending = [proc] if isinstance(proc, Proc) else list(proc)
-    if len({id(p) for p in ending}) != len(ending) or not {id(p) for p in ending} <= {id(q) for q in job.procs}:
+    if len({id(p) for p in ending}) != len(ending) or not {id(p) for p in ending} <= {
+        id(q) for q in job.procs
+    }:
         raise StateError("not the job's processes")
     release = []
     for p in ending:
@@ -108,7 +110,9 @@ def _outcomes(strategy: str, comm: str, seed: int, load: str) -> tuple[object, .
 
 
 @pytest.mark.parametrize("strategy", ["leak", "leak-noncontig"])
-@pytest.mark.parametrize(("seed", "load", "comm"), [(1, "heavy", "async"), (2, "very-heavy", "sync"), (3, "heavy", "sync")])
+@pytest.mark.parametrize(
+    ("seed", "load", "comm"), [(1, "heavy", "async"), (2, "very-heavy", "sync"), (3, "heavy", "sync")]
+)
 def test_the_fast_leak_paths_give_every_job_the_straightforward_outcome(
     strategy: str, seed: int, load: str, comm: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

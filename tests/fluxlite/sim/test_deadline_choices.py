@@ -88,3 +88,16 @@ def test_static_shift_none_tries_only_the_earliest_start(backend: str) -> None:
     assert none.accepted < later.accepted
     with pytest.raises(InputError, match="static shift"):
         simulate(jobs[:3], "count", static_shift="sometimes")
+
+
+def test_offered_load_table_reads_the_generator() -> None:
+    """The causes section's table: the default spreads a trace over ~2 months; no lag packs it."""
+    from fluxlite.sim.deadline.reproduce import offered_load
+
+    rows = [r.strip("|").split("|") for r in offered_load(("uniform-63d", "none"))[2:]]
+    got = {(c[0].strip(), c[1].strip()): (float(c[2]), float(c[3])) for c in rows}
+    assert len(got) == 6
+    for load in ("normal", "heavy", "very-heavy"):
+        span, share = got[("uniform-63d", load)]
+        assert 60 < span < 90 and share < 0.3
+    assert got[("none", "very-heavy")][1] > 1.0 > got[("uniform-63d", "very-heavy")][1]

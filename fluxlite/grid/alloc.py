@@ -102,12 +102,16 @@ def free_regions(gi: GridInfo, free: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return np.array(label, dtype=np.int64), np.array(sizes, dtype=np.int64)
 
 
-def grow_compact(gi: GridInfo, free: np.ndarray, start: int, k: int) -> list[int] | None:
+def grow_compact(
+    gi: GridInfo, free: np.ndarray, start: int, k: int, strict: bool = False
+) -> list[int] | None:
     """The greedy compact partition of ``k`` free nodes grown from ``start``; None when it runs out.
 
     Candidates are the free neighbours of the partition; each carries its sum
     of distances to the partition (and of squared distances, the tie-break),
-    updated as nodes join.  O(k x border) scalar steps.
+    updated as nodes join.  O(k x border) scalar steps.  ``strict``: every
+    neighbour is a candidate, free or not, and the growth fails as soon as the
+    best one is busy (the growth of figure 8, lines 10-18, read literally).
     """
     dist, dist2 = gi.dist_rows, gi.dist2_rows
     nb = gi.neighbours
@@ -117,12 +121,14 @@ def grow_compact(gi: GridInfo, free: np.ndarray, start: int, k: int) -> list[int
     #: candidate -> [sum of distances to the partition, sum of squared distances]
     cand: dict[int, list[int]] = {}
     for w in nb(start):
-        if fl[w]:
+        if strict or fl[w]:
             cand[w] = [dist[start][w], dist2[start][w]]
     while len(part) < k:
         if not cand:
             return None
         best = min(cand, key=lambda c: (cand[c][0], cand[c][1], c))
+        if strict and not fl[best]:
+            return None
         del cand[best]
         part.append(best)
         taken.add(best)
@@ -131,7 +137,7 @@ def grow_compact(gi: GridInfo, free: np.ndarray, start: int, k: int) -> list[int
             acc[0] += drow[c]
             acc[1] += d2row[c]
         for w in nb(best):
-            if fl[w] and w not in taken and w not in cand:
+            if (strict or fl[w]) and w not in taken and w not in cand:
                 cand[w] = [sum(dist[w][p] for p in part), sum(dist2[w][p] for p in part)]
     return part
 
@@ -211,34 +217,6 @@ def choose_manhattan(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None
     return got if k <= 2 or (k == 3 and not gi.torus) else improve_compact(gi, free, got)
 
 
-def grow_strict(gi: GridInfo, free: np.ndarray, start: int, k: int) -> list[int] | None:
-    """Grow from ``start`` by the node that increases the total distance least, free or not; None
-    as soon as that node is busy (the growth of figure 8, lines 10-18, read literally).  O(k x border)."""
-    dist, dist2 = gi.dist_rows, gi.dist2_rows
-    nb = gi.neighbours
-    fl = free.tolist()
-    part = [start]
-    taken = {start}
-    cand: dict[int, list[int]] = {w: [dist[start][w], dist2[start][w]] for w in nb(start)}
-    while len(part) < k:
-        if not cand:
-            return None
-        best = min(cand, key=lambda c: (cand[c][0], cand[c][1], c))
-        if not fl[best]:
-            return None
-        del cand[best]
-        part.append(best)
-        taken.add(best)
-        drow, d2row = dist[best], dist2[best]
-        for c, acc in cand.items():
-            acc[0] += drow[c]
-            acc[1] += d2row[c]
-        for w in nb(best):
-            if w not in taken and w not in cand:
-                cand[w] = [sum(dist[w][p] for p in part), sum(dist2[w][p] for p in part)]
-    return part
-
-
 def choose_manhattan_strict(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None:
     """An ablation of :func:`choose_manhattan`: the literal reading of the journal's figure 8.
 
@@ -252,7 +230,7 @@ def choose_manhattan_strict(gi: GridInfo, free: np.ndarray, k: int) -> list[int]
     if k <= 0 or int(free.sum()) < k:
         return None
     for start in np.flatnonzero(free).tolist():
-        got = [start] if k == 1 else grow_strict(gi, free, start, k)
+        got = [start] if k == 1 else grow_compact(gi, free, start, k, strict=True)
         if got is not None:
             return got
     return None

@@ -205,11 +205,11 @@ def _complete(rows: Rows, comm: str = "async") -> Rows:
     return [r for r in mine if r["trace"] in full]
 
 
-def _findings(rows: Rows) -> list[tuple[str, str, str, str]]:
+def _findings(rows: Rows, comm: str = "async") -> list[tuple[str, str, str, str]]:
     """(finding with its source, the paper's figure, fluxlite's, verdict) for each published finding."""
-    rows = _complete(rows)
+    rows = _complete(rows, comm)
     out = []
-    a = {"comm": "async"}
+    a = {"comm": comm}
     leak = ("leak", "leak-noncontig")
     static = ("count", "hilbert", "manhattan")
 
@@ -436,7 +436,8 @@ def section(
         "`fluxlite.sim.deadline.reproduce.section`); the sweep alone: `fluxlite sim deadline sweep`.",
         "",
         f"Data: `{rel(main)}` ({len(rows)} runs; {n_min}-{n_max} traces per configuration; the findings use "
-        f"the {len({r['trace'] for r in _complete(rows)})} async traces complete for every configuration"
+        f"the {len({r['trace'] for r in _complete(rows)})} async and "
+        f"{len({r['trace'] for r in _complete(rows, 'sync')})} sync traces complete for every configuration"
         + (
             f", quick mode: {QUICK['jobs']}-job traces on {QUICK['width']}x{QUICK['height']}, not the study's size"
             if quick
@@ -448,13 +449,16 @@ def section(
         "",
     ]
     before = _read(out / "sweep-before.csv")
+    sync = _findings(rows, "sync") if _complete(rows, "sync") else []
     if before:
         md += [
-            "| published finding | paper | fluxlite (async) | verdict | before this reproduction (`sweep-before.csv`) |",
-            "|---|---|---|---|---|",
+            "| published finding | paper | fluxlite (async) | verdict | fluxlite (sync) | "
+            "before this reproduction (`sweep-before.csv`, async) |",
+            "|---|---|---|---|---|---|",
         ]
-        for f, b in zip(_findings(rows), _findings(before)):
-            md.append("| " + " | ".join(f) + f" | {b[2]} ({b[3]}) |")
+        for i, (f, b) in enumerate(zip(_findings(rows), _findings(before))):
+            sy = f"{sync[i][2]} ({sync[i][3]})" if sync else "not run"
+            md.append("| " + " | ".join(f) + f" | {sy} | {b[2]} ({b[3]}) |")
     else:
         md += ["| published finding | paper | fluxlite (async) | verdict |", "|---|---|---|---|"]
         md += ["| " + " | ".join(f) + " |" for f in _findings(rows)]

@@ -497,6 +497,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"fluxlite sim deadline: no such SWF file: {a.swf}\n")
         return 2
     try:
+        if a.cmd == "bench":  # kill PID: its worker, the baseline's process and its temporary tree go too
+            from fluxlite.cli._signals import terminate_unwinds
+
+            with terminate_unwinds():
+                return int(a.fn(a) or 0)
         return int(a.fn(a) or 0)
     except FluxliteError as exc:
         sys.stderr.write(f"fluxlite sim deadline {a.cmd}: {exc}\n")

@@ -643,11 +643,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 if events is None:
                     self._chunk(_dump({"type": "ERROR", "object": expired(last, current).status()}) + b"\n")
                     return
+                lines = []
                 for event in events:
                     line = self._event_line(event, ns, match, res)
                     if line:
-                        self._chunk(line)
+                        lines.append(line)
                     last = event.rv
+                if lines:  # what happened meanwhile goes out in one chunk (one write, one flush)
+                    self._chunk(b"".join(lines))
                 if bookmarks and time.monotonic() >= next_bookmark:
                     self._chunk(_dump(self._bookmark(res, max(last, current))) + b"\n")
                     last = max(last, current)

@@ -949,3 +949,41 @@ def test_strategic_merge_of_conditions_by_type(old, new):
     by_type = {c["type"]: c["status"] for c in merged}
     assert len(by_type) == len(merged)
     assert by_type == {**{c["type"]: c["status"] for c in old}, **{c["type"]: c["status"] for c in new}}
+
+
+def test_store_owner_index_follows_every_write() -> None:
+    """The store's dependents / unowned-pods index (what the controllers read instead of listing
+    every pod) agrees with a scan after creates, owner changes, adoption and deletes."""
+    from kube.testing._store import Store
+
+    store = Store()
+    pods = resource("", "v1", "pods")
+
+    def ref(uid: str, controller: bool = True) -> dict:
+        return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": uid, "uid": uid, "controller": controller}
+
+    def pod(name: str, *refs: dict) -> dict:
+        return {"metadata": {"name": name, "ownerReferences": list(refs)}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+
+    def scan(uid: str) -> list[str]:
+        return [p["metadata"]["name"] for p in store.list(pods, None)[0]
+                if any(r["uid"] == uid for r in p["metadata"].get("ownerReferences") or [])]  # fmt: skip
+
+    def check() -> None:
+        for uid in ("a", "b"):
+            assert [p["metadata"]["name"] for p in store.dependents(pods, uid)] == scan(uid)
+        free = [p["metadata"]["name"] for p in store.list(pods, "default")[0]
+                if not any(r.get("controller") for r in p["metadata"].get("ownerReferences") or [])]  # fmt: skip
+        assert [p["metadata"]["name"] for p in store.unowned_pods("default")] == free
+
+    store.create(pods, "default", pod("p1", ref("a")))
+    store.create(pods, "default", pod("p2", ref("a"), ref("b", controller=False)))
+    store.create(pods, "default", pod("p3"))
+    check()
+    store.mutate(pods, "default", "p3", lambda p: {**p, "metadata": {**p["metadata"], "ownerReferences": [ref("b")]}})
+    store.mutate(pods, "default", "p1", lambda p: {**p, "metadata": {**p["metadata"], "ownerReferences": []}})
+    check()
+    store.delete(pods, "default", "p2")
+    check()
+    assert [p["metadata"]["name"] for p in store.dependents(pods, "b")] == ["p3"]
+    assert [p["metadata"]["name"] for p in store.unowned_pods("default")] == ["p1"]

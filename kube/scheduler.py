@@ -93,6 +93,25 @@ def _done(resp: Any) -> None:
         resp.release_conn()
 
 
+def _resp_lines(resp: Any) -> Any:
+    """The non-empty lines of a streamed response, as bytes.  The client's ``iter_resp_lines``
+    copies the rest of its buffer for every line (quadratic in a chunk that carries a burst of
+    watch events) and decodes each line to text; this splits each chunk once."""
+    rest = b""
+    for seg in resp.stream(amt=None, decode_content=False):
+        if isinstance(seg, str):
+            seg = seg.encode()
+        if rest:
+            seg = rest + seg
+        lines = seg.split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            if line.strip():
+                yield line
+    if rest.strip():
+        yield rest
+
+
 class _Gone(Exception):
     """The watch's resourceVersion is too old (410): list again."""
 
@@ -259,6 +278,7 @@ class _Pending:
     group: GroupKey
     seen: float
     prio: int = 0  # spec.priority
+    req: PodRequest | None = None  # the pod's request, read from ``pod`` when first needed
     attempts: int = 0
     next_try: float = 0.0
     last_try: float = 0.0
@@ -331,6 +351,7 @@ class KubeScheduler:
         self._binding_annotates: bool | None = None
         #: node -> (priority, pod) of a preemptor it was freed for: lower priorities keep off it
         self._nominated: dict[str, tuple[int, str]] = {}
+        self._requests: dict[bytes, PodRequest] = {}  # see _pod_request
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> KubeScheduler:
@@ -388,7 +409,6 @@ class KubeScheduler:
     # ------------------------------------------------------------------ watching
     def _watch_loop(self, kind: str) -> None:
         from kubernetes.client.exceptions import ApiException
-        from kubernetes.watch.watch import iter_resp_lines
 
         delay = 0.2
         while not self._stop.is_set():
@@ -396,9 +416,7 @@ class KubeScheduler:
                 resp = self.api.watch(kind, self._rv[kind], self.watch_timeout)
                 self._resps[kind] = resp
                 try:
-                    for line in iter_resp_lines(resp):
-                        if not line:
-                            continue
+                    for line in _resp_lines(resp):
                         ev = orjson.loads(line)
                         etype = ev.get("type")
                         obj = ev.get("object") or {}
@@ -599,6 +617,7 @@ class KubeScheduler:
         else:
             p.pod = pod
             p.prio = _priority(pod)
+            p.req = None
 
     def _hold_bound(self, key: str, uid: str | None, pod: dict[str, Any], node: str) -> None:
         """Account a bound pod: rebuild ours from its annotations, take others' requests on their node."""
@@ -690,7 +709,9 @@ class KubeScheduler:
             self._schedule_one(p)
 
     def _request(self, p: _Pending) -> tuple[PodRequest, dict[str, Any] | None]:
-        req = pod_request(p.pod, self.cfg)
+        if p.req is None:  # read once per version of the pod
+            p.req = self._pod_request(p.pod)
+        req = p.req
         ann = (p.pod.get("metadata") or {}).get("annotations") or {}
         pol = ann.get(self.cfg.policy_annotation)
         if pol and pol not in ("node", "exclusive-node", self.cfg.policy):
@@ -699,6 +720,26 @@ class KubeScheduler:
                 "(or 'node' for whole nodes)"
             )
         return req, pod_constraint(p.pod, self.core.nodes, self.core.taint_keys())
+
+    def _pod_request(self, pod: dict[str, Any]) -> PodRequest:
+        """:func:`pod_request`, kept per distinct resource part of the spec: a workload's pods share
+        their template, and reading quantities exactly (fractions) costs more than the match."""
+        spec = pod.get("spec") or {}
+        key = orjson.dumps(
+            [
+                [(c.get("resources"), c.get("restartPolicy")) for c in spec.get("containers") or ()],
+                [(c.get("resources"), c.get("restartPolicy")) for c in spec.get("initContainers") or ()],
+                spec.get("overhead"),
+                ((pod.get("metadata") or {}).get("annotations") or {}).get(self.cfg.policy_annotation),
+            ]
+        )
+        req = self._requests.get(key)
+        if req is None:
+            req = pod_request(pod, self.cfg)  # InputError: nothing kept
+            if len(self._requests) >= 4096:
+                self._requests.clear()
+            self._requests[key] = req
+        return req
 
     def _tiers(self, p: _Pending) -> list[list[str]] | None:
         """Nodes in order of preference when the pod has affinity/spread rules or nodes are at their

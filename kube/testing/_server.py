@@ -30,8 +30,8 @@ Known deviations from a real API server (none of them visible to a scheduler tha
 the API as documented):
 
 * One token, one user: no authorization (RBAC) and no admission webhooks.
-* JSON only (no protobuf, no CBOR; ``/openapi/v2`` answers JSON, or 406 to a client that
-  accepts only protobuf); no server-side apply (``apply-patch`` content types answer 415).
+* JSON only (no protobuf, no CBOR; only ``/openapi/v2`` answers protobuf too, to a client
+  that asks for it); no server-side apply (``apply-patch`` content types answer 415).
 * ``managedFields`` and ``selfLink`` are absent; field validation reports unknown fields,
   not duplicate ones.
 * ``limit``/``continue`` page over the current state, not over a snapshot at the first
@@ -359,8 +359,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         if parts == ["v2"]:
             accept = self.headers.get("Accept") or "*/*"
+            if "protobuf" in accept and "application/json" not in accept:  # as kube-apiserver decides
+                self._send(200, _openapi.v2_protobuf(), _openapi.V2_PROTOBUF)
+                return
             if not any(t in accept for t in ("application/json", "*/*")):
-                raise ApiError(406, "NotAcceptable", f"only application/json is served, not {accept}", {})
+                raise ApiError(
+                    406, "NotAcceptable",
+                    f"served: application/json, {_openapi.V2_PROTOBUF}; not {accept[:200]}", {},
+                )  # fmt: skip
             self._send(200, _openapi.v2_document())
             return
         raise _NOT_FOUND

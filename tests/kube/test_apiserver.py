@@ -987,3 +987,31 @@ def test_store_owner_index_follows_every_write() -> None:
     check()
     assert [p["metadata"]["name"] for p in store.dependents(pods, "b")] == ["p3"]
     assert [p["metadata"]["name"] for p in store.unowned_pods("default")] == ["p1"]
+
+
+def test_openapi_v2_protobuf_to_a_raw_client() -> None:
+    """``/openapi/v2`` answers protobuf to a client that asks only for it (with the dotted media
+    type kube-apiserver answers, which Go's mime parser accepts), JSON otherwise; the protobuf
+    document starts with its swagger version and carries every definition's name."""
+    from kube.testing._openapi import v2_document
+
+    with ApiServer(tls=False) as srv:
+        host, port = srv.url.split("//")[1].split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        auth = {"Authorization": f"Bearer {srv.token}"}
+        conn.request("GET", "/openapi/v2", headers={**auth, "Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"})
+        resp = conn.getresponse()
+        body = resp.read()
+        assert resp.status == 200
+        assert resp.getheader("Content-Type") == "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+        assert body.startswith(b"\x0a\x032.0")  # field 1 (swagger), length 3, "2.0"
+        names = orjson.loads(v2_document())["definitions"]
+        assert all(name.encode() in body for name in names)
+        conn.request("GET", "/openapi/v2", headers={**auth, "Accept": "application/json"})
+        resp = conn.getresponse()
+        assert orjson.loads(resp.read())["swagger"] == "2.0"
+        conn.request("GET", "/openapi/v2", headers={**auth, "Accept": "text/plain"})
+        resp = conn.getresponse()
+        resp.read()
+        assert resp.status == 406
+        conn.close()

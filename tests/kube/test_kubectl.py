@@ -91,6 +91,25 @@ def test_apply_validates_on_the_server_and_explain_reads_openapi(kc: Kubectl, ns
     assert "<ResourceRequirements>" in kc("explain", "pods.spec.containers.resources").stdout
 
 
+def test_apply_of_a_list_validates_against_the_protobuf_openapi_v2(kc: Kubectl, ns: str) -> None:
+    """``kubectl apply -f`` of a ``kind: List`` validates its items on the client against
+    ``/openapi/v2`` fetched as protobuf (gnostic's Document): a valid list is created; a wrong
+    type or an unknown field in one item is refused before anything is written."""
+    items = yaml.safe_load(RS)
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"x": "1"}}
+    good = {"apiVersion": "v1", "kind": "List", "items": [cm, items]}
+    out = kc("apply", "-n", ns, "-f", "-", stdin=orjson.dumps(good).decode())
+    assert "configmap/cm created" in out.stdout and "replicaset.apps/web created" in out.stdout
+    bad_rs = {**items, "metadata": {"name": "web2"}, "spec": {**items["spec"], "replicas": "two", "bogus": 1}}
+    cm2 = {**cm, "metadata": {"name": "cm2"}}
+    bad = kc("apply", "-n", ns, "-f", "-", ok=False,
+             stdin=orjson.dumps({"apiVersion": "v1", "kind": "List", "items": [cm2, bad_rs]}).decode())  # fmt: skip
+    assert bad.returncode != 0
+    assert 'unknown field "bogus"' in bad.stderr and "replicas: got \"string\", expected \"integer\"" in bad.stderr
+    assert kc("get", "-n", ns, "configmap", "cm2", ok=False).returncode != 0  # nothing of the list written
+    assert kc("get", "-n", ns, "rs", "web2", ok=False).returncode != 0
+
+
 def test_get_prints_the_server_side_tables(kc: Kubectl, ns: str) -> None:
     """``kubectl get`` shows the columns of kube-apiserver's printers (pods, nodes, ReplicaSets,
     Deployments), ``-o wide`` the extra ones."""

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -584,11 +584,17 @@ class KubeCore:
         group: str,
         req: PodRequest | None = None,
         constraint: dict[str, Any] | None = None,
+        tiers: Callable[[str], Sequence[Sequence[str]] | None] | None = None,
+        on_placed: Callable[[str], None] | None = None,
     ) -> list[Placement]:
         """All-or-nothing placement of a gang: every member placed, or none and nothing changed.
 
         ``pods`` are keys (all shaped like ``req``) or ``(key, request,
-        constraint)`` triples.  Raises what :meth:`place` raises for the first
+        constraint)`` triples.  ``tiers(key)``, asked just before each member is
+        placed, gives its node tiers (see :meth:`place`), so rules between
+        members (inter-pod affinity inside the gang) see the members placed
+        before it; ``on_placed(key)`` runs after each member is placed (to record
+        what those rules read).  Raises what :meth:`place` raises for the first
         member that does not fit, after releasing the members placed before it.
         """
         members = [(p, req, constraint) if isinstance(p, str) else p for p in pods]
@@ -600,8 +606,10 @@ class KubeCore:
             for key, r, c in members:
                 if r is None:
                     raise InputError(f"gang member {key} has no request")
-                out.append(self.place(key, group, r, c))
+                out.append(self.place(key, group, r, c, tiers(key) if tiers is not None else None))
                 done.append(key)
+                if on_placed is not None:
+                    on_placed(key)
         except (BusyError, UnsatisfiableError) as exc:
             for p in reversed(done):
                 self.release(p)

@@ -886,12 +886,19 @@ class KubeScheduler:
                     self._post_condition(q, msg)
             return
         gang = members[: grp.min_member]
+        by_key = {q.key: q for q in gang}
+
+        def placed_one(key: str) -> None:  # affinity rules of the members after it see it
+            self.core.pods[key].meta = pod_meta(by_key[key].pod)
+
         try:
             triples = []
             for q in gang:
                 req, constraint = self._request(q)
                 triples.append((q.key, req, constraint))
-            placed = self.core.place_gang(triples, grp.key)
+            placed = self.core.place_gang(
+                triples, grp.key, tiers=lambda key: self._tiers(by_key[key]), on_placed=placed_one
+            )
         except (BusyError, UnsatisfiableError) as exc:
             for q in gang:
                 self._unschedulable(q, exc, gang=grp)
@@ -901,7 +908,6 @@ class KubeScheduler:
                 self._fail_input(q.key, q.pod, exc)
             return
         for q, pl in zip(gang, placed):
-            self.core.pods[q.key].meta = pod_meta(q.pod)
             self._bind(q, pl)
 
     def _bind(self, p: _Pending, pl: Placement) -> None:

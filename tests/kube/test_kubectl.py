@@ -425,8 +425,8 @@ def test_gang_that_cannot_fit_says_so_for_the_gang_then_fits_whole(kc: Kubectl, 
     """Five 8-core members on two 16-core nodes: none is bound and each says "gang gb: 5 pods of 8 cores,
     at most 4 fit now"; a third node arrives and all five are bound at once."""
     _nodes(kc, ns, [("a", {}), ("b", {})], cpu="16")
-    docs = [yaml.safe_dump(orjson.loads(_gang_pod(ns, f"g{i}", "8"))) for i in range(5)]
-    kc("apply", "-f", "-", stdin="---\n".join(docs))  # (a kind: List would need OpenAPI v2 as protobuf)
+    items = [orjson.loads(_gang_pod(ns, f"g{i}", "8")) for i in range(5)]
+    kc("apply", "-f", "-", stdin=orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items}).decode())
     time.sleep(1.0)
     assert all(n is None for n in _placement(kc, ns, "gang", 5, timeout=0.5).values())
     events = kc.json("get", "events", "-n", ns, "--field-selector", "involvedObject.name=g0")["items"]
@@ -435,6 +435,40 @@ def test_gang_that_cannot_fit_says_so_for_the_gang_then_fits_whole(kc: Kubectl, 
     _nodes(kc, ns, [("c", {})], cpu="16")
     got = _placement(kc, ns, "gang", 5)
     assert all(got.values()) and len(got) == 5
+
+
+def test_anti_affinity_inside_a_gang_spreads_its_members_all_or_nothing(
+    kc: Kubectl, sched: Any, ns: str
+) -> None:
+    """Members of one gang with required anti-affinity to each other (hostname): three members go to
+    three nodes (not packed on one); a four-member gang with the same rule on three nodes places
+    none of them and says at most 3 fit."""
+    nodes = _nodes(kc, ns, [("a", {}), ("b", {}), ("c", {})], cpu="4")
+
+    def gang(name: str, size: int) -> list[dict[str, Any]]:
+        term = {"labelSelector": {"matchLabels": {"app": name}}, "topologyKey": "kubernetes.io/hostname"}
+        out = []
+        for i in range(size):
+            pod = orjson.loads(_gang_pod(ns, f"{name}-{i}", "1"))
+            pod["metadata"]["labels"] = {"app": name, "scheduling.x-k8s.io/pod-group": name,
+                                         "fluence.group-size": str(size)}  # fmt: skip
+            pod["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+            out.append(pod)
+        return out
+
+    apply = lambda items: kc("apply", "-f", "-",  # noqa: E731
+                             stdin=orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items}).decode())  # fmt: skip
+    apply(gang("spread", 3))
+    got = _placement(kc, ns, "spread", 3)
+    assert sorted(n for n in got.values() if n) == sorted(nodes), got
+    apply(gang("wide", 4))
+    time.sleep(1.0)
+    assert all(n is None for n in _placement(kc, ns, "wide", 4, timeout=0.5).values())
+    events = kc.json("get", "events", "-n", ns, "--field-selector", "involvedObject.name=wide-0")["items"]
+    msgs = [e["message"] for e in events if e["reason"] == "FailedScheduling"]
+    assert any("gang wide: 4 pods of 1 core, at most 3 fit now" in m for m in msgs), msgs
+    with sched.lock:  # the failed gang holds nothing
+        assert not any(k.startswith(f"{ns}/wide-") for k in sched.core.pods)
 
 
 def test_scale_up_and_down_never_overcommits(kc: Kubectl, sched: Any, ns: str) -> None:

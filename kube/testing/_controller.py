@@ -40,6 +40,7 @@ from typing import Any
 
 import orjson
 
+from kube.testing._hpa import sync_all as sync_all_hpas
 from kube.testing._resources import RESOURCES, Resource, resource
 from kube.testing._selectors import label_selector_from_object
 from kube.testing._store import ApiError, Store, WatchEvent, now_rfc3339
@@ -139,6 +140,9 @@ class Controllers:
         self._queue: queue.Queue[tuple[Resource, WatchEvent]] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="kube-controllers", daemon=True)
         self._owners: dict[tuple[str, str, str], Any] = {}  # workloads to sync after this batch
+        #: seconds between two syncs of every HorizontalPodAutoscaler (kube-controller-manager: 15)
+        self.hpa_interval = 1.0
+        self._next_hpa = 0.0
         #: workload -> (monotonic start, duration) of its last pod-triggered sync
         self._synced: dict[tuple[str, str, str], tuple[float, float]] = {}
         store.listeners.append(lambda res, event: self._queue.put((res, event)))
@@ -163,7 +167,7 @@ class Controllers:
 
     def _run(self) -> None:
         while not self._stopping.is_set():
-            wait = 0.2
+            wait = max(0.0, min(0.2, self._next_hpa - time.monotonic()))
             if self._owners:
                 now = time.monotonic()
                 wait = max(0.0, min(wait, min(self._due(k) for k in self._owners) - now))
@@ -180,6 +184,9 @@ class Controllers:
                 with contextlib.suppress(ApiError):
                     self._handle(res, event)
             self._sync_owners()
+            if time.monotonic() >= self._next_hpa:  # the HPA controller's periodic resync
+                self._next_hpa = time.monotonic() + self.hpa_interval
+                sync_all_hpas(self.store)
 
     def _due(self, key: tuple[str, str, str]) -> float:
         last, took = self._synced.get(key, (float("-inf"), 0.0))
@@ -219,6 +226,10 @@ class Controllers:
             ref = _owner(obj)
             if ref and ref.get("kind") == "Deployment":
                 self._sync_deployment(ns, ref["name"])
+        if key == ("autoscaling", "horizontalpodautoscalers") and event.type == "ADDED":
+            from kube.testing._hpa import sync_one
+
+            sync_one(self.store, ns, obj["metadata"]["name"])
         if key in (("", "pods"), ("policy", "poddisruptionbudgets")):
             self._sync_budgets(ns)
         if key == ("", "pods"):

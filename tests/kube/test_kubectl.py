@@ -471,6 +471,51 @@ def test_anti_affinity_inside_a_gang_spreads_its_members_all_or_nothing(
         assert not any(k.startswith(f"{ns}/wide-") for k in sched.core.pods)
 
 
+def test_autoscale_scales_the_deployment_from_the_pods_metrics(kc: Kubectl, sched: Any, ns: str) -> None:
+    """``kubectl autoscale`` (an autoscaling/v1 HPA, served as v2 too): the test server's HPA
+    controller reads the pods' cpu from their ``metrics.fluxlite.io/cpu`` annotation, scales the
+    Deployment up (the scheduler binds the new pods) and down again; ``kubectl get hpa`` shows
+    the target; a v2 HPA on a Pods metric stops at maxReplicas and says so (ScalingLimited)."""
+    _nodes(kc, ns, [("a", {}), ("b", {})], cpu="4")
+    kc("apply", "-f", "-", stdin=_deploy(ns, "web", 2, {}, cpu="500m"))
+    assert sum(1 for n in _placement(kc, ns, "web", 2).values() if n) == 2
+    out = kc("autoscale", "deployment", "web", "-n", ns, "--min=1", "--max=6", "--cpu-percent=50")
+    assert "autoscaled" in out.stdout
+    kc("annotate", "pods", "-n", ns, "-l", "app=web", "metrics.fluxlite.io/cpu=500m", "--overwrite")
+    got = _placement(kc, ns, "web", 4)  # 100 % of the requests against 50 %: twice the pods
+    assert sum(1 for n in got.values() if n) == 4 and len(got) == 4, got
+    rows = kc("get", "hpa", "-n", ns).stdout.splitlines()
+    assert rows[0].split()[:4] == ["NAME", "REFERENCE", "TARGETS", "MINPODS"] and "Deployment/web" in rows[1]
+    v1 = kc.json("get", "horizontalpodautoscalers.v1.autoscaling", "web", "-n", ns)
+    assert v1["spec"]["targetCPUUtilizationPercentage"] == 50 and v1["apiVersion"] == "autoscaling/v1"
+    kc("annotate", "pods", "-n", ns, "-l", "app=web", "metrics.fluxlite.io/cpu=50m", "--overwrite")
+    end = time.monotonic() + 15
+    while time.monotonic() < end and len(_placement(kc, ns, "web", 1, timeout=0.1)) > 1:
+        time.sleep(0.2)
+    assert len(_placement(kc, ns, "web", 1)) == 1  # 10 % against 50 %: one pod
+    hpa = kc.json("get", "hpa", "web", "-n", ns)
+    assert hpa["status"]["currentMetrics"][0]["resource"]["current"]["averageUtilization"] == 10
+    kc("apply", "-f", "-", stdin=_deploy(ns, "q", 1, {}, cpu="100m"))
+    kc("apply", "-n", ns, "-f", "-", stdin=orjson.dumps({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "q"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "q"},
+                 "minReplicas": 1, "maxReplicas": 3,
+                 "metrics": [{"type": "Pods", "pods": {"metric": {"name": "queue"},
+                                                       "target": {"type": "AverageValue", "averageValue": "10"}}}]},
+    }).decode())  # fmt: skip
+    assert sum(1 for n in _placement(kc, ns, "q", 1).values() if n) == 1
+    kc("annotate", "pods", "-n", ns, "-l", "app=q", "metrics.fluxlite.io/queue=100", "--overwrite")
+    got = _placement(kc, ns, "q", 3)
+    assert sum(1 for n in got.values() if n) == 3 and len(got) == 3  # 10x the target, capped at 3
+    end = time.monotonic() + 10
+    while time.monotonic() < end:
+        conds = {c["type"]: c for c in kc.json("get", "hpa", "q", "-n", ns).get("status", {}).get("conditions", [])}
+        if conds.get("ScalingLimited", {}).get("status") == "True":
+            break
+        time.sleep(0.2)
+    assert conds["ScalingLimited"]["reason"] == "TooManyReplicas"
+
+
 def test_scale_up_and_down_never_overcommits(kc: Kubectl, sched: Any, ns: str) -> None:
     """kubectl scale 0 -> 12 -> 5 -> 9 on three 4-core nodes: every node holds at most 4 one-core pods,
     the 13th... never exists; scale down frees the cores (the next scale-up reuses them)."""

@@ -420,6 +420,42 @@ def _baseline_run(ref: str, args: list[Any]) -> dict[str, Any]:
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _plot_throughput(doc: dict[str, Any], path: Path) -> None:
+    """Pods bound per second and the MatchGrow / MatchAllocate medians against the node count,
+    this checkout and the baseline (a hollow marker: the baseline was stopped unfinished)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    for who, colour in (("this", "C0"), ("baseline", "C3")):
+        rows = [r[who] for r in doc["runs"] if who in r]
+        if not rows:
+            continue
+        label = "this checkout" if who == "this" else f"baseline ({doc['runs'][0].get('baseline_ref')})"
+        x = [r["nodes"] for r in rows]
+        ax[0].plot(x, [r["pods_per_s"] for r in rows], "-", color=colour, label=label)
+        for r in rows:
+            ax[0].plot(r["nodes"], r["pods_per_s"], "o", color=colour, mfc=colour if r["finished"] else "none")
+        ax[1].plot(x, [r["mg_cpu_median_ms"] for r in rows], "o-", color=colour, label=f"MatchGrow, {label}")
+        ax[1].plot(x, [r["bare_ma_cpu_median_ms"] for r in rows], "s--", color=colour, label=f"MatchAllocate, {label}")
+    ax[0].set_xlabel("nodes (ReplicaSet of 2 pods per node)")
+    ax[0].set_ylabel("pods bound per second, create -> last bound")
+    ax[0].set_yscale("log")
+    ax[0].legend()
+    ax[1].axhline(2.0, color="k", lw=0.8, ls=":", label="target 2 ms")
+    ax[1].set_xlabel("nodes")
+    ax[1].set_ylabel("median per pod (ms, scheduling-thread CPU)")
+    ax[1].set_yscale("log")
+    ax[1].legend(fontsize=7)
+    for a in ax:
+        a.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def _plot(doc: dict[str, Any], path: Path) -> None:
     import matplotlib
 
@@ -482,7 +518,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "by then (default: --timeout)")  # fmt: skip
     p.add_argument("--json", type=Path, help="write the results here")
     p.add_argument("--csv", type=Path, help="write per replica index medians here")
-    p.add_argument("--plot", type=Path, help="write the latency-per-replica plot (PNG) here")
+    p.add_argument("--plot", type=Path, help="write the latency-per-replica plot (PNG) here (with --throughput: "
+                   "pods/s and match medians against the node count)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     a = p.parse_args(list(argv) if argv is not None else None)
     for name in ("nodes", "replicas", "step", "repeat", "bind_workers"):
@@ -531,6 +568,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         if a.json:
             a.json.write_text(json.dumps(doc, indent=1) + "\n")
+        if a.plot:
+            _plot_throughput(doc, a.plot)
         return 0
     try:
         doc = run(

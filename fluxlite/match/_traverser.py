@@ -382,7 +382,18 @@ class Traverser(
             self.errno = "EINVAL"
             self._reset_exclusive_types(saved)
             return -1, at
-        duration = graph_dur if dur == 0 else int(dur)
+        if dur != 0:
+            duration = int(dur)
+        elif at > self.graph_start:
+            # no time limit: the rest of the graph's window from the match time (flux-sched
+            # PR #1104, "remaining graph duration"); the whole window would run past its end
+            duration = self.graph_end - at
+            if duration < 1:
+                self.errno = "EINVAL"
+                self._reset_exclusive_types(saved)
+                return -1, at
+        else:
+            duration = graph_dur
         meta = JobMeta(jobid=jobid, at=at, now=at, duration=duration, constraint=jobspec.constraint)
         meta.queue = getattr(jobspec, "queue", "") or ""
         rc = -1

@@ -203,6 +203,8 @@ class Traverser(
         self._span_seq = 0
         self._leaf_sid = 0
         self._leaf_shared: dict[int, tuple[Any, ...]] = {}
+        #: leaves holding state, by their shared dicts: the new shared dicts (see UpdateStage._upd_leaf)
+        self._leaf_ext: dict[tuple, tuple[Any, ...]] = {}
         # per-edge marks of the last select (needs, exclusive, token)
         ne = len(graph.e_src)
         self.e_needs: list[int] = [0] * ne

@@ -72,7 +72,8 @@ def test_parse_session_reads_resource_query_blocks() -> None:
     assert [round(r["ms"], 3) for r in recs] == [0.512, 4.0, 1.5]
 
 
-def test_against_a_stand_in_runs_every_kind_of_cell(tmp_path: Path) -> None:
+def _stand_in(tmp_path: Path) -> tuple[Path, Path]:
+    """A bench directory with the default graph as L0, and the resource-query stand-in."""
     bench = tmp_path / "bench"
     (bench / "graphs").mkdir(parents=True)
     shutil.copy(
@@ -81,6 +82,11 @@ def test_against_a_stand_in_runs_every_kind_of_cell(tmp_path: Path) -> None:
     fake = tmp_path / "resource-query"
     fake.write_text(FAKE.format(python=sys.executable))
     fake.chmod(0o755)
+    return bench, fake
+
+
+def test_against_a_stand_in_runs_every_kind_of_cell(tmp_path: Path) -> None:
+    bench, fake = _stand_in(tmp_path)
     out = tmp_path / "rows.json"
     txt = tmp_path / "table.txt"
     rc = main_match([
@@ -109,13 +115,8 @@ def test_against_a_missing_binary_is_one_line(tmp_path: Path, capsys: pytest.Cap
 
 def test_a_baseline_tree_runs_in_the_same_alternation(tmp_path: Path) -> None:
     """--baseline-tree DIR: that tree's fluxlite is a third program; its median and the ratio to it are kept."""
-    bench = tmp_path / "bench"
-    (bench / "graphs").mkdir(parents=True)
+    bench, fake = _stand_in(tmp_path)
     repo = Path(__file__).parents[2]
-    shutil.copy(repo / "fluxlite" / "data" / "default.graphml", bench / "graphs" / "L0.graphml")
-    fake = tmp_path / "resource-query"
-    fake.write_text(FAKE.format(python=sys.executable))
-    fake.chmod(0o755)
     out = tmp_path / "rows.json"
     txt = tmp_path / "table.txt"
     rc = main_match([

@@ -203,6 +203,8 @@ class Traverser(
         self._span_seq = 0
         self._leaf_sid = 0
         self._leaf_shared: dict[int, tuple[Any, ...]] = {}
+        #: leaves holding state, by their shared dicts: the new shared dicts (see UpdateStage._upd_leaf)
+        self._leaf_ext: dict[tuple, tuple[Any, ...]] = {}
         # per-edge marks of the last select (needs, exclusive, token)
         ne = len(graph.e_src)
         self.e_needs: list[int] = [0] * ne
@@ -382,7 +384,18 @@ class Traverser(
             self.errno = "EINVAL"
             self._reset_exclusive_types(saved)
             return -1, at
-        duration = graph_dur if dur == 0 else int(dur)
+        if dur != 0:
+            duration = int(dur)
+        elif at > self.graph_start:
+            # no time limit: the rest of the graph's window from the match time (flux-sched
+            # PR #1104, "remaining graph duration"); the whole window would run past its end
+            duration = self.graph_end - at
+            if duration < 1:
+                self.errno = "EINVAL"
+                self._reset_exclusive_types(saved)
+                return -1, at
+        else:
+            duration = graph_dur
         meta = JobMeta(jobid=jobid, at=at, now=at, duration=duration, constraint=jobspec.constraint)
         meta.queue = getattr(jobspec, "queue", "") or ""
         rc = -1

@@ -34,6 +34,8 @@ import contextlib
 import math
 from typing import Any
 
+from fluxlite.errors import FluxliteError
+from kube._quantity import parse_quantity
 from kube.testing._resources import RESOURCES, resource
 from kube.testing._selectors import label_selector
 from kube.testing._store import ApiError, Store, now_rfc3339
@@ -50,18 +52,21 @@ _SCALABLE = {"Deployment": ("apps", "deployments"), "ReplicaSet": ("apps", "repl
 
 
 def _quantity(text: Any) -> float | None:
-    from kube.testing._controller import parse_quantity
-
+    if text is None:
+        return None
     try:
-        return parse_quantity(text)
-    except (ValueError, TypeError):
+        return float(parse_quantity(text, field="metric"))
+    except FluxliteError:
         return None
 
 
 def _request(pod: dict, res: str) -> float:
-    from kube.testing._controller import pod_requests
-
-    return pod_requests(pod).get(res, 0.0)
+    """The pod's request of ``res``: its containers' requests summed (what the HPA divides by)."""
+    total = 0.0
+    for c in (pod.get("spec") or {}).get("containers") or ():
+        got = _quantity(((c.get("resources") or {}).get("requests") or {}).get(res))
+        total += got or 0.0
+    return total
 
 
 def _active(pod: dict) -> bool:

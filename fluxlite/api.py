@@ -269,6 +269,43 @@ class Engine:
         return w
 
     # -------------------------------------------------------------- matching
+    @staticmethod
+    def with_hosts(jobspec: Any, hosts: str | Iterable[str] | None) -> Any:
+        """``jobspec`` restricted to the named nodes (its own constraint and-ed with them).
+
+        ``hosts`` is an RFC 29 hostlist (``"node[0-7]"``) or an iterable of
+        exact host names; None returns ``jobspec`` unchanged.  The result is
+        the jobspec with an RFC 31 constraint added, so every operation
+        treats it as a full match filtered to those nodes, and the matcher
+        walks only the paths to them (see ``docs/matcher.md``).  Raises
+        :class:`InputError` for a bad hostlist or name.
+        """
+        if hosts is None:
+            return jobspec
+        import dataclasses
+
+        from fluxlite.jobspec import ConditionalConstraint, HostlistConstraint
+        from fluxlite.match._restrict import MAX_HOST_NAME, HostSetConstraint
+
+        c: Any
+        if isinstance(hosts, str):
+            if len(hosts) > 64 * MAX_HOST_NAME:
+                raise InputError(f"hostlist of {len(hosts)} characters is too long")
+            try:
+                c = HostlistConstraint((hosts,))
+            except ValueError as exc:
+                raise InputError(f"invalid hostlist {hosts[:80]!r}") from exc
+        else:
+            names = frozenset(hosts)
+            for name in names:
+                if not isinstance(name, str) or not name or len(name) > MAX_HOST_NAME:
+                    raise InputError(f"invalid host name {str(name)[:80]!r}: a non-empty string is expected")
+            c = HostSetConstraint(names)
+        own = getattr(jobspec, "constraint", None)
+        if own is not None:
+            c = ConditionalConstraint("and", (own, c))
+        return dataclasses.replace(jobspec, constraint=c)
+
     def match(
         self,
         jobspec: Any,
@@ -277,6 +314,7 @@ class Engine:
         fmt: str = "simple",
         at: int = 0,
         _grow: bool = False,
+        hosts: str | Iterable[str] | None = None,
     ) -> MatchResult:
         """Run one match; never raises for a request that cannot be placed (see ``ok``/``errno``).
 
@@ -293,7 +331,12 @@ class Engine:
         spent, as in Fluxion: by a placement, and by a failure that says
         busy (EBUSY) or never (ENODEV), but not by bad input or by the
         match-only and satisfiability operations.
+
+        ``hosts`` (a hostlist or host names) restricts the match to those
+        nodes (:meth:`with_hosts`): the answer of the full match filtered to
+        them, at a cost that follows the named nodes, not the graph.
         """
+        jobspec = self.with_hosts(jobspec, hosts)
         if op not in MATCH_OPS:
             raise InputError(f"unknown match operation {op!r} (known: {', '.join(MATCH_OPS)})")
         if jobid is None:
@@ -366,11 +409,11 @@ class Engine:
         if rc != 0:
             raise StateError("could not undo a match made without allocating", jobid=jobid)
 
-    def _place(self, jobspec: Any, op: str, jobid: int | None, fmt: str) -> MatchResult:
+    def _place(self, jobspec: Any, op: str, jobid: int | None, fmt: str, hosts: Any = None) -> MatchResult:
         from fluxlite.match.flexible import check_jobspec
 
         check_jobspec(jobspec, self.traverser_policy)  # slot alternatives it cannot honour: JobspecError
-        r = self.match(jobspec, op=op, jobid=jobid, fmt=fmt)
+        r = self.match(jobspec, op=op, jobid=jobid, fmt=fmt, hosts=hosts)
         if r.ok:
             return r
         if r.error:
@@ -379,15 +422,23 @@ class Engine:
             raise BusyError("resources exist but are not free now", jobid=r.jobid)
         raise UnsatisfiableError("no state of this graph can satisfy the request", jobid=r.jobid)
 
-    def allocate(self, jobspec: Any, jobid: int | None = None, fmt: str = "simple") -> MatchResult:
-        """Allocate now; raise :class:`BusyError` or :class:`UnsatisfiableError` otherwise."""
-        return self._place(jobspec, "allocate_with_satisfiability", jobid, fmt)
+    def allocate(
+        self, jobspec: Any, jobid: int | None = None, fmt: str = "simple", *, hosts: Any = None
+    ) -> MatchResult:
+        """Allocate now; raise :class:`BusyError` or :class:`UnsatisfiableError` otherwise.
+
+        ``hosts``: only on these nodes (a hostlist or host names, see :meth:`with_hosts`).
+        """
+        return self._place(jobspec, "allocate_with_satisfiability", jobid, fmt, hosts)
 
     def allocate_orelse_reserve(
-        self, jobspec: Any, jobid: int | None = None, fmt: str = "simple"
+        self, jobspec: Any, jobid: int | None = None, fmt: str = "simple", *, hosts: Any = None
     ) -> MatchResult:
-        """Allocate now or reserve at the earliest time; raise :class:`UnsatisfiableError` if impossible."""
-        return self._place(jobspec, "allocate_orelse_reserve", jobid, fmt)
+        """Allocate now or reserve at the earliest time; raise :class:`UnsatisfiableError` if impossible.
+
+        ``hosts``: only on these nodes (a hostlist or host names, see :meth:`with_hosts`).
+        """
+        return self._place(jobspec, "allocate_orelse_reserve", jobid, fmt, hosts)
 
     def grow(
         self,
@@ -398,8 +449,11 @@ class Engine:
         strategy: str | None = None,
         parent: int | None = None,
         now: int = 0,
+        hosts: Any = None,
     ) -> Any:
         """MatchGrow locally: find more resources for running job ``jobid``.
+
+        ``hosts``: only on these nodes (a hostlist or host names, see :meth:`with_hosts`).
 
         ``now`` is the time (the engine's integer seconds) the new resources are
         needed from, for the jobspec's duration (a simulator's or queue's clock).
@@ -424,7 +478,9 @@ class Engine:
             raise UnknownJobError(f"nonexistent job {jobid}", jobid=jobid)
         if self.jobs[jobid] != "allocated":
             raise StateError("only a running (allocated) job can grow", jobid=jobid)
-        r = self.match(jobspec, op="allocate_with_satisfiability", jobid=jobid, fmt=fmt, at=now, _grow=True)
+        r = self.match(
+            jobspec, op="allocate_with_satisfiability", jobid=jobid, fmt=fmt, at=now, _grow=True, hosts=hosts
+        )
         if r.ok:
             return r
         if r.error:
@@ -533,8 +589,9 @@ class Engine:
             self._next_jobid = max(self._next_jobid, jobid + 1)
         return MatchResult(ok=True, jobid=jobid, at=at, text=w.emit(), reserved=reserve)
 
-    def satisfiable(self, jobspec: Any) -> bool:
-        """True if this graph could ever satisfy ``jobspec`` (no state changes)."""
+    def satisfiable(self, jobspec: Any, *, hosts: Any = None) -> bool:
+        """True if this graph could ever satisfy ``jobspec`` (no state changes); ``hosts``: on these nodes."""
+        jobspec = self.with_hosts(jobspec, hosts)
         tr = self.traverser
         w = self._writer("simple")
         w.reset()

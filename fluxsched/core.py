@@ -206,7 +206,9 @@ class SchedulerCore:
         text = jobspec if isinstance(jobspec, str) else json.dumps(jobspec)
         js = parse_jobspec(text, source="jobspec")
         duration = float(js.duration or 0.0)
-        # no time limit: half the planner's horizon (a full one would not fit after time 0)
+        # no time limit: half the planner's horizon, not the engine's own duration 0 (the rest of
+        # the window): a span to the window's end could not be reserved later than now, and the
+        # satisfiability check at the window's end would then see later busy jobs as unsatisfiable
         eng_dur = math.ceil(duration) + 1 if duration > 0 else self.unlimited
         return dataclasses.replace(js, duration=eng_dur), duration
 

@@ -14,15 +14,14 @@ from __future__ import annotations
 import cProfile
 import io
 import pstats
-import re
 import sys
 import tempfile
 from pathlib import Path
 
 from fluxlite.api import Engine
-from fluxlite.cli._bench_inputs import _graph_source, request_files
+from fluxlite.cli._bench_inputs import _graph_source
 from fluxlite.cli.bench import find_bench_dir
-from fluxlite.cli.bench_fluxion import _BUSY_DURATIONS, _BUSY_REQUESTS, _busy_session
+from fluxlite.cli.bench_fluxion import _busy_session, busy_files
 from fluxlite.jobspec import load_jobspec
 
 
@@ -34,14 +33,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td)
         src, _fmt = _graph_source(gname, bench, "grug", tmp)
-        base = dict(request_files(list(_BUSY_REQUESTS), bench, tmp))
-        files = {}
-        for r in _BUSY_REQUESTS:
-            text = Path(base[r]).read_text()
-            for d in _BUSY_DURATIONS:
-                path = tmp / f"busy-{r}-{d}.yaml"
-                path.write_text(re.sub(r"duration:\s*\d+", f"duration: {d}", text))
-                files[f"{r}-{d}"] = str(path)
+        files = busy_files(bench, tmp)
         cmds, _n = _busy_session(src, files, policy, "ALL:core", 1, 60, 60)
         eng = Engine.from_file(src, policy=policy, prune_filters="ALL:core")
         prof = cProfile.Profile()

@@ -16,6 +16,7 @@ identical.  Prints medians in ms and the ratio restricted / full.
 from __future__ import annotations
 
 import dataclasses
+import json
 import statistics
 import sys
 import time
@@ -24,29 +25,18 @@ from fluxlite.api import Engine
 from fluxlite.jobspec import parse_constraint, parse_jobspec
 from fluxlite.readers.generate import generate_graph
 
-POD = """version: 1
-resources:
-  - type: node
-    count: 1
-    with:
-      - type: slot
-        count: 1
-        label: default
-        with:
-          - type: socket
-            count: 1
-            with:
-              - type: core
-                count: 4
-attributes:
-  system:
-    duration: 3600
-tasks:
-  - command: [app]
-    slot: default
-    count:
-      per_slot: 1
-"""
+
+def _pod() -> object:
+    """A pod, the slot right below the node as the kube shim asks: ``node[1] -> slot[1] -> socket[1] -> core[4]``."""
+    socket = {"type": "socket", "count": 1, "with": [{"type": "core", "count": 4}]}
+    node = {
+        "type": "node",
+        "count": 1,
+        "with": [{"type": "slot", "count": 1, "label": "default", "with": [socket]}],
+    }
+    tasks = [{"command": ["app"], "slot": "default", "count": {"per_slot": 1}}]
+    doc = {"version": 1, "resources": [node], "attributes": {"system": {"duration": 3600}}, "tasks": tasks}
+    return parse_jobspec(json.dumps(doc))
 
 
 def main(argv: list[str]) -> int:
@@ -56,7 +46,7 @@ def main(argv: list[str]) -> int:
     hosts = [
         f"node{i}" for i in (3, per + 7, per + 8, 2 * per + 1, 2 * per + 500, 3 * per, 3 * per + 1, nodes - 1)
     ]
-    js = dataclasses.replace(parse_jobspec(POD), constraint=parse_constraint({"hostlist": [",".join(hosts)]}))
+    js = dataclasses.replace(_pod(), constraint=parse_constraint({"hostlist": [",".join(hosts)]}))
     times: dict[tuple[str, str], list[float]] = {}
     for _ in range(repeat):
         engines = {}

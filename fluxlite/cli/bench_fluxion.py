@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main_against", "parse_session"]
+__all__ = ["busy_files", "main_against", "parse_session"]
 
 _BUSY_REQUESTS = ("T3", "T4", "T5", "T6", "T7", "T8")
 _BUSY_DURATIONS = (600, 1800, 3600, 7200, 10800)
@@ -183,6 +183,21 @@ def _busy_session(
     return "".join(line + "\n" for line in lines), matches
 
 
+def busy_files(bench_dir: Path | None, tmp: Path) -> dict[str, str]:
+    """The busy session's jobspec files, written under ``tmp``: ``"T3-600"`` -> path (T3..T8 x durations)."""
+    from fluxlite.cli._bench_inputs import request_files
+
+    files: dict[str, str] = {}
+    base = dict(request_files(list(_BUSY_REQUESTS), bench_dir, tmp))
+    for r in _BUSY_REQUESTS:
+        text = Path(base[r]).read_text()
+        for d in _BUSY_DURATIONS:
+            path = tmp / f"busy-{r}-{d}.yaml"
+            path.write_text(re.sub(r"duration:\s*\d+", f"duration: {d}", text))
+            files[f"{r}-{d}"] = str(path)
+    return files
+
+
 def _cells(a: Any, bench_dir: Path | None, tmp: Path) -> list[dict[str, Any]]:
     from fluxlite.cli._bench_inputs import BENCH_GRAPHS, _graph_source, request_files
 
@@ -210,14 +225,7 @@ def _cells(a: Any, bench_dir: Path | None, tmp: Path) -> list[dict[str, Any]]:
                 cells.append({"kind": "fail", "graph": g, "request": "T1", "policy": pol, "src": src,
                               "commands": f"match allocate {t1}\n" * n, "figures": ("fail",)})  # fmt: skip
             if "busy" in a.sessions:
-                files: dict[str, str] = {}
-                base = dict(request_files(list(_BUSY_REQUESTS), bench_dir, tmp))
-                for r in _BUSY_REQUESTS:
-                    text = Path(base[r]).read_text()
-                    for d in _BUSY_DURATIONS:
-                        path = tmp / f"busy-{r}-{d}.yaml"
-                        path.write_text(re.sub(r"duration:\s*\d+", f"duration: {d}", text))
-                        files[f"{r}-{d}"] = str(path)
+                files = busy_files(bench_dir, tmp)
                 cmds, _n = _busy_session(src, files, pol, a.prune, a.seed, a.queue, a.rounds)
                 cells.append({"kind": "busy", "graph": g, "request": "mix", "policy": pol, "src": src,
                               "commands": cmds, "figures": ("alloc", "reserve")})  # fmt: skip

@@ -143,13 +143,28 @@ class _Shared(dict):  # type: ignore[type-arg]
     __slots__ = ()
 
 
-def _drop(col: list[Any], u: int, key: int) -> Any:
-    """Remove ``key`` from the dict ``col[u]`` without changing a dict shared with other vertices."""
+def _drop(col: list[Any], u: int, key: int, memo: dict[tuple[int, int], tuple] | None = None) -> Any:
+    """Remove ``key`` from the dict ``col[u]`` without changing a dict shared with other vertices.
+
+    With ``memo`` (one per release walk), vertices that share a dict get one
+    shared dict without ``key`` in its place (it stays shared, so the next
+    allocation over them can share again); the memo keeps each old dict
+    alive, so an id in its keys is never another dict's.
+    """
     d = col[u]
     if len(d) == 1:
         col[u] = None
         return d[key]
     if type(d) is _Shared:
+        if memo is not None:
+            mk = (id(d), key)
+            got = memo.get(mk)
+            if got is None:
+                nd = _Shared(d)
+                del nd[key]
+                got = memo[mk] = (nd, d)
+            col[u] = got[0]
+            return d[key]
         d = col[u] = dict(d)
     return d.pop(key)
 

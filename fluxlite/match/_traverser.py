@@ -205,6 +205,8 @@ class Traverser(
         self._leaf_shared: dict[int, tuple[Any, ...]] = {}
         #: leaves holding state, by their shared dicts: the new shared dicts (see UpdateStage._upd_leaf)
         self._leaf_ext: dict[tuple, tuple[Any, ...]] = {}
+        #: shared dicts less one key, by (old dict, key), during one release walk (see _common._drop)
+        self._drop_memo: dict[tuple[int, int], tuple] = {}
         # per-edge marks of the last select (needs, exclusive, token)
         ne = len(graph.e_src)
         self.e_needs: list[int] = [0] * ne

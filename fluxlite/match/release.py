@@ -26,11 +26,15 @@ class ReleaseStage:
         self.preorder = 0
         self.postorder = 0
         self._reset_color()
+        self._drop_memo = {}
         tg = self.tags[root]
-        if tg is not None and jobid in tg:
-            rc = self._mod_dfv(root, jobid)
-        else:
-            rc = self._mod_exv(jobid)
+        try:
+            if tg is not None and jobid in tg:
+                rc = self._mod_dfv(root, jobid)
+            else:
+                rc = self._mod_exv(jobid)
+        finally:
+            self._drop_memo = {}  # drops the old dicts it kept alive
         self.total_preorder = self.preorder
         self.total_postorder = self.postorder
         self.job_vertices(jobid)  # compacts (drops) the job's index entry
@@ -45,12 +49,12 @@ class ReleaseStage:
         ep[u] = ep.get(u, 0) + 1
         if self._ep_log is not None:
             self._ep_log.append(u)
-        _drop(self.tags, u, jobid)
+        _drop(self.tags, u, jobid, self._drop_memo)
         xs = self.xspans[u]
         if xs is None or jobid not in xs:
             self.err_msg += "rem_exclusive_filter: jobid isn't found in x_spans table.\n "
             return -1
-        _drop(self.xspans, u, jobid)
+        _drop(self.xspans, u, jobid, self._drop_memo)
         self._drop_job_aggregate(u, jobid)
         self._rem_plan(u, jobid)
         dom = self.dom
@@ -131,7 +135,7 @@ class ReleaseStage:
                         table[v] = None
                         sid = d[jobid]
                     else:
-                        sid = _drop(table, v, jobid)
+                        sid = _drop(table, v, jobid, self._drop_memo)
                     if sp is not None and sid in sp:
                         if len(sp) == 1:
                             vspans[v] = None
@@ -139,7 +143,7 @@ class ReleaseStage:
                                 # the whole leaf was cleared: later leaves holding these same dicts may be too
                                 last = (tg, xs, table, d, sp)
                         else:
-                            _drop(vspans, v, sid)
+                            _drop(vspans, v, sid, self._drop_memo)
                     break
             post += 1
         self.preorder += pre
@@ -151,10 +155,10 @@ class ReleaseStage:
         for table in (self.allocs, self.resvs):
             d = table[u]
             if d is not None and jobid in d:
-                sid = _drop(table, u, jobid)
+                sid = _drop(table, u, jobid, self._drop_memo)
                 sp = self.vspans[u]
                 if sp is not None and sid in sp:
-                    start, end, amount = _drop(self.vspans, u, sid)
+                    start, end, amount = _drop(self.vspans, u, sid, self._drop_memo)
                     return amount, start, end
                 return None
         return None

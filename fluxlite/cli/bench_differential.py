@@ -284,6 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--writers", default=",".join(WRITERS), help="match writers (-F), comma-separated (default all)")
     p.add_argument("--policies", default=",".join(POLICIES), help="policies (-P), comma-separated (default all)")
     p.add_argument("--traversers", default=",".join(TRAVERSERS), help="traversers (-T) (default simple,flexible)")
+    p.add_argument("--jobspecs", metavar="DIRS",
+                   help="jobspec folders under resource/jobspecs (comma-separated, e.g. flexible,basics) used "
+                   "on every graph instead of the ones Fluxion's tests use with it")  # fmt: skip
     p.add_argument("--shrink-budget", type=int, default=40, metavar="N",
                    help="runs spent shrinking each class's reproducer (default 40)")  # fmt: skip
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per program run (default 120)")
@@ -313,6 +316,14 @@ def run(a: argparse.Namespace, run_rq: Runner, run_fl: Runner, data: Path) -> di
     policies = _split(a.policies, POLICIES, "policies")
     traversers = _split(a.traversers, TRAVERSERS, "traversers")
     pools = jobspec_pools(data, graphs)
+    if a.jobspecs:
+        chosen = []
+        for d in _split(a.jobspecs, None, "jobspecs"):
+            found = sorted(str(x) for x in (data / "resource" / "jobspecs" / d).glob("*.yaml"))
+            if not found:
+                raise ValueError(f"--jobspecs: no *.yaml in {data / 'resource' / 'jobspecs' / d}")
+            chosen += found
+        pools = {g: chosen for g in graphs}
     rng = random.Random(a.seed)
     sessions = make_sessions(rng, a.sessions, graphs, writers, policies, traversers, pools, a.commands)
     differing: list[tuple[Session, str]] = []

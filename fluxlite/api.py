@@ -950,10 +950,17 @@ class Engine:
 
         w = self._writer(fmt)
         w.reset()
-        find(self.traverser, w, criteria)
-        from fluxlite.writers import format_find_output
+        find_mode = getattr(w, "find_mode", None)
+        if find_mode is not None:
+            find_mode(True)
+        try:
+            find(self.traverser, w, criteria)
+            from fluxlite.writers import format_find_output
 
-        return format_find_output(w.emit_json())
+            return format_find_output(w.emit_json())
+        finally:
+            if find_mode is not None:
+                find_mode(False)
 
 
 _ = DOWN

@@ -171,7 +171,8 @@ class JgfWriter:
         self._e: list[str] = []
         self._ss: tuple[tuple[str, ...], list[str]] = ((), [])
         #: False once a matched vertex was left out (below an exclusive one): the text
-        #: then carries ``"writer": uri``, as Fluxion's jgf_shorthand writer does
+        #: then carries ``"writer": uri``, as Fluxion's jgf_shorthand writer does, and from then
+        #: on: Fluxion's ``m_complete`` is never set back (one writer per session, find included)
         self.complete = True
 
     def _subsystems(self, g: ResourceGraph) -> list[str] | None:
@@ -222,7 +223,6 @@ class JgfWriter:
             text += f', "writer": "{self.uri}"'
         self._v = []
         self._e = []
-        self.complete = True
         return text + "}"
 
     def emit(self) -> str:
@@ -243,7 +243,6 @@ class JgfWriter:
         """Drop pending nodes and edges."""
         self._v = []
         self._e = []
-        self.complete = True
 
 
 class JgfShorthandWriter(JgfWriter):

@@ -86,3 +86,12 @@ def test_other_writers_unchanged(tmp_path: Path) -> None:
     assert err == "" and "Unsatisfiable request" in out and outcome(out) == ("FAILED", 1, "")
     out, _so, err = s.run(f"match allocate {one_core(tmp_path)}")
     assert outcome(out) == ("ALLOCATED", 2, "Now")
+
+
+def test_find_with_nothing_for_rlite_fails_as_fluxion(session: Session) -> None:
+    """reapi find: ``emit_json`` of R_lite with no node gathered fails (EINVAL): one line on stderr,
+    nothing on the output."""
+    out, _so, err = session.run("find sched-now=allocated")
+    assert out == "" and err == "find: ERROR: find writer emit: Invalid argument\n"
+    out, _so, err = session.run("find status=up")
+    assert err == "" and out.startswith('[{"rank": "0-1"')

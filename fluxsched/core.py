@@ -47,11 +47,15 @@ def _bounded(text: str, n: int = _NOTE_MAX) -> str:
 class FluxQueue(Queue):
     """A :class:`~fluxlite.queue.Queue` whose jobs carry their own jobspec (``job.extra["js"]``).
 
-    The policies' passes are unchanged; a start or reservation matches the
-    job's real request, and a started job's R (``rv1_nosched``) is kept in
-    ``job.extra["R"]`` until the module has sent it.  A request that failed
-    is not tried again until resources come back, per distinct request.
+    Through the queue's hooks: a start or reservation matches the job's real
+    request (:meth:`job_request`), a started job's R (``rv1_nosched``) is
+    kept in ``job.extra["R"]`` until the module has sent it
+    (:meth:`on_matched`), and a request that failed is not tried again until
+    resources come back, per distinct request (:meth:`known_to_fail`).
     """
+
+    match_format = "rv1_nosched"
+    by_shape = False
 
     def __init__(self, engine: Any, policy: str = "fcfs", reservation_depth: int | None = None) -> None:
         super().__init__(engine, policy, reservation_depth)
@@ -70,34 +74,17 @@ class FluxQueue(Queue):
             self.drop_reservation(other)
         self.dirty = True
 
-    def _match(self, job: Job, now: int, op: str) -> Any:
-        self.matches += 1
-        return self.engine.match(job.extra["js"], op=op, jobid=job.jobid, at=now, fmt="rv1_nosched")
+    def job_request(self, job: Job) -> Any:
+        return job.extra["js"]
 
-    def try_start(self, job: Job, now: int) -> bool:
-        sig = job.extra["sig"]
-        if sig in self._failed_sigs or self.free(job.unit, now, 1) < job.size:
-            return False
-        r = self._match(job, now, "allocate")
-        if r.ok:
-            job.extra["R"] = r.text
-            self._started(job, now)
-            return True
-        self._failed_sigs.add(sig)
-        return False
+    def on_matched(self, job: Job, result: Any) -> None:
+        job.extra["R"] = result.text
 
-    def start_or_reserve(self, job: Job, now: int) -> bool:
-        r = self._match(job, now, "allocate_orelse_reserve")
-        if not r.ok:
-            return False
-        if r.at == now:
-            job.extra["R"] = r.text
-            self._started(job, now)
-            return True
-        job.resv_at = r.at
-        if job.first_resv is None:
-            job.first_resv = r.at
-        return False
+    def known_to_fail(self, job: Job) -> bool:
+        return job.extra["sig"] in self._failed_sigs
+
+    def failed(self, job: Job) -> None:
+        self._failed_sigs.add(job.extra["sig"])
 
 
 @dataclass
@@ -219,7 +206,9 @@ class SchedulerCore:
         text = jobspec if isinstance(jobspec, str) else json.dumps(jobspec)
         js = parse_jobspec(text, source="jobspec")
         duration = float(js.duration or 0.0)
-        # no time limit: half the planner's horizon (a full one would not fit after time 0)
+        # no time limit: half the planner's horizon, not the engine's own duration 0 (the rest of
+        # the window): a span to the window's end could not be reserved later than now, and the
+        # satisfiability check at the window's end would then see later busy jobs as unsatisfiable
         eng_dur = math.ceil(duration) + 1 if duration > 0 else self.unlimited
         return dataclasses.replace(js, duration=eng_dur), duration
 

@@ -38,7 +38,7 @@ from hierarchy._pb import fluxlite_instance_pb2 as pb
 from hierarchy._pb import fluxlite_instance_pb2_grpc as pb_grpc
 from hierarchy.base import LevelTiming, MatchOutcome, ReleaseOutcome, ShrinkOutcome
 
-__all__ = ["CHANNEL_OPTIONS", "ERROR_KEY", "InstanceClient", "new_request_id", "translate_error"]
+__all__ = ["CHANNEL_OPTIONS", "ERROR_KEY", "InstanceClient", "new_request_id", "open_channel", "translate_error"]
 
 #: Trailing-metadata key naming the fluxlite error class of a failed call.
 ERROR_KEY = "x-fluxlite-error"
@@ -112,6 +112,24 @@ def translate_error(exc: grpc.RpcError, address: str, method: str) -> FluxliteEr
     return RpcError(f"{method} at {address} failed ({cname}): {details}")
 
 
+def open_channel(addr: Address, tls: TlsConfig | None) -> grpc.Channel:
+    """A channel to an instance: TLS when ``tls`` is enabled; plaintext only to loopback or a Unix socket.
+
+    Raises InputError before connecting when plaintext TCP would carry the
+    tree secret to another host.
+    """
+    secure = tls is not None and tls.enabled
+    if addr.kind == "tcp" and not addr.loopback and not secure:
+        raise InputError(
+            f"refusing to send the tree secret in plaintext to {addr.target}: another host needs TLS "
+            "(--tls-ca, --tls-cert, --tls-key)"
+        )
+    if secure:
+        assert tls is not None
+        return grpc.secure_channel(addr.target, tls.channel_credentials(), options=CHANNEL_OPTIONS)
+    return grpc.insecure_channel(addr.target, options=CHANNEL_OPTIONS)
+
+
 def timings_from_pb(items: Any) -> list[LevelTiming]:
     return [
         LevelTiming(
@@ -153,17 +171,7 @@ class InstanceClient:
         self.instance_name = instance_name
         #: a Shrink whose JGF is bigger goes through ShrinkStream in chunks of this size
         self.stream_above = stream_above
-        if self.addr.kind == "tcp" and not self.addr.loopback and (tls is None or not tls.enabled):
-            raise InputError(
-                f"refusing to send the tree secret in plaintext to {self.address}: another host needs TLS "
-                "(--tls-ca, --tls-cert, --tls-key)"
-            )
-        if tls is not None and tls.enabled:
-            self._channel = grpc.secure_channel(
-                self.address, tls.channel_credentials(), options=CHANNEL_OPTIONS
-            )
-        else:
-            self._channel = grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
+        self._channel = open_channel(self.addr, tls)
         self._stub = pb_grpc.InstanceStub(self._channel)
 
     # ------------------------------------------------------------------ plumbing
@@ -321,8 +329,18 @@ class InstanceClient:
 
     def heartbeat(self, jobid: int, *, lease_token: str = "", timeout: float | None = None) -> float:
         """Keep the lease of job ``jobid`` alive; returns the grace period."""
+        return self.lease_status(jobid, lease_token=lease_token, timeout=timeout)[0]
+
+    def lease_status(
+        self, jobid: int, *, lease_token: str = "", timeout: float | None = None
+    ) -> tuple[float, list[tuple[str, str, str]]]:
+        """A heartbeat that also returns the lease's dead nodes: (grace period, [(path, state, policy)]).
+
+        The parent names a node here when the cloud instance behind it died
+        while this lease held it, and keeps naming it until it is given back.
+        """
         r, _ = self._call("Heartbeat", pb.HeartbeatRequest(jobid=jobid, lease_token=lease_token), timeout)
-        return r.grace_s
+        return r.grace_s, [(d.path[:4096], d.state[:64], d.policy[:16]) for d in r.down[:4096]]
 
     def info(
         self, jobid: int = 0, *, recount: bool = False, graph: bool = False, timeout: float | None = None

@@ -2,7 +2,10 @@
 
 With a :class:`~hierarchy._identity.Credential` every call carries a fresh
 user token for the instance (its name is asked once with Health); the
-secret may be given as bytes or as the path of the secret file.
+secret may be given as bytes or as the path of the secret file.  With a
+:class:`~hierarchy._address.TlsConfig` (``tls=``) the channel is TLS, as
+:class:`~hierarchy.InstanceClient`'s: the queue service is served by the
+instance, on the instance's TLS port; another host is reached only over TLS.
 """
 
 from __future__ import annotations
@@ -12,9 +15,8 @@ from typing import Any
 
 import grpc
 
-from fluxlite.errors import InputError
-from hierarchy._address import SECRET_KEY, check_socket_owner, parse_address, read_secret_file
-from hierarchy._client import CHANNEL_OPTIONS, translate_error
+from hierarchy._address import SECRET_KEY, TlsConfig, check_socket_owner, parse_address, read_secret_file
+from hierarchy._client import open_channel, translate_error
 from hierarchy._identity import USER_KEY, Credential
 from hierarchy._pb import fluxlite_instance_pb2 as pb
 from hierarchy._pb import fluxlite_instance_pb2_grpc as pb_grpc
@@ -54,16 +56,14 @@ class QueueClient:
         trusted_uids: frozenset[int] = frozenset(),
         credential: Credential | None = None,
         instance_name: str | None = None,
+        tls: TlsConfig | None = None,
     ) -> None:
         """``secret`` is the secret file's path (as ``--secret-file``: mode 0600 checked), or the
         secret itself as bytes.  A string that names no file and holds no path separator is taken as
-        the secret itself (the older form)."""
+        the secret itself (the older form).  ``tls``: the CA that signs the instance's certificate
+        and, for a server that asks for one, this client's certificate and key."""
         self.addr = parse_address(address)
         self.address = self.addr.target
-        if self.addr.kind == "tcp" and not self.addr.loopback:
-            raise InputError(
-                f"refusing to send the tree secret in plaintext to {self.address} (not loopback)"
-            )
         self.trusted_uids = trusted_uids
         self._socket_checked = self.addr.kind != "unix"
         self.timeout = timeout
@@ -76,7 +76,7 @@ class QueueClient:
         self._md = ((SECRET_KEY, sec),)
         self.credential = credential
         self.instance_name = instance_name
-        self._channel = grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
+        self._channel = open_channel(self.addr, tls)  # InputError: plaintext to another host
         self._stub = qpb_grpc.QueueStub(self._channel)
 
     def _call(self, method: str, request: Any) -> Any:

@@ -338,9 +338,12 @@ class InstanceServicer(pb_grpc.InstanceServicer):
 
     def Heartbeat(self, request: Any, context: grpc.ServicerContext) -> Any:
         def call(deadline: float | None, user: str | None) -> Any:
-            return pb.HeartbeatReply(
-                grace_s=self.instance.heartbeat(request.jobid, request.lease_token, user)
-            )
+            grace = self.instance.heartbeat(request.jobid, request.lease_token, user)
+            down = [
+                pb.NodeDown(path=path, state=state, policy=policy)
+                for path, state, policy in self.instance.lease_down_for(request.jobid)
+            ]
+            return pb.HeartbeatReply(grace_s=grace, down=down)
 
         return self._run(context, "Heartbeat", call)
 

@@ -29,6 +29,14 @@ received from a parent; each with the worker's peak RSS.
 Output: the tables on standard output and in ``summary.txt``, raw and
 summary CSV files and PNG plots (matplotlib, the ``bench`` extra) in
 ``--out`` (default ``bench-out/hierarchy``).
+
+**Against a baseline** (``--baseline REF``): the nested experiment of this
+checkout and of git revision ``REF`` (``git archive`` into a temporary
+directory), each in fresh processes with its own tree on ``PYTHONPATH``,
+taking turns for ``--rounds`` rounds (the order alternates), so both are
+measured in the same run on the same machine.  ``compare.txt`` gives, per
+tree, the medians over all rounds, the ratios this/baseline and the load
+average seen during the run.
 """
 
 from __future__ import annotations
@@ -420,6 +428,53 @@ def summarize(
     return summary, fits
 
 
+#: issue 19's targets: attach+update slope (µs per vertex+edge), its per-level intercept (ms),
+#: the leaf's 64-node MatchGrow with deferred attach (ms)
+TARGETS = {"attach_slope_us": 2.0, "attach_intercept_ms": 0.3, "leaf_t1_deferred_ms": 20.0}
+
+
+def headline(summary: list[dict[str, Any]], fits: list[dict[str, Any]]) -> dict[str, float]:
+    """The figures the targets name (NaN where the run did not measure them).
+
+    ``attach_slope_us`` / ``attach_intercept_ms``: the worst level L1..L4 of
+    the sync run's fits of attach+update against n; ``comm_*`` likewise for
+    communication; ``leaf_t1_*_ms``: the leaf's server time of a 64-node
+    MatchGrow (T1) per mode; ``leaf_t8_*_ms``: the same for one socket.
+    """
+    nan = float("nan")
+    out: dict[str, float] = {}
+    for q, key in (("attach_update", "attach"), ("comm", "comm")):
+        fs = [f for f in fits if f["mode"] == "sync" and f["level"] in LEVELS and f["quantity"] == q]
+        out[f"{key}_slope_us"] = max((f["slope_us_per_elem"] for f in fs), default=nan)
+        out[f"{key}_intercept_ms"] = max((f["intercept_ms"] for f in fs), default=nan)
+    for req in ("T1", "T8"):
+        for mode in ("sync", "deferred"):
+            x = next(
+                (x for x in summary if x["request"] == req and x["level"] == "L4" and x["mode"] == mode), None
+            )
+            out[f"leaf_{req.lower()}_{mode}_ms"] = x["server_ms"] if x is not None else nan
+    return out
+
+
+def target_lines(summary: list[dict[str, Any]], fits: list[dict[str, Any]]) -> list[str]:
+    h = headline(summary, fits)
+
+    def verdict(v: float, limit: float) -> str:
+        return "not measured" if v != v else ("met" if v <= limit else "NOT met")
+
+    return [
+        f"  attach+update <= {TARGETS['attach_slope_us']:g} us per vertex+edge (sync run, worst level L1..L4): "
+        f"{h['attach_slope_us']:.2f} us -> {verdict(h['attach_slope_us'], TARGETS['attach_slope_us'])}",
+        f"  attach+update intercept per level <= {TARGETS['attach_intercept_ms']:g} ms (same fits): "
+        f"{h['attach_intercept_ms']:.3f} ms -> {verdict(h['attach_intercept_ms'], TARGETS['attach_intercept_ms'])}",
+        f"  (communication per level, for reference: worst slope {h['comm_slope_us']:.2f} us, "
+        f"worst intercept {h['comm_intercept_ms']:.3f} ms)",
+        f"  leaf MatchGrow of 64 nodes (deferred attach) <= {TARGETS['leaf_t1_deferred_ms']:g} ms: "
+        f"{h['leaf_t1_deferred_ms']:.1f} ms at the leaf -> "
+        f"{verdict(h['leaf_t1_deferred_ms'], TARGETS['leaf_t1_deferred_ms'])}",
+    ]
+
+
 def _f(v: Any, width: int) -> str:
     if not isinstance(v, int | float) or v != v:
         return " " * width
@@ -486,35 +541,9 @@ def report(
                 f"  {f['mode']:<9} {f['level']:<7} {f['quantity']:<14} {f['slope_us_per_elem']:13.3f} "
                 f"{f['intercept_ms']:13.3f} {f['r2']:7.4f}"
             )
-        per_level = [f for f in fits if f["mode"] == base and f["level"] in LEVELS]
-        au = [f for f in per_level if f["quantity"] == "attach_update"]
-        cm = [f for f in per_level if f["quantity"] == "comm"]
         lines.append("")
-        lines.append("Targets")
-        if au:
-            worst = max(f["slope_us_per_elem"] for f in au)
-            lines.append(
-                f"  attach+update <= 10 us per vertex+edge: worst level slope {worst:.2f} us "
-                f"-> {'met' if worst <= 10 else 'NOT met'}"
-            )
-        if cm:
-            ws = max(f["slope_us_per_elem"] for f in cm)
-            wi = max(f["intercept_ms"] for f in cm)
-            ok = ws <= 3 and wi <= 0.5
-            lines.append(
-                f"  communication <= 3 us per vertex+edge + 0.5 ms per level: worst slope {ws:.2f} us, "
-                f"worst intercept {wi:.3f} ms -> {'met' if ok else 'NOT met'}"
-            )
-        for mode in modes:
-            t1 = next(
-                (x for x in summary if x["request"] == "T1" and x["level"] == "L4" and x["mode"] == mode),
-                None,
-            )
-            if t1 is not None:
-                lines.append(
-                    f"  leaf MatchGrow of 64 nodes <= 150 ms ({mode} attach): {t1['server_ms']:.1f} ms at the leaf "
-                    f"({t1['rtt_ms']:.1f} ms client round trip) -> {'met' if t1['server_ms'] <= 150 else 'NOT met'}"
-                )
+        lines.append("Targets (issue 19)")
+        lines.extend(target_lines(summary, fits))
     if single:
         lines.append("")
         lines.append("Single level, 1-node graph (2 sockets x 16 cores), one socket (T8), medians in ms")
@@ -632,6 +661,129 @@ def plot(summary: list[dict[str, Any]], fits: list[dict[str, Any]], out_dir: Pat
     return made
 
 
+# ---------------------------------------------------------------------- against a baseline
+#: CSV columns that hold numbers (the rest are strings or booleans)
+_TEXT_FIELDS = {"mode", "request", "level", "deferred", "tree"}
+
+
+def _read_rows(path: Path, tree: str, rnd: int) -> list[dict[str, Any]]:
+    rows = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            row: dict[str, Any] = {
+                k: (v if k in _TEXT_FIELDS else float(v) if v not in ("", "nan") else float("nan"))
+                for k, v in r.items()
+            }
+            row["deferred"] = r.get("deferred") == "True"
+            row["tree"], row["round"] = tree, rnd
+            rows.append(row)
+    return rows
+
+
+def run_against(a: argparse.Namespace, bench: Path, requests: list[str], out_dir: Path) -> dict[str, Any]:
+    """This checkout and ``a.baseline`` in turns (see the module docstring); returns the comparison."""
+    import os
+
+    repo = Path(__file__).resolve().parent.parent
+    rows: list[dict[str, Any]] = []
+    loads: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="fluxlite-bench-base-") as tmp:
+        base = Path(tmp) / "baseline"
+        base.mkdir()
+        try:
+            arch = subprocess.run(["git", "-C", str(repo), "archive", a.baseline], check=True, capture_output=True)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            err = (getattr(exc, "stderr", b"") or b"").decode().strip()
+            raise InputError(f"--baseline {a.baseline}: {err or exc}") from exc
+        subprocess.run(["tar", "-x", "-C", str(base)], input=arch.stdout, check=True)
+        trees = {"this": repo, "baseline": base}
+        turns = [
+            (r, name) for r in range(a.rounds) for name in (("this", "baseline") if r % 2 == 0 else ("baseline", "this"))
+        ]  # fmt: skip
+        it: Any = turns
+        if not a.no_progress:
+            from tqdm import tqdm
+
+            it = tqdm(turns, desc="bench hierarchy vs baseline", unit="run", file=sys.stderr)
+        for r, name in it:
+            run_out = Path(tmp) / f"{name}-{r}"
+            cmd = [
+                sys.executable, "-m", "hierarchy.bench", "--skip-single", "--no-plots",
+                "--reps", str(a.reps), "--warmup", str(a.warmup), "--bench-dir", str(bench),
+                "--transport", a.transport, "--policy", a.policy, "--requests", ",".join(requests),
+                "--modes", a.modes, "--out", str(run_out),
+            ]  # fmt: skip
+            env = {**os.environ, "PYTHONPATH": str(trees[name])}
+            loads.append(os.getloadavg()[0])
+            done = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, check=False)
+            loads.append(os.getloadavg()[0])
+            if done.returncode != 0:
+                last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-3:]
+                raise InputError(f"the {name} tree's run {r + 1} failed: {' | '.join(last)}")
+            rows += _read_rows(run_out / "nested_raw.csv", name, r)
+        labels = {"this": _describe(repo, "HEAD") + " (+ work tree)", "baseline": f"{a.baseline} = {_describe(repo, a.baseline)}"}
+    per_tree = {}
+    for name in ("this", "baseline"):
+        summary, fits = summarize([x for x in rows if x["tree"] == name], requests)
+        per_tree[name] = {"summary": summary, "fits": fits, "headline": headline(summary, fits)}
+    _write_csv(out_dir / "compare_raw.csv", rows)
+    return {"trees": per_tree, "labels": labels, "loads": loads, "rounds": a.rounds, "reps": a.reps, "rows": rows}
+
+
+def _describe(repo: Path, rev: str) -> str:
+    r = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%h %s", rev], capture_output=True, text=True)
+    return r.stdout.strip()[:80] or rev
+
+
+def compare_report(cmp: dict[str, Any]) -> str:
+    """``compare.txt``: the targets' figures per tree, ratios this/baseline and the load average."""
+    this, base = cmp["trees"]["this"]["headline"], cmp["trees"]["baseline"]["headline"]
+    loads = cmp["loads"]
+    lines = [
+        f"bench hierarchy, this checkout against a baseline: {cmp['rounds']} rounds x {cmp['reps']} repetitions "
+        "per tree, the trees taking turns (order alternating), medians over all rounds",
+        f"  this:     {cmp['labels']['this']}",
+        f"  baseline: {cmp['labels']['baseline']}",
+        f"  load average (1 min) during the run: min {min(loads):.1f}, median {statistics.median(loads):.1f}, "
+        f"max {max(loads):.1f}",
+        "",
+        f"  {'figure':<58} {'this':>9} {'baseline':>9} {'ratio':>6} {'target':>8}",
+    ]
+    names = [
+        ("attach_slope_us", "attach+update slope, worst level L1..L4 (us/elem, sync)", TARGETS["attach_slope_us"]),
+        ("attach_intercept_ms", "attach+update intercept, worst level (ms, sync)", TARGETS["attach_intercept_ms"]),
+        ("comm_slope_us", "communication slope, worst level (us/elem, sync)", None),
+        ("comm_intercept_ms", "communication intercept, worst level (ms, sync)", None),
+        ("leaf_t1_deferred_ms", "leaf MatchGrow 64 nodes, deferred attach (ms)", TARGETS["leaf_t1_deferred_ms"]),
+        ("leaf_t1_sync_ms", "leaf MatchGrow 64 nodes, sync attach (ms)", None),
+        ("leaf_t8_deferred_ms", "leaf MatchGrow 1 socket, deferred attach (ms)", None),
+        ("leaf_t8_sync_ms", "leaf MatchGrow 1 socket, sync attach (ms)", None),
+    ]
+    for key, label, limit in names:
+        a, b = this[key], base[key]
+        ratio = a / b if b == b and b != 0 and a == a else float("nan")
+        tgt = "" if limit is None else (f"<={limit:g} " + ("met" if a <= limit else "NOT"))
+        lines.append(f"  {label:<58} {_f(a, 9)} {_f(b, 9)} {_f(ratio, 6)} {tgt:>8}")
+    lines.append("")
+    lines.append("  per level, sync run (this / baseline):")
+    lines.append(f"  {'level':<7} {'attach slope us':>16} {'attach icpt ms':>16} {'comm slope us':>16} {'comm icpt ms':>16}")
+    for lv in LEVELS[:0:-1]:
+        cells = []
+        for q in ("attach_update", "comm"):
+            got = []
+            for tree in ("this", "baseline"):
+                f = next(
+                    (f for f in cmp["trees"][tree]["fits"] if f["mode"] == "sync" and f["level"] == lv and f["quantity"] == q),
+                    None,
+                )  # fmt: skip
+                got.append(f)
+            for k in ("slope_us_per_elem", "intercept_ms"):
+                vals = [f[k] if f is not None else float("nan") for f in got]
+                cells.append(f"{vals[0]:7.3f}/{vals[1]:<7.3f}")
+        lines.append(f"  {lv:<7} " + " ".join(f"{c:>16}" for c in cells))
+    return "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------------- CLI
 def main(argv: list[str] | None = None) -> int:
     """``fluxlite bench hierarchy [--reps N] [--out DIR] ...`` (see the module docstring)."""
@@ -674,6 +826,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-nested", action="store_true", help="only the single-level comparison")
     p.add_argument("--skip-single", action="store_true", help="only the nested experiment")
     p.add_argument("--no-plots", action="store_true", help="do not draw PNG plots")
+    p.add_argument(
+        "--baseline",
+        metavar="REF",
+        default="",
+        help="also measure git revision REF (e.g. main) in the same run: the nested experiment of each tree in "
+        "fresh processes, taking turns; writes compare.txt with medians and ratios this/baseline",
+    )
+    p.add_argument(
+        "--rounds", type=int, default=3, help="with --baseline: turns per tree, --reps each (default 3)"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (with --baseline)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     try:
         a = p.parse_args(argv)
@@ -717,17 +880,30 @@ def _main(a: argparse.Namespace, prog: str, tmp: str) -> int:
     modes = [x.strip() for x in a.modes.split(",") if x.strip()]
     if not modes or any(m not in ("sync", "deferred") for m in modes):
         raise InputError(f"--modes: expected sync, deferred or both, got {a.modes!r}")
-    if not a.skip_nested:
+    cmp = None
+    if a.baseline:
+        if a.rounds < 1:
+            raise InputError("--rounds must be at least 1")
+        if a.skip_nested:
+            raise InputError("--baseline compares the nested experiment: drop --skip-nested")
+        cmp = run_against(a, bench, requests, a.out)
+        rows = [{k: v for k, v in r.items() if k not in ("tree", "round")} for r in cmp["rows"] if r["tree"] == "this"]
+    elif not a.skip_nested:
         for mode in modes:
             rows += run_nested(
                 bench, a.reps, a.warmup, a.transport, a.policy, requests, out, sync_attach=mode == "sync"
             )
     single = [] if a.skip_single else run_single(bench, a.single_reps or a.reps)
     summary, fits = summarize(rows, requests)
-    text = report(summary, fits, single, a.reps, requests)
+    text = report(summary, fits, single, a.reps * (a.rounds if a.baseline else 1), requests)
     out.write("\n" + text)
     (a.out / "summary.txt").write_text(text)
-    _write_csv(a.out / "nested_raw.csv", rows)
+    if cmp is not None:
+        ctext = compare_report(cmp)
+        out.write("\n" + ctext)
+        (a.out / "compare.txt").write_text(ctext)
+    if cmp is None:  # with a baseline, compare_raw.csv holds every row, tagged by tree
+        _write_csv(a.out / "nested_raw.csv", rows)
     _write_csv(a.out / "nested_summary.csv", summary)
     _write_csv(a.out / "nested_fits.csv", fits)
     _write_csv(a.out / "single_level.csv", single)
@@ -741,8 +917,8 @@ def _main(a: argparse.Namespace, prog: str, tmp: str) -> int:
                 "(pip install 'fluxlite[bench]'); the CSV files are written\n"
             )
     out.write(
-        f"results in {a.out}/ (summary.txt, nested_raw.csv, nested_summary.csv, nested_fits.csv, "
-        "single_level.csv)\n"
+        f"results in {a.out}/ (summary.txt, {'compare.txt, compare_raw.csv' if cmp else 'nested_raw.csv'}, "
+        "nested_summary.csv, nested_fits.csv, single_level.csv)\n"
     )
     return 0
 

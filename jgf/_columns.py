@@ -61,8 +61,13 @@ _NODE_KEYS = itemgetter("type", "basename", "name", "id", "uniq_id", "rank", "si
 _GET_STATUS = methodcaller("get", "status")
 _GET_PROPS = methodcaller("get", "properties")
 _GET_EXCL = methodcaller("get", "exclusive")
-_EDGE_KEYS = itemgetter("source", "target", "metadata")
-_SLASH = methodcaller("startswith", "/")
+#: the metadata keys, for documents that leave some out (a match writer's JGF)
+_SPARSE_KEYS = (
+    "type", "basename", "name", "id", "uniq_id", "rank", "size", "unit", "paths", "exclusive", "status", "properties",
+)  # fmt: skip
+_GET_OPT_METADATA = methodcaller("get", "metadata")
+_TRAILING_DIGITS = re.compile(r"(\d+)$")
+_EDGE_ENDS = itemgetter("source", "target")
 _NONE = type(None)
 
 
@@ -92,6 +97,8 @@ class Columns:
     size: list[int] = field(default_factory=list)
     unit: list[str] = field(default_factory=list)
     status: list[int] = field(default_factory=list)
+    #: ``metadata.exclusive`` (False where absent): what an update or attach allocates exclusively
+    exclusive: list[bool] = field(default_factory=list)
     properties: dict[int, dict[str, str]] = field(default_factory=dict)
     paths: dict[str, list[str | None]] = field(default_factory=dict)
     roots: list[tuple[int, str]] = field(default_factory=list)
@@ -276,6 +283,12 @@ def _add_nodes(cols: Columns, elems: list[Any], index: int, keys_out: list[str])
         if lens == {10}:  # Fluxion's layout: these ten keys, no status, no properties
             t, b, nm, rid, uq, rk, sz, un, pds, ex = zip(*map(_FLUXION_KEYS, mds))
             sts = prs = None
+        elif min(lens) < 9:  # keys left out (a match writer's JGF): defaults applied column-wise
+            sparse = _sparse_columns(keys, mds)
+            if sparse is None:
+                _add_nodes_slow(cols, elems, index, keys_out)
+                return
+            t, b, nm, rid, uq, rk, sz, un, pds, ex, sts, prs = sparse
         else:
             t, b, nm, rid, uq, rk, sz, un, pds = zip(*map(_NODE_KEYS, mds))
             ex = tuple(map(_GET_EXCL, mds))
@@ -326,7 +339,7 @@ def _add_nodes(cols: Columns, elems: list[Any], index: int, keys_out: list[str])
             "".join(ps)
         except TypeError as exc:
             raise _Fallback from exc
-        if not all(map(_SLASH, ps)):
+        if not all(map(str.startswith, ps, repeat("/"))):
             raise _Fallback
         col = cols.paths.get(first)
         if col is None:
@@ -334,7 +347,7 @@ def _add_nodes(cols: Columns, elems: list[Any], index: int, keys_out: list[str])
         elif len(col) < base:
             col.extend([None] * (base - len(col)))
         col.extend(ps)
-        counts = list(map(methodcaller("count", "/"), ps))
+        counts = list(map(str.count, ps, repeat("/")))
         if 1 in counts:
             cols.roots.extend((base + k, first) for k, c in enumerate(counts) if c == 1)
     else:
@@ -359,11 +372,77 @@ def _add_nodes(cols: Columns, elems: list[Any], index: int, keys_out: list[str])
     cols.rank.extend(rk)
     cols.size.extend(sz)
     cols.unit.extend(cols.interned(un))
+    cols.exclusive.extend([x is True for x in ex] if None in ex else ex)
     if sts is None:
         cols.status.extend(repeat(0, n))
     else:
         cols.status.extend([0 if s is None else s for s in sts] if None in sts else sts)
     _pad_paths(cols)
+
+
+def _sparse_columns(keys: list[str], mds: list[dict[str, Any]]) -> tuple[Any, ...] | None:
+    """Columns of node metadata that leaves keys out, with :func:`jgf._validate._node`'s defaults.
+
+    A match writer's JGF carries ``type``, ``id``, ``rank``, ``paths`` and
+    sometimes ``exclusive``, ``size``, ``unit``; the rest is derived as
+    Fluxion's ``apply_defaults`` does.  Returns None when any value is off
+    the simple case (strings for status, ``-1``/``-2`` markers, ids that
+    are not plain digits...): the caller then validates per element.
+    O(nodes), column at a time.
+    """
+    n = len(mds)
+    present = set().union(*mds)
+    absent = [None] * n
+    g = {k: list(map(dict.get, mds, repeat(k))) if k in present else absent for k in _SPARSE_KEYS}
+    t, b, nm, rid, uq, rk, sz, un = (
+        g["type"], g["basename"], g["name"], g["id"], g["uniq_id"], g["rank"], g["size"], g["unit"]
+    )  # fmt: skip
+    pds, ex, sts, prs = g["paths"], g["exclusive"], g["status"], g["properties"]
+    if None in t:
+        return None
+    for col in (t, b, nm, un):  # str.join refuses anything but strings (None removed first)
+        "".join(col if None not in col else [x for x in col if x is not None])
+    if not (
+        _types(rid) <= {int, _NONE}
+        and _types(uq) <= {int, _NONE}
+        and _types(rk) <= {int, _NONE}
+        and _types(sz) <= {int, _NONE}
+        and -2 not in rid
+        and -1 not in uq
+        and -1 not in sz
+        and (sz.count(None) == n or min(x for x in sz if x is not None) >= 0)
+        and _types(ex) <= {bool, _NONE}
+        and (sts.count(None) == n or (_types(sts) <= {int, _NONE} and set(sts) <= {0, 1, None}))
+        and _types(prs) <= {dict, _NONE}
+    ):
+        return None
+    if None in uq:  # C stoll of the node's id string: plain digits only here
+        digits = "".join(keys)
+        if "" in keys or not (digits.isascii() and digits.isdigit()):
+            return None
+        uq = [int(k) if u is None else u for k, u in zip(keys, uq)]
+    if None in rid:
+        rid = [
+            (
+                int(m.group(1))
+                if ty == "node" and name is not None and (m := _TRAILING_DIGITS.search(name)) is not None
+                else u
+            )
+            if r is None
+            else r
+            for r, u, ty, name in zip(rid, uq, t, nm)
+        ]
+    if None in rk:
+        rk = [-1 if x is None else x for x in rk]
+    if None in sz:
+        sz = [1 if x is None else x for x in sz]
+    if None in b:
+        b = [ty if x is None else x for x, ty in zip(b, t)]
+    if None in nm:
+        nm = [f"{base}{r}" if x is None else x for x, base, r in zip(nm, b, rid)]
+    if None in un:
+        un = ["" if x is None else x for x in un]
+    return t, b, nm, rid, uq, rk, sz, un, pds, ex, sts, prs
 
 
 def _pad_paths(cols: Columns) -> None:
@@ -398,6 +477,7 @@ def _add_nodes_slow(cols: Columns, elems: list[Any], index: int, keys_out: list[
         cols.rank.append(node.rank)
         cols.size.append(node.size)
         cols.unit.append(node.unit)
+        cols.exclusive.append(node.exclusive)
         cols.status.append(node.status)
     _pad_paths(cols)
 
@@ -405,11 +485,17 @@ def _add_nodes_slow(cols: Columns, elems: list[Any], index: int, keys_out: list[
 def _add_edges(cols: Columns, elems: list[Any], index: int) -> tuple[Sequence[str], Sequence[str]]:
     """Append subsystems and relations of ``elems``; return their source and target keys."""
     try:
-        src, dst, mds = zip(*map(_EDGE_KEYS, elems))
+        src, dst = zip(*map(_EDGE_ENDS, elems))
         "".join(src)
         "".join(dst)
-        fast = set(map(dict.__len__, mds)) == {1}
-        if fast:
+        mds = list(map(_GET_OPT_METADATA, elems))
+        if mds.count(None) == len(mds) and set(map(dict.__len__, elems)) == {2}:
+            # no metadata at all (a match writer's edges): containment, as Fluxion reads them
+            sss = ["containment"] * len(mds)
+            fast = True
+        else:
+            fast = set(map(dict.__len__, mds)) == {1}
+        if fast and mds[0] is not None:
             sss = list(map(dict.__getitem__, mds, repeat("subsystem")))
             "".join(sss)
             fast = "" not in sss

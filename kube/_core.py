@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +50,11 @@ DOM = "containment"
 _FMT = "kube-items"
 _SS = {"containment": ""}
 _RECENT = 8
+#: candidate nodes offered to a narrowed match, and nodes looked at to find them (see KubeCore.candidates)
+_CANDIDATES = 8
+_SCAN = 256
+#: policies whose choice is the first fitting node in node order (so a narrowed match agrees)
+_NARROWABLE = ("low", "first")
 
 
 class _ItemsWriter:
@@ -156,6 +161,16 @@ class KubeCore:
         self.per_node: dict[str, int] = {}  # node -> pods the engine holds there
         self._full: set[str] = set()  # nodes at their pod count
         self._js_cache: dict[Any, Any] = {}
+        self._taint_keys: frozenset[str] | None = None  # taint_keys(), recomputed after a node change
+        #: node names in the order candidates are offered (the order nodes were added: their rank)
+        self._order: list[str] = []
+        self._pos: dict[str, int] = {}  # node -> index in _order
+        #: every node before this index of _order had no core free when last looked at
+        self._cursor = 0
+        #: matches narrowed to candidate nodes / full matches (see :meth:`place`)
+        self.narrowed = [0, 0]
+        #: False: every placement is a full match (the same answers, slower; tests compare the two)
+        self.narrow = True
         self.stats: dict[str, list[float]] = {"allocate": [], "grow": []}
         nodes = list(nodes)
         vs: list[dict[str, Any]] = []
@@ -168,6 +183,7 @@ class KubeCore:
         self.engine = Engine(graph, policy=self.cfg.policy, prune_filters=self.cfg.prune_filters())
         for info in nodes:
             self.nodes[info.name] = info
+            self._enlist(info.name)
             if not info.up:
                 self.engine.set_status(self.node_path[info.name], "down")
 
@@ -255,8 +271,15 @@ class KubeCore:
             self.node_path.pop(info.name, None)
             raise
         self.nodes[info.name] = info
+        self._taint_keys = None
+        self._enlist(info.name)
         if not info.up:
             self.engine.set_status(self.node_path[info.name], "down")
+
+    def _enlist(self, name: str) -> None:
+        self._pos[name] = len(self._order)
+        self._order.append(name)
+        self._cursor = min(self._cursor, self._pos[name])
 
     def update_node(self, info: NodeInfo) -> str:
         """Apply a changed Node: status (set-status), labels (properties), shape (re-attach if free).
@@ -293,6 +316,8 @@ class KubeCore:
             self.engine.set_status(path, "up" if info.up else "down")
             changed = changed or "status"
         self.nodes[info.name] = info
+        self._taint_keys = None
+        self._cursor = min(self._cursor, self._pos.get(info.name, 0))
         return changed
 
     def remove_node(self, name: str) -> list[str]:
@@ -306,6 +331,10 @@ class KubeCore:
         self.engine.remove_subgraph(path=path, force=True)
         del self.node_path[name]
         del self.nodes[name]
+        self._taint_keys = None
+        self._order.remove(name)
+        self._pos = {n: i for i, n in enumerate(self._order)}
+        self._cursor = 0
         # a zone or rack left empty goes too
         g = self.engine.graph
         parent = path.rsplit("/", 1)[0]
@@ -321,8 +350,12 @@ class KubeCore:
                 grp.jobid = None
         return gone
 
-    def taint_keys(self) -> set[str]:
-        return {t for n in self.nodes.values() for t in n.taints}
+    def taint_keys(self) -> frozenset[str]:
+        """Blocking taint keys present on any node.  Kept per node change, so O(1) per pod
+        (a recount over every node for every pod cost O(nodes) per placement)."""
+        if self._taint_keys is None:
+            self._taint_keys = frozenset(t for n in self.nodes.values() for t in n.taints)
+        return self._taint_keys
 
     # ------------------------------------------------------------------ jobspecs
     def jobspec(self, req: PodRequest, constraint: dict[str, Any] | None) -> Any:
@@ -404,13 +437,15 @@ class KubeCore:
         return total
 
     # ------------------------------------------------------------------ placement
-    def _match(self, js: Any, jobid: int | None, grow: bool) -> Any:
-        # op "allocate": the pod's busy/never distinction is made by :meth:`satisfiable`
-        return self.engine.match(js, op="allocate", jobid=jobid, fmt=_FMT, _grow=grow)
+    def _match(self, js: Any, jobid: int | None, grow: bool, hosts: Iterable[str] | None = None) -> Any:
+        # op "allocate": the pod's busy/never distinction is made by :meth:`satisfiable`;
+        # ``hosts``: the engine walks only the paths to those nodes (cost independent of the graph)
+        return self.engine.match(js, op="allocate", jobid=jobid, fmt=_FMT, _grow=grow, hosts=hosts)
 
     def _placement(self, r: Any, grew: bool, t0: float, c0: float) -> Placement:
-        items = [(p, n, bool(x)) for p, n, x, _t in orjson.loads(r.text)]
-        node = next(p for p, _n, _x, t in orjson.loads(r.text) if t == "node")
+        emitted = orjson.loads(r.text)
+        items = [(p, n, bool(x)) for p, n, x, _t in emitted]
+        node = next(p for p, _n, _x, t in emitted if t == "node")
         name = node.rsplit("/", 1)[1]
         return Placement(name, items, r.jobid, grew, time.perf_counter() - t0, time.thread_time() - c0)
 
@@ -428,6 +463,54 @@ class KubeCore:
         v = g.vertex_by_path(self.node_path[node])
         p = self.engine.traverser.subplan[DOM][v]
         return {t: p.avail_resources_at(0, i) for i, t in enumerate(p.resource_types)}
+
+    def candidates(self, req: PodRequest, js: Any, limit: int = _CANDIDATES, scan: int = _SCAN) -> list[str]:
+        """Up to ``limit`` nodes that can hold ``req`` now, first in node order (what the engine's
+        ``low``/``first`` policies prefer): up, not at their pod count, passing the jobspec's
+        constraint, with the units free in the engine's subtree aggregates (read, not copied).
+
+        Like kube-scheduler's ``percentageOfNodesToScore``, it stops early: after ``limit``
+        candidates or ``scan`` nodes looked at.  Nodes with no core free at all are skipped for
+        good by a cursor (moved back when a pod leaves or a node changes), so the cost is
+        O(scan), not O(nodes).  Empty: no candidate found cheaply (the caller falls back to a
+        full match, which decides).
+        """
+        if not self.narrow or req.exclusive_node or self.cfg.policy not in _NARROWABLE:
+            return []
+        g = self.engine.graph
+        plans = self.engine.traverser.subplan.get(DOM)
+        if plans is None:
+            return []
+        need = [("core", req.cores), ("memory", req.memory), ("storage", req.storage), *req.extended]
+        need = [(t, n) for t, n in need if n]
+        c = getattr(js, "constraint", None)
+        out: list[str] = []
+        order, nodes, paths, full = self._order, self.nodes, self.node_path, self._full
+        i = self._cursor
+        advancing = True
+        end = min(len(order), i + scan)
+        while i < end and len(out) < limit:
+            name = order[i]
+            i += 1
+            v = g.vertex_by_path(paths[name])
+            p = plans[v] if v is not None else None
+            if p is None:
+                return []
+            free = {t: p.avail_resources_at(0, k) for k, t in enumerate(p.resource_types)}
+            if advancing:
+                if free.get("core", 1) == 0 or name in full:
+                    self._cursor = i
+                    end = min(len(order), i + scan)
+                    continue
+                advancing = False
+            if name in full or not nodes[name].up:
+                continue
+            if any(free.get(t, n) < n for t, n in need):
+                continue
+            if c is not None and not c.match(g.properties(v), name, g.v_rank[v]):
+                continue
+            out.append(name)
+        return out
 
     def place(
         self,
@@ -475,10 +558,14 @@ class KubeCore:
         r = None
         grow = grp.jobid is not None
         if grow and self.cfg.grow_locality == "node" and grp.recent and not req.exclusive_node:
-            here = {"hostlist": [",".join(sorted(grp.recent))]}
-            local = self.jobspec(req, {"and": [constraint, here]} if constraint else here)
-            r = self._match(local, grp.jobid, True)
+            r = self._match(js, grp.jobid, True, hosts=list(grp.recent))
         if r is None or not r.ok:
+            hosts = self.candidates(req, js)
+            if hosts:
+                self.narrowed[0] += 1
+                r = self._match(js, grp.jobid, grow, hosts=hosts)
+        if r is None or not r.ok:
+            self.narrowed[1] += 1
             r = self._match(js, grp.jobid, grow)
         if not r.ok:
             if not grp.pods and grp.jobid is None:
@@ -497,11 +584,17 @@ class KubeCore:
         group: str,
         req: PodRequest | None = None,
         constraint: dict[str, Any] | None = None,
+        tiers: Callable[[str], Sequence[Sequence[str]] | None] | None = None,
+        on_placed: Callable[[str], None] | None = None,
     ) -> list[Placement]:
         """All-or-nothing placement of a gang: every member placed, or none and nothing changed.
 
         ``pods`` are keys (all shaped like ``req``) or ``(key, request,
-        constraint)`` triples.  Raises what :meth:`place` raises for the first
+        constraint)`` triples.  ``tiers(key)``, asked just before each member is
+        placed, gives its node tiers (see :meth:`place`), so rules between
+        members (inter-pod affinity inside the gang) see the members placed
+        before it; ``on_placed(key)`` runs after each member is placed (to record
+        what those rules read).  Raises what :meth:`place` raises for the first
         member that does not fit, after releasing the members placed before it.
         """
         members = [(p, req, constraint) if isinstance(p, str) else p for p in pods]
@@ -513,8 +606,10 @@ class KubeCore:
             for key, r, c in members:
                 if r is None:
                     raise InputError(f"gang member {key} has no request")
-                out.append(self.place(key, group, r, c))
+                out.append(self.place(key, group, r, c, tiers(key) if tiers is not None else None))
                 done.append(key)
+                if on_placed is not None:
+                    on_placed(key)
         except (BusyError, UnsatisfiableError) as exc:
             for p in reversed(done):
                 self.release(p)
@@ -554,6 +649,7 @@ class KubeCore:
     def _forget(self, pod: str) -> None:
         rec = self.pods.pop(pod)
         self._full.discard(rec.node)
+        self._cursor = min(self._cursor, self._pos.get(rec.node, self._cursor))
         left_here = self.per_node.get(rec.node, 0) - 1
         if left_here > 0:
             self.per_node[rec.node] = left_here

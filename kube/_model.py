@@ -20,6 +20,7 @@ Everything here is pure: no client, no engine.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -265,7 +266,7 @@ def _expression(e: dict[str, Any], nodes: dict[str, NodeInfo]) -> dict[str, Any]
 
 
 def pod_constraint(
-    pod: dict[str, Any], nodes: dict[str, NodeInfo], taint_keys: set[str] | None = None
+    pod: dict[str, Any], nodes: dict[str, NodeInfo], taint_keys: AbstractSet[str] | None = None
 ) -> dict[str, Any] | None:
     """The RFC 31 constraint of a pod (None: any node); ``nodes`` resolves Gt/Lt and metadata.name."""
     spec = pod.get("spec") or {}

@@ -209,16 +209,20 @@ def run(
 
 
 def _throughput_run(
-    nodes: int, replicas: int, cpu: str, memory: str, progress: bool, timeout: float
+    nodes: int, replicas: int, cpu: str, memory: str, progress: bool, timeout: float, bare: int = 0
 ) -> dict[str, Any]:
     """Pods bound per second, end to end: a ``replicas``-pod ReplicaSet created at once on ``nodes`` Nodes.
 
     Self-contained (its imports inside, nothing else of this module), so that the same driver
     can run against another checkout's ``kube`` package - the baseline (``--baseline-ref``).
-    The clock runs from the ReplicaSet's creation to the last pod's Binding answered.
+    The clock runs from the ReplicaSet's creation to the last pod's Binding answered.  After
+    ``timeout`` seconds the run stops and reports what was bound by then (``finished``
+    false).  Then ``bare`` pods without an owner (one group each, so one MatchAllocate each,
+    as in kube-scheduler's SchedulingBasic) are created at once, for the MatchAllocate median.
     """
     import gc
     import logging
+    import os
     import statistics
     import sys
     import time
@@ -227,16 +231,17 @@ def _throughput_run(
     from kubernetes import client
 
     from kube.config import KubeConfig
-    from kube.objects import node_object, replicaset_object
+    from kube.objects import node_object, pod_object, replicaset_object
     from kube.scheduler import KubeScheduler
     from kube.testing import ApiServerProcess
 
     logging.getLogger("fluxlite.kube").setLevel(logging.WARNING)
     srv = ApiServerProcess(
-        host="127.0.0.1", port=0, controllers=True, watch_cache_size=max(1000, 4 * replicas)
+        host="127.0.0.1", port=0, controllers=True, watch_cache_size=max(1000, 4 * (replicas + bare))
     )
     srv.start()
     sched = None
+    load = [round(x, 1) for x in os.getloadavg()]
     try:
         api = srv.api_client()
         v1 = client.CoreV1Api(api)
@@ -256,47 +261,91 @@ def _throughput_run(
         if progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=replicas, desc="pods bound", unit="pod", file=sys.stderr)
+            bar = tqdm(total=replicas, desc=f"pods bound ({nodes} nodes)", unit="pod", file=sys.stderr)
+
+        def wait_bound(want: int, since: float) -> tuple[int, bool]:
+            end, done = since + timeout, 0
+            while done < want and time.perf_counter() < end:
+                time.sleep(0.05)
+                with sched.lock:
+                    now = len(m.bound_at)
+                if bar is not None:
+                    bar.update(now - done)
+                done = now
+            return done, done >= want
+
+        def cpu_s() -> tuple[float, float]:
+            """CPU seconds used so far by this process (the scheduler) and by the server's process."""
+            own = os.times()
+            proc = getattr(srv, "_proc", None)
+            try:
+                with open(f"/proc/{proc.pid}/stat") as f:  # type: ignore[union-attr]
+                    fields = f.read().rsplit(")", 1)[1].split()
+                server = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            except (AttributeError, OSError, ValueError, IndexError):
+                server = float("nan")
+            return own.user + own.system, server
+
         rs = replicaset_object("burst", replicas=replicas, cpu="1", memory="1Gi", scheduler="fluxlite")
+        load_at_start = [round(x, 1) for x in os.getloadavg()]
+        cpu0 = cpu_s()
         t0 = time.perf_counter()
         client.AppsV1Api(api).create_namespaced_replica_set("default", rs)
-        end = t0 + timeout
-        done = 0
-        while done < replicas:
-            if time.perf_counter() > end:
-                raise RuntimeError(f"timed out after {timeout:.0f}s: {done} of {replicas} pods bound")
-            time.sleep(0.05)
-            with sched.lock:
-                now = len(m.bound_at)
-            if bar is not None:
-                bar.update(now - done)
-            done = now
+        done, finished = wait_bound(replicas, t0)
+        t_stop = time.perf_counter()
+        cpu1 = cpu_s()
+        load_at_end = [round(x, 1) for x in os.getloadavg()]
         with sched.lock:
-            last = max(m.bound_at.values())
-            grow = [m.match_s[k] for k in m.bound_at if m.grew.get(k)]
-            alloc = [m.match_s[k] for k in m.bound_at if not m.grew.get(k)]
-            grow_cpu = [m.match_cpu_s[k] for k in m.bound_at if m.grew.get(k)]
-            bind = list(m.bind_s.values())
+            keys = list(m.bound_at)
+            last = max(m.bound_at.values()) if keys else t_stop
+            grow = [m.match_s[k] for k in keys if m.grew.get(k)]
+            grow_cpu = [m.match_cpu_s[k] for k in keys if m.grew.get(k)]
+            alloc = [m.match_s[k] for k in keys if not m.grew.get(k)]
+            bind = [m.bind_s[k] for k in keys]
         if bar is not None:
             bar.close()
+        bare_alloc: list[float] = []
+        bare_cpu: list[float] = []
+        if finished and bare:
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(lambda i: v1.create_namespaced_pod("default", pod_object(f"bare{i}", cpu="1",
+                                                                                       memory="1Gi")), range(bare)))  # fmt: skip
+            wait_bound(replicas + bare, time.perf_counter())
+            with sched.lock:
+                for k in m.bound_at:
+                    if k.startswith("default/bare") and not m.grew.get(k):
+                        bare_alloc.append(m.match_s[k])
+                        bare_cpu.append(m.match_cpu_s[k])
         gc.unfreeze()
-        wall = last - t0
+        wall = (last if finished else t_stop) - t0
         med = lambda xs: round(statistics.median(xs) * 1e3, 4) if xs else None  # noqa: E731
         return {
             "nodes": nodes,
             "node_shape": f"{cpu} cpu, {memory} memory, zones zone-0..2",
             "vertices": vertices,
             "replicas": replicas,
+            "finished": finished,
+            "bound": done,
             "nodes_created_s": round(nodes_s, 2),
             "scheduler_start_s": round(start_s, 2),
             "create_to_last_bound_s": round(wall, 3),
-            "pods_per_s": round(replicas / wall, 1),
+            "pods_per_s": round(done / wall, 1) if wall > 0 else None,
             "ma_samples": len(alloc),
             "mg_samples": len(grow),
             "ma_median_ms": med(alloc),
             "mg_median_ms": med(grow),
             "mg_cpu_median_ms": med(grow_cpu),
+            "bare_pods": len(bare_alloc),
+            "bare_ma_median_ms": med(bare_alloc),
+            "bare_ma_cpu_median_ms": med(bare_cpu),
             "pending_to_bound_median_ms": med(bind),
+            # CPU seconds per 1,000 pods bound, create -> stop: what the run costs whatever else runs
+            "scheduler_cpu_s_per_1000": round((cpu1[0] - cpu0[0]) * 1000 / max(done, 1), 3),
+            "server_cpu_s_per_1000": round((cpu1[1] - cpu0[1]) * 1000 / max(done, 1), 3),
+            "loadavg_before_nodes": load,
+            "loadavg_at_start": load_at_start,
+            "loadavg_at_end": load_at_end,
+            "narrowed_full": list(getattr(sched.core, "narrowed", [])),
         }
     finally:
         if sched is not None:
@@ -305,59 +354,106 @@ def _throughput_run(
 
 
 def throughput(
-    nodes: int, replicas: int, cpu: str, memory: str, progress: bool, timeout: float, baseline_ref: str | None
+    nodes: int,
+    replicas: int,
+    cpu: str,
+    memory: str,
+    progress: bool,
+    timeout: float,
+    baseline_ref: str | None,
+    bare: int = 0,
+    baseline_timeout: float | None = None,
 ) -> dict[str, Any]:
     """This checkout's throughput and, with ``baseline_ref``, the same driver on that git ref's code
-    (extracted with ``git archive`` into a temporary directory, run in a child process)."""
+    (extracted with ``git archive`` into a temporary directory, run in a child process) - the
+    baseline first, so that both see the machine in the same state as far as possible."""
     doc: dict[str, Any] = {
         "experiment": "pods bound per second end to end: one ReplicaSet created at once, form A against "
         "python -m kube.testing (own process)",
-        "this": _throughput_run(nodes, replicas, cpu, memory, progress, timeout),
     }
     if baseline_ref:
-        import inspect
-        import os
-        import subprocess
-        import tarfile
-        import tempfile
-
-        repo = Path(__file__).resolve().parent.parent
-        with tempfile.TemporaryDirectory(prefix="fluxlite-bench-kube-") as d:
-            archive = subprocess.run(
-                ["git", "-C", str(repo), "archive", "--format=tar", baseline_ref],
-                capture_output=True,
-                check=False,
-            )
-            if archive.returncode != 0:
-                raise RuntimeError(
-                    f"git archive {baseline_ref}: {archive.stderr.decode(errors='replace').strip()}"
-                )
-            tar_path = Path(d, "src.tar")
-            tar_path.write_bytes(archive.stdout)
-            with tarfile.open(tar_path) as tar:
-                tar.extractall(Path(d, "src"), filter="data")
-            code = (
-                "from __future__ import annotations\nfrom typing import Any\nimport json, sys\n"
-                + inspect.getsource(_throughput_run)
-                + "\nprint(json.dumps(_throughput_run(*json.loads(sys.argv[1]))))\n"
-            )
-            env = {**os.environ, "PYTHONPATH": str(Path(d, "src")), "PYTHONDONTWRITEBYTECODE": "1"}
-            args = json.dumps([nodes, replicas, cpu, memory, False, timeout])
-            proc = subprocess.run(
-                [sys.executable, "-c", code, args],
-                capture_output=True,
-                text=True,
-                env=env,
-                cwd=d,
-                check=False,
-            )
-            if proc.returncode != 0:
-                tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
-                raise RuntimeError(f"baseline ({baseline_ref}) failed: {tail}")
-            doc["baseline"] = json.loads(proc.stdout.strip().splitlines()[-1])
-            doc["baseline_ref"] = baseline_ref
+        doc["baseline"] = _baseline_run(
+            baseline_ref, [nodes, replicas, cpu, memory, False, baseline_timeout or timeout, bare]
+        )
+        doc["baseline_ref"] = baseline_ref
+    doc["this"] = _throughput_run(nodes, replicas, cpu, memory, progress, timeout, bare)
+    if baseline_ref and doc["baseline"].get("pods_per_s"):
         doc["ratio_pods_per_s"] = round(doc["this"]["pods_per_s"] / doc["baseline"]["pods_per_s"], 3)
     return doc
+
+
+def _baseline_run(ref: str, args: list[Any]) -> dict[str, Any]:
+    import inspect
+    import os
+    import subprocess
+    import tarfile
+    import tempfile
+
+    repo = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory(prefix="fluxlite-bench-kube-") as d:
+        archive = subprocess.run(
+            ["git", "-C", str(repo), "archive", "--format=tar", ref], capture_output=True, check=False
+        )
+        if archive.returncode != 0:
+            raise RuntimeError(f"git archive {ref}: {archive.stderr.decode(errors='replace').strip()}")
+        tar_path = Path(d, "src.tar")
+        tar_path.write_bytes(archive.stdout)
+        with tarfile.open(tar_path) as tar:
+            tar.extractall(Path(d, "src"), filter="data")
+        code = (
+            "from __future__ import annotations\nfrom typing import Any\nimport json, sys\n"
+            + inspect.getsource(_throughput_run)
+            + "\nprint(json.dumps(_throughput_run(*json.loads(sys.argv[1]))))\n"
+        )
+        env = {**os.environ, "PYTHONPATH": str(Path(d, "src")), "PYTHONDONTWRITEBYTECODE": "1"}
+        proc = subprocess.run(
+            [sys.executable, "-c", code, json.dumps(args)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=d,
+            check=False,
+        )
+        if proc.returncode != 0:
+            tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
+            raise RuntimeError(f"baseline ({ref}) failed: {tail}")
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _plot_throughput(doc: dict[str, Any], path: Path) -> None:
+    """Pods bound per second and the MatchGrow / MatchAllocate medians against the node count,
+    this checkout and the baseline (a hollow marker: the baseline was stopped unfinished)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    for who, colour in (("this", "C0"), ("baseline", "C3")):
+        rows = [r[who] for r in doc["runs"] if who in r]
+        if not rows:
+            continue
+        label = "this checkout" if who == "this" else f"baseline ({doc['runs'][0].get('baseline_ref')})"
+        x = [r["nodes"] for r in rows]
+        ax[0].plot(x, [r["pods_per_s"] for r in rows], "-", color=colour, label=label)
+        for r in rows:
+            ax[0].plot(r["nodes"], r["pods_per_s"], "o", color=colour, mfc=colour if r["finished"] else "none")
+        ax[1].plot(x, [r["mg_cpu_median_ms"] for r in rows], "o-", color=colour, label=f"MatchGrow, {label}")
+        ax[1].plot(x, [r["bare_ma_cpu_median_ms"] for r in rows], "s--", color=colour, label=f"MatchAllocate, {label}")
+    ax[0].set_xlabel("nodes (ReplicaSet of 2 pods per node)")
+    ax[0].set_ylabel("pods bound per second, create -> last bound")
+    ax[0].set_yscale("log")
+    ax[0].legend()
+    ax[1].axhline(2.0, color="k", lw=0.8, ls=":", label="target 2 ms")
+    ax[1].set_xlabel("nodes")
+    ax[1].set_ylabel("median per pod (ms, scheduling-thread CPU)")
+    ax[1].set_yscale("log")
+    ax[1].legend(fontsize=7)
+    for a in ax:
+        a.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def _plot(doc: dict[str, Any], path: Path) -> None:
@@ -414,9 +510,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=3600.0, help="with --throughput: give up after (s)")
     p.add_argument("--baseline-ref", metavar="REF",
                    help="with --throughput: also run the same driver on this git ref's code (e.g. main)")  # fmt: skip
+    p.add_argument("--sizes", metavar="N:R,...",
+                   help="with --throughput: several runs, N nodes and R replicas each (e.g. "
+                        "500:1000,1000:2000,5000:10000), instead of --nodes/--replicas")  # fmt: skip
+    p.add_argument("--baseline-timeout", type=float, metavar="S",
+                   help="with --throughput: stop the baseline after S seconds and report what it bound "
+                        "by then (default: --timeout)")  # fmt: skip
     p.add_argument("--json", type=Path, help="write the results here")
     p.add_argument("--csv", type=Path, help="write per replica index medians here")
-    p.add_argument("--plot", type=Path, help="write the latency-per-replica plot (PNG) here")
+    p.add_argument("--plot", type=Path, help="write the latency-per-replica plot (PNG) here (with --throughput: "
+                   "pods/s and match medians against the node count)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     a = p.parse_args(list(argv) if argv is not None else None)
     for name in ("nodes", "replicas", "step", "repeat", "bind_workers"):
@@ -425,25 +528,48 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     if a.throughput:
         try:
-            doc = throughput(a.nodes, a.replicas, a.node_cpu, a.node_memory, not a.no_progress, a.timeout,
-                             a.baseline_ref)  # fmt: skip
+            sizes = [(a.nodes, a.replicas)]
+            if a.sizes:
+                sizes = [(int(n), int(r)) for n, _, r in (x.partition(":") for x in a.sizes.split(","))]
+                if any(n < 1 or r < 1 for n, r in sizes):
+                    raise ValueError("sizes must be >= 1")
+        except ValueError as exc:
+            sys.stderr.write(f"fluxlite bench kube: --sizes {a.sizes[:80]!r}: N:R,... expected ({exc})\n")
+            return 2
+        runs = []
+        try:
+            for n, r in sizes:
+                one = throughput(n, r, a.node_cpu, a.node_memory, not a.no_progress, a.timeout,
+                                 a.baseline_ref, a.bare, a.baseline_timeout)  # fmt: skip
+                runs.append(one)
+                for who in ("this", "baseline"):
+                    if who in one:
+                        x = one[who]
+                        done = "" if x["finished"] else f", NOT finished: {x['bound']} bound when stopped"
+                        print(
+                            f"{who}: {x['replicas']} pods on {x['nodes']} nodes ({x['vertices']} vertices): "
+                            f"{x['pods_per_s']} pods/s (create -> last bound {x['create_to_last_bound_s']} s"
+                            f"{done}); MatchGrow median {x['mg_median_ms']} ms (CPU {x['mg_cpu_median_ms']} ms), "
+                            f"MatchAllocate median {x['bare_ma_median_ms']} ms over {x['bare_pods']} bare pods; "
+                            f"pending -> bound median {x['pending_to_bound_median_ms']} ms; CPU s per 1,000 "
+                            f"pods: scheduler {x['scheduler_cpu_s_per_1000']}, server {x['server_cpu_s_per_1000']}; "
+                            f"load average {x['loadavg_at_start']} -> {x['loadavg_at_end']}"
+                        )
+                if "ratio_pods_per_s" in one:
+                    print(f"pods/s ratio this / {one['baseline_ref']}: {one['ratio_pods_per_s']}")
+                sys.stdout.flush()
         except RuntimeError as exc:
             sys.stderr.write(f"fluxlite bench kube: {exc}\n")
             return 1
-        doc["command"] = "fluxlite bench kube " + " ".join(list(argv) if argv is not None else sys.argv[1:])
-        for who in ("this", "baseline"):
-            if who in doc:
-                r = doc[who]
-                print(
-                    f"{who}: {r['replicas']} pods on {r['nodes']} nodes ({r['vertices']} vertices): "
-                    f"{r['pods_per_s']} pods/s (create -> last bound {r['create_to_last_bound_s']} s); "
-                    f"MatchAllocate median {r['ma_median_ms']} ms, MatchGrow median {r['mg_median_ms']} ms "
-                    f"(CPU {r['mg_cpu_median_ms']} ms); pending -> bound median {r['pending_to_bound_median_ms']} ms"
-                )
-        if "ratio_pods_per_s" in doc:
-            print(f"pods/s ratio this / {doc['baseline_ref']}: {doc['ratio_pods_per_s']}")
+        doc = {
+            "experiment": runs[0]["experiment"],
+            "command": "fluxlite bench kube " + " ".join(list(argv) if argv is not None else sys.argv[1:]),
+            "runs": runs,
+        }
         if a.json:
             a.json.write_text(json.dumps(doc, indent=1) + "\n")
+        if a.plot:
+            _plot_throughput(doc, a.plot)
         return 0
     try:
         doc = run(

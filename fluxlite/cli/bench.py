@@ -445,6 +445,13 @@ def main_match(argv: Sequence[str]) -> int:
     f.add_argument("--fails", type=int, default=5, help="fail: failing matches after the graph is full (5)")
     f.add_argument("--seed", type=int, default=1, help="busy: seed of the request mix (1)")
     f.add_argument("--timeout", type=float, default=1800.0, help="seconds per process run (1800)")
+    f.add_argument(
+        "--baseline-tree",
+        type=Path,
+        metavar="DIR",
+        help="also run the fluxlite of this source tree (e.g. `git archive main | tar -x -C DIR`) in the "
+        "same alternation, with this Python: adds its median and the ratio to it",
+    )
     f.add_argument("--txt", type=Path, help="write the side-by-side table here")
     f.add_argument("--progress", action="store_true", help="progress bar on standard error")
     p.add_argument("--csv", type=Path, help="write every row as CSV here")
@@ -477,6 +484,8 @@ def main_match(argv: Sequence[str]) -> int:
 
         if a.matches < 1 or a.repeat < 1:
             p.error("--matches and --repeat must be at least 1")
+        if a.baseline_tree is not None and not (a.baseline_tree / "fluxlite" / "__init__.py").is_file():
+            p.error(f"--baseline-tree {a.baseline_tree}: no fluxlite package there")
         return main_against(a, bench_dir)
     fluxion = fluxion_figures(bench_dir)
     out = sys.stdout

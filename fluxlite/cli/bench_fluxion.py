@@ -97,11 +97,35 @@ def _fluxlite_cmd() -> list[str]:
     return [sys.executable, "-m", "fluxlite.cli.main", "query"]
 
 
-def _run(argv: list[str], graph: str, policy: str, prune: str, commands: str, timeout: float) -> str:
+def _baseline_cmd(tree: Path) -> tuple[list[str], dict[str, str]]:
+    """The fluxlite of source tree ``tree`` run by this Python (argv, environment), from outside the tree."""
+    import os
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(tree.resolve())
+    return [sys.executable, "-m", "fluxlite.cli.main", "query"], env
+
+
+def _run(
+    argv: list[str],
+    graph: str,
+    policy: str,
+    prune: str,
+    commands: str,
+    timeout: float,
+    env: dict[str, str] | None = None,
+) -> str:
     cmd = [*argv, "-L", graph, "-f", "grug", "-S", "CA", "-P", policy, "-p", prune, "-e"]
     try:
         proc = subprocess.run(
-            cmd, input=commands + "quit\n", capture_output=True, text=True, timeout=timeout, check=False
+            cmd,
+            input=commands + "quit\n",
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            env=env,
+            cwd=tempfile.gettempdir() if env is not None else None,
         )
     except subprocess.TimeoutExpired as exc:
         raise RuntimeError(f"{Path(argv[0]).name}: no answer within {timeout:g} s") from exc
@@ -236,18 +260,28 @@ def main_against(a: Any, bench_dir: Path | None) -> int:
         except RuntimeError as exc:
             sys.stderr.write(f"fluxlite bench match: {exc}\n")
             return 2
-        bar = tqdm(total=len(cells) * a.repeat * 2, unit="run", disable=not a.progress, file=sys.stderr)
+        progs: list[tuple[str, list[str], dict[str, str] | None]] = [
+            ("fluxion", [str(against)], None),
+            ("fluxlite", ours, None),
+        ]
+        base_tree = getattr(a, "baseline_tree", None)
+        if base_tree is not None:
+            progs.append(("baseline", *_baseline_cmd(base_tree)))
+        bar = tqdm(
+            total=len(cells) * a.repeat * len(progs), unit="run", disable=not a.progress, file=sys.stderr
+        )
         for cell in cells:
-            per: dict[str, list[dict[str, float | None]]] = {"fluxion": [], "fluxlite": []}
+            per: dict[str, list[dict[str, float | None]]] = {who: [] for who, _a, _e in progs}
             diverged = False
             for k in range(a.repeat):
-                order = [("fluxion", [str(against)]), ("fluxlite", ours)]
-                if k % 2:
-                    order.reverse()
+                # each program goes first in turn (Fluxion first in the first run)
+                order = progs[k % len(progs) :] + progs[: k % len(progs)]
                 answers = {}
-                for who, argv in order:
+                for who, argv, env in order:
                     try:
-                        text = _run(argv, cell["src"], cell["policy"], a.prune, cell["commands"], a.timeout)
+                        text = _run(
+                            argv, cell["src"], cell["policy"], a.prune, cell["commands"], a.timeout, env
+                        )
                     except RuntimeError as exc:
                         sys.stderr.write(f"fluxlite bench match: {exc}\n")
                         return 1
@@ -255,18 +289,25 @@ def main_against(a: Any, bench_dir: Path | None) -> int:
                     per[who].append(_figures(cell["kind"], recs))
                     answers[who] = _answers(recs)
                     bar.update(1)
-                diverged = diverged or answers["fluxion"] != answers["fluxlite"]
+                diverged = diverged or any(answers[w] != answers["fluxion"] for w in answers)
             for fig in cell["figures"]:
-                ours_v = [f[fig] for f in per["fluxlite"] if f[fig] is not None]
-                theirs = [f[fig] for f in per["fluxion"] if f[fig] is not None]
-                mo = statistics.median(ours_v) if ours_v else None
-                mf = statistics.median(theirs) if theirs else None
-                rows.append({
+                med = {
+                    who: statistics.median(vs)
+                    if (vs := [f[fig] for f in runs if f[fig] is not None])
+                    else None
+                    for who, runs in per.items()
+                }
+                mo, mf, mb = med["fluxlite"], med["fluxion"], med.get("baseline")
+                row = {
                     "kind": cell["kind"], "graph": cell["graph"], "request": cell["request"],
                     "policy": cell["policy"], "figure": fig, "fluxlite_ms": mo, "fluxion_ms": mf,
                     "ratio": mo / mf if mo is not None and mf else None, "runs": a.repeat,
                     "matches": cell["commands"].count("match "), "diverged": diverged,
-                })  # fmt: skip
+                }  # fmt: skip
+                if "baseline" in per:
+                    row["baseline_ms"] = mb
+                    row["ratio_baseline"] = mo / mb if mo is not None and mb else None
+                rows.append(row)
         bar.close()
     text = _table(rows, against, a)
     out.write(text)
@@ -283,20 +324,27 @@ def _table(rows: Sequence[dict[str, Any]], against: Path, a: Any) -> str:
     def f(x: float | None) -> str:
         return f"{x:9.3f}" if x is not None else "        -"
 
+    base = any("baseline_ms" in r for r in rows)
+    tree = getattr(a, "baseline_tree", None)
     lines = [
         f"fluxlite bench match --against {against}: {a.repeat} run(s) per cell, alternating fresh processes; "
-        f"prune {a.prune}; median of per-run median ELAPSE (ms); ratio = fluxlite / Fluxion",
+        f"prune {a.prune}; median of per-run median ELAPSE (ms); ratio = fluxlite / Fluxion"
+        + (f"; base = the fluxlite of {tree}, vs base = fluxlite / base" if base else ""),
         time.strftime("measured %Y-%m-%d %H:%M UTC", time.gmtime()),
         "",
         f"{'cell':6} {'graph':7} {'request':7} {'policy':6} {'figure':8} {'fluxlite':>9} {'Fluxion':>9} "
-        f"{'ratio':>6}  matches",
+        f"{'ratio':>6}" + (f" {'base':>9} {'vs base':>7}" if base else "") + "  matches",
     ]
+
+    def r2(x: float | None, w: int) -> str:
+        return f"{x:{w}.2f}" if x is not None else " " * (w - 1) + "-"
+
     for r in rows:
-        ratio = f"{r['ratio']:6.2f}" if r["ratio"] is not None else "     -"
         note = "  DIVERGED (answers differ)" if r["diverged"] else ""
+        extra = f" {f(r.get('baseline_ms'))} {r2(r.get('ratio_baseline'), 7)}" if base else ""
         lines.append(
             f"{r['kind']:6} {r['graph']:7} {r['request']:7} {r['policy']:6} {r['figure']:8} "
-            f"{f(r['fluxlite_ms'])} {f(r['fluxion_ms'])} {ratio}  {r['matches']}{note}"
+            f"{f(r['fluxlite_ms'])} {f(r['fluxion_ms'])} {r2(r['ratio'], 6)}{extra}  {r['matches']}{note}"
         )
     ratios = [r["ratio"] for r in rows if r["ratio"] is not None]
     if ratios:
@@ -304,5 +352,11 @@ def _table(rows: Sequence[dict[str, Any]], against: Path, a: Any) -> str:
         lines.append(
             f"ratio over {len(ratios)} figures: median {statistics.median(ratios):.2f}, "
             f"best {min(ratios):.2f}, worst {max(ratios):.2f}"
+        )
+    vs = [r["ratio_baseline"] for r in rows if r.get("ratio_baseline") is not None]
+    if vs:
+        lines.append(
+            f"vs base over {len(vs)} figures: median {statistics.median(vs):.2f}, "
+            f"best {min(vs):.2f}, worst {max(vs):.2f}"
         )
     return "\n".join(lines) + "\n"

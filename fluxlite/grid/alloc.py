@@ -31,7 +31,14 @@ import numpy as np
 
 from fluxlite.grid.machine import GridInfo
 
-__all__ = ["ALLOCATORS", "choose_count", "choose_hilbert", "choose_manhattan", "free_regions"]
+__all__ = [
+    "ABLATION_ALLOCATORS",
+    "ALLOCATORS",
+    "choose_count",
+    "choose_hilbert",
+    "choose_manhattan",
+    "free_regions",
+]
 
 
 def choose_hilbert(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None:
@@ -95,12 +102,16 @@ def free_regions(gi: GridInfo, free: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return np.array(label, dtype=np.int64), np.array(sizes, dtype=np.int64)
 
 
-def grow_compact(gi: GridInfo, free: np.ndarray, start: int, k: int) -> list[int] | None:
+def grow_compact(
+    gi: GridInfo, free: np.ndarray, start: int, k: int, strict: bool = False
+) -> list[int] | None:
     """The greedy compact partition of ``k`` free nodes grown from ``start``; None when it runs out.
 
     Candidates are the free neighbours of the partition; each carries its sum
     of distances to the partition (and of squared distances, the tie-break),
-    updated as nodes join.  O(k x border) scalar steps.
+    updated as nodes join.  O(k x border) scalar steps.  ``strict``: every
+    neighbour is a candidate, free or not, and the growth fails as soon as the
+    best one is busy (the growth of figure 8, lines 10-18, read literally).
     """
     dist, dist2 = gi.dist_rows, gi.dist2_rows
     nb = gi.neighbours
@@ -110,12 +121,14 @@ def grow_compact(gi: GridInfo, free: np.ndarray, start: int, k: int) -> list[int
     #: candidate -> [sum of distances to the partition, sum of squared distances]
     cand: dict[int, list[int]] = {}
     for w in nb(start):
-        if fl[w]:
+        if strict or fl[w]:
             cand[w] = [dist[start][w], dist2[start][w]]
     while len(part) < k:
         if not cand:
             return None
         best = min(cand, key=lambda c: (cand[c][0], cand[c][1], c))
+        if strict and not fl[best]:
+            return None
         del cand[best]
         part.append(best)
         taken.add(best)
@@ -124,7 +137,7 @@ def grow_compact(gi: GridInfo, free: np.ndarray, start: int, k: int) -> list[int
             acc[0] += drow[c]
             acc[1] += d2row[c]
         for w in nb(best):
-            if fl[w] and w not in taken and w not in cand:
+            if (strict or fl[w]) and w not in taken and w not in cand:
                 cand[w] = [sum(dist[w][p] for p in part), sum(dist2[w][p] for p in part)]
     return part
 
@@ -204,9 +217,32 @@ def choose_manhattan(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None
     return got if k <= 2 or (k == 3 and not gi.torus) else improve_compact(gi, free, got)
 
 
+def choose_manhattan_strict(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None:
+    """An ablation of :func:`choose_manhattan`: the literal reading of the journal's figure 8.
+
+    The journal's text (section 3.2) says the free neighbours are found first and the one that
+    increases the total Manhattan distance least joins the partition; its pseudocode (figure 8,
+    lines 10-18) selects the distance-minimal neighbours first and ends the growth when a
+    selected one is not free.  This chooser follows the pseudocode for the growth (so a
+    partition must take the most compact shape around its first node, or fail there) and the
+    text for the first nodes (each free node in machine order is tried).  No local search.
+    """
+    if k <= 0 or int(free.sum()) < k:
+        return None
+    for start in np.flatnonzero(free).tolist():
+        got = [start] if k == 1 else grow_compact(gi, free, start, k, strict=True)
+        if got is not None:
+            return got
+    return None
+
+
 #: policy name -> chooser(grid, free mask, k) -> grid indices or None
 ALLOCATORS: dict[str, Callable[[GridInfo, np.ndarray, int], list[int] | None]] = {
     "hilbert": choose_hilbert,
     "manhattan": choose_manhattan,
     "count": choose_count,
+}
+#: choosers for ablations only (``GridOps.allocate_deadline(policy=...)``; not match policies)
+ABLATION_ALLOCATORS: dict[str, Callable[[GridInfo, np.ndarray, int], list[int] | None]] = {
+    "manhattan-strict": choose_manhattan_strict,
 }

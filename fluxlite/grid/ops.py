@@ -25,7 +25,7 @@ import numpy as np
 
 from fluxlite.errors import BusyError, DeadlineError, InputError, PlannerError, StateError, UnsatisfiableError
 from fluxlite.graph import UP
-from fluxlite.grid.alloc import ALLOCATORS
+from fluxlite.grid.alloc import ABLATION_ALLOCATORS, ALLOCATORS
 from fluxlite.grid.machine import GridInfo
 
 if TYPE_CHECKING:
@@ -129,7 +129,16 @@ def request_size(request: Any, cores_per_node: int, duration: int | None) -> tup
 
 
 class ForkBatch:
-    """The forks of one leak job at one time, allocated together (see :meth:`GridOps.fork_batch`)."""
+    """The forks of one leak job at one time, allocated together (see :meth:`GridOps.fork_batch`).
+
+    The engine's state does not change inside a batch (the allocation is made at its end), so
+    what each node has free over the window is read from the engine once, and the cores this
+    batch took are skipped with a pointer per node (a fork always takes a node's first free
+    core).  A node found with nothing free stays so for the rest of the batch, which lets the
+    search over "the job's nodes, each then its neighbours" resume where the last fork found a
+    core instead of starting over (the sequence only grows at its end, as the job gains nodes).
+    The placements are those of one :meth:`GridOps.fork` each.
+    """
 
     def __init__(self, ops: GridOps, job: LeakJob, now: int) -> None:
         self.ops = ops
@@ -138,22 +147,70 @@ class ForkBatch:
         self.d = job.end - now
         self.taken: set[int] = set()
         self.new: list[Proc] = []
+        #: node -> its free cores over the window (read once), and how many of them this batch took
         self._free: dict[int, list[int]] = {}
+        self._used: dict[int, int] = {}
         eng = ops.eng
         self.full = ops._no_free_core(eng.traverser.g.roots[eng.traverser.dom], now, self.d)
+        #: the job's nodes in first-use order (``job.nodes()``), kept up to date as forks land
+        self._nodes: list[int] = job.nodes()
+        self._node_set = set(self._nodes)
+        #: the search over the job's nodes and their neighbours: every candidate before
+        #: (node index, step) has nothing free; step 0 is the node itself, k > 0 its k-th neighbour
+        self._cur = (0, 0)
 
     def _first_free(self, u: int) -> int | None:
         cores = self._free.get(u)
         if cores is None:
             cores = self._free[u] = self.ops._free_cores(u, self.now, self.d)
-        for c in cores:
-            if c not in self.taken:
-                return c
-        return None
+            self._used[u] = 0
+        k = self._used[u]
+        return cores[k] if k < len(cores) else None
 
     def has_free(self, u: int) -> bool:
         """Node ``u`` has a core free over the job's window that no fork of this batch took."""
         return not self.full and self._first_free(u) is not None
+
+    def _near_job(self) -> tuple[int, int] | None:
+        """The first free core on one of the job's nodes or a neighbour of it (nodes in first-use order)."""
+        ff = self._first_free
+        nb = self.ops.gi.neighbours
+        nodes = self._nodes
+        i, k = self._cur
+        while i < len(nodes):
+            u = nodes[i]
+            seq = nb(u)
+            while k <= len(seq):
+                w = u if k == 0 else seq[k - 1]
+                c = ff(w)
+                if c is not None:
+                    self._cur = (i, k)
+                    return w, c
+                k += 1
+            i += 1
+            k = 0
+        self._cur = (i, 0)
+        return None
+
+    def _snake(self, start: int) -> tuple[int, int] | None:
+        """The first node in snake order from position ``start`` with a free core (as ``_snake_scan``)."""
+        ops = self.ops
+        order = ops._snake_list
+        n = ops.gi.n
+        ff = self._first_free
+        for k in range(n):
+            i = order[(start + k) % n]
+            c = ff(i)
+            if c is not None:
+                return i, c
+        return None
+
+    def _add(self, p: Proc) -> None:
+        self.job.procs.append(p)
+        self.new.append(p)
+        if p.node not in self._node_set:
+            self._node_set.add(p.node)
+            self._nodes.append(p.node)
 
     def fork(self, parent: int, only: Sequence[int] | None = None) -> Proc | None:
         """Place one process next to grid node ``parent`` (as :meth:`GridOps.fork`); ``only``: look
@@ -177,46 +234,30 @@ class ForkBatch:
             c = ff(parent)
             if c is not None:
                 place = (parent, c)
-            if place is None:
-                nb = ops.gi.neighbours
-                for w in nb(parent):
+            else:
+                for w in ops.gi.neighbours(parent):
                     c = ff(w)
                     if c is not None:
                         place = (w, c)
                         break
                 if place is None:
-                    for u in job.nodes():
-                        c = ff(u)
-                        if c is not None:
-                            place = (u, c)
-                            break
-                        for w in nb(u):
-                            c = ff(w)
-                            if c is not None:
-                                place = (w, c)
-                                break
-                        if place is not None:
-                            break
+                    place = self._near_job()
         if place is None:
             if job.strategy == "leak":
                 p = Proc(parent, None, True)
-                job.procs.append(p)
-                self.new.append(p)
+                self._add(p)
                 job.oversubscribed += 1
                 job.oversubscribed_total += 1
                 return p
-            got = None
             if not self.full:
-                start = int(ops.gi.snake_pos[job.procs[0].node if job.procs else job.entry])
-                got = ops._snake_scan(start, self.now, self.d, self.taken)
-            if got is None:
+                place = self._snake(int(ops.gi.snake_pos[job.procs[0].node if job.procs else job.entry]))
+            if place is None:
                 return None
-            place = (got[0], got[1][0])
         node, core = place
         self.taken.add(core)
+        self._used[node] += 1
         p = Proc(node, core)
-        job.procs.append(p)
-        self.new.append(p)
+        self._add(p)
         return p
 
     def __enter__(self) -> ForkBatch:
@@ -343,7 +384,7 @@ class GridOps:
         """Reserve whole nodes at the earliest start meeting the deadline (see :mod:`fluxlite.grid`)."""
         eng = self.eng
         policy = policy or self.policy or "hilbert"
-        choose = ALLOCATORS.get(policy)
+        choose = ALLOCATORS.get(policy) or ABLATION_ALLOCATORS.get(policy)
         if choose is None:
             raise InputError(f"unknown grid allocator {policy!r} (known: {', '.join(ALLOCATORS)})")
         k, d = request_size(request, self.cores_per_node, duration)
@@ -649,21 +690,29 @@ class GridOps:
                 raise StateError(f"process {p} is not one of job {jobid}'s", jobid=jobid)
             mine.discard(id(p))  # the same process twice is refused too
         release: list[int] = []
+        # the oversubscribed processes of each node, in the job's order: the first takes over a
+        # core its node gives back (the processes still to end in this call are candidates too,
+        # as when they end one call each)
+        waiting: dict[int, deque[Proc]] = {}
+        for q in job.procs:
+            if q.core is None:
+                waiting.setdefault(q.node, deque()).append(q)
         for p in ending:
-            pos = next(k for k, q in enumerate(job.procs) if q is p)
             if p.core is None:
-                job.procs.pop(pos)
+                w = waiting[p.node]
+                del w[next(k for k, q in enumerate(w) if q is p)]  # by identity: equal Procs differ
                 job.oversubscribed -= 1
                 continue
-            # an oversubscribed process on the same node takes over the core
-            heir = next((q for q in job.procs if q.core is None and q.node == p.node), None)
-            job.procs.pop(pos)
-            if heir is not None:
+            heirs = waiting.get(p.node)
+            if heirs:
+                heir = heirs.popleft()
                 heir.core = p.core
                 heir.oversubscribed = False
                 job.oversubscribed -= 1
                 continue
             release.append(p.core)
+        gone = {id(p) for p in ending}
+        job.procs = [q for q in job.procs if id(q) not in gone]
         if not release:
             return False
         tr = eng.traverser

@@ -94,6 +94,29 @@ class HostlistConstraint(Constraint):
     def match(self, properties: Container[str], hostname: str, rank: int) -> bool:
         return any(_host_in(entry, hostname) for entry in self._entries)
 
+    def names(self, limit: int) -> list[str] | None:
+        """Every host name the hostlists can match (one per number, zero-padded as written).
+
+        None when there are more than ``limit`` of them (then a caller scans
+        instead of looking names up).  A name matches exactly when it is in
+        this list.  O(names).
+        """
+        total = 0
+        for entry in self._entries:
+            total += 1 if entry[0] == "single" else entry[3] - entry[2] + 1
+            if total > limit:
+                return None
+        out: list[str] = []
+        for entry in self._entries:
+            kind = entry[0]
+            if kind == "single":
+                out.append(entry[1])
+                continue
+            prefix, lo, hi, width = entry[1], entry[2], entry[3], entry[4]
+            suffix = entry[5] if kind == "suffixed" else ""
+            out.extend(f"{prefix}{n:0{width}d}{suffix}" for n in range(lo, hi + 1))
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         return {"hostlist": list(self.hosts)}
 
@@ -125,6 +148,12 @@ class RankConstraint(Constraint):
     def match(self, properties: Container[str], hostname: str, rank: int) -> bool:
         i = bisect_right(self._lows, rank) - 1
         return i >= 0 and rank <= self._highs[i]
+
+    def ranks_upto(self, limit: int) -> list[int] | None:
+        """Every rank in the idsets, ascending; None when there are more than ``limit``.  O(ranks)."""
+        if sum(hi - lo + 1 for lo, hi in zip(self._lows, self._highs)) > limit:
+            return None
+        return [r for lo, hi in zip(self._lows, self._highs) for r in range(lo, hi + 1)]
 
     def to_dict(self) -> dict[str, Any]:
         return {"ranks": list(self.ranks)}

@@ -203,6 +203,8 @@ class Traverser(
         self._span_seq = 0
         self._leaf_sid = 0
         self._leaf_shared: dict[int, tuple[Any, ...]] = {}
+        #: leaves holding state, by their shared dicts: the new shared dicts (see UpdateStage._upd_leaf)
+        self._leaf_ext: dict[tuple, tuple[Any, ...]] = {}
         # per-edge marks of the last select (needs, exclusive, token)
         ne = len(graph.e_src)
         self.e_needs: list[int] = [0] * ne
@@ -255,6 +257,13 @@ class Traverser(
         self._ep_log: list[int] | None = None
         #: id(request tree) -> (tree, pruning types, primed counts, ..., labels), see _primed
         self._primed_reqs: dict[int, tuple] = {}
+        #: a restricted match (fluxlite.match._restrict): path vertex -> out-edges worth walking
+        self._allow: dict[int, list[int]] | None = None
+        #: node vertices the current restricted match may use (see _request_feasible)
+        self._cands: set[int] | None = None
+        self._nodeidx: Any = None
+        #: restricted matches made (tests and benchmarks read it)
+        self.restricted_runs = 0
         graph.add_observer(self)
         self.initialized = False
 
@@ -312,8 +321,50 @@ class Traverser(
     def _need_colors(self) -> bool:
         return len(self.subsystems) > 1
 
+    #: restricted matches (see _restrict) are exact for this traverser's walk; subclasses with
+    #: their own tests per vertex (the flexible traverser) walk everything
+    restrict = True
+
     def run(self, jobspec: Any, writer: Any, op: str, jobid: int, at: int = 0) -> tuple[int, int]:
-        """Match ``jobspec`` with ``op``; return (rc, at).  On failure ``self.errno`` says why."""
+        """Match ``jobspec`` with ``op``; return (rc, at).  On failure ``self.errno`` says why.
+
+        A jobspec whose constraint names its nodes (``hostlist``, ``ranks``,
+        or ``hosts=`` of the engine) walks only the paths to those nodes
+        (:mod:`fluxlite.match._restrict`): the same answer as the full walk,
+        at a cost that follows the named nodes, not the graph.
+        """
+        if jobspec.constraint is not None and self.restrict:
+            self._restrict_to(jobspec)
+            if self._allow is not None:
+                try:
+                    return self._run(jobspec, writer, op, jobid, at)
+                finally:
+                    self._allow = self._cands = None
+        return self._run(jobspec, writer, op, jobid, at)
+
+    def _restrict_to(self, jobspec: Any) -> None:
+        """Set ``_allow``/``_cands`` for a restricted walk when ``jobspec`` allows one.  O(candidates x depth)."""
+        from fluxlite.match._restrict import NodeIndex, allowed_edges, candidate_nodes, restrictable
+
+        g = self.g
+        dom = self.dom
+        if len(self.subsystems) != 1 or dom not in g.roots or not jobspec.resources:
+            return
+        idx = self._nodeidx
+        if idx is None or idx.version != g.version:
+            idx = self._nodeidx = NodeIndex(g, dom)
+        cands = candidate_nodes(jobspec.constraint, g, idx)
+        if cands is None or len(cands) * 2 > idx.n_nodes:
+            return  # nothing to gain
+        if _walk_may_report(jobspec.resources) or not restrictable(jobspec.resources, idx.loose_types):
+            return
+        allow = allowed_edges(g, dom, cands, idx)
+        if allow is None:
+            return
+        self._allow, self._cands = allow, cands
+        self.restricted_runs += 1
+
+    def _run(self, jobspec: Any, writer: Any, op: str, jobid: int, at: int = 0) -> tuple[int, int]:
         self.err_msg = ""
         self.errno = 0
         g = self.g
@@ -333,7 +384,18 @@ class Traverser(
             self.errno = "EINVAL"
             self._reset_exclusive_types(saved)
             return -1, at
-        duration = graph_dur if dur == 0 else int(dur)
+        if dur != 0:
+            duration = int(dur)
+        elif at > self.graph_start:
+            # no time limit: the rest of the graph's window from the match time (flux-sched
+            # PR #1104, "remaining graph duration"); the whole window would run past its end
+            duration = self.graph_end - at
+            if duration < 1:
+                self.errno = "EINVAL"
+                self._reset_exclusive_types(saved)
+                return -1, at
+        else:
+            duration = graph_dur
         meta = JobMeta(jobid=jobid, at=at, now=at, duration=duration, constraint=jobspec.constraint)
         meta.queue = getattr(jobspec, "queue", "") or ""
         rc = -1
@@ -437,7 +499,8 @@ class Traverser(
         # any time) and a reserve "is there such an up node at all?" - the walk decides the rest.
         now_only = op == "allocate"
         feasible = 0
-        for v in g.vertices():
+        # a restricted match: only its candidates can pass the constraint
+        for v in g.vertices() if self._cands is None else sorted(self._cands):
             if vt[v] != "node":
                 continue
             if meta.constraint is not None and not self._constraint_match(meta.constraint, v):

@@ -59,6 +59,19 @@ class ExploreStage:
         multiplier: int,
         mode: int = 0,
     ) -> int:
+        if self._allow is not None:
+            eids = self._allow.get(u)
+            if eids is not None:
+                # a vertex on a path to the named nodes of a restricted match: walk the
+                # children that can contribute, in the plain walk's order (see _restrict)
+                if self.stop_on_k:
+                    g = self.g
+                    ew, uq, dst = self.e_weight, g.v_uniq, g.e_dst
+                    keys = sorted([(-ew[e], -uq[dst[e]], e) for e in eids])
+                    return self._explore_dynamically(
+                        meta, u, ss, resources, pristine, excl, dfv, dfu, multiplier, keys
+                    )
+                return self._explore_statically(meta, u, ss, resources, pristine, excl, dfv, dfu, eids)
         if self.stop_on_k:
             return self._explore_dynamically(meta, u, ss, resources, pristine, excl, dfv, dfu, multiplier)
         if dfv and mode and self.shortcuts and not self._variation:
@@ -142,7 +155,9 @@ class ExploreStage:
         excl: bool,
         dfv: bool,
         dfu: Dfu,
+        eids: Sequence[int] | None = None,
     ) -> int:
+        """Visit the children of ``u`` in out-edge order (``eids``: only those edges, in that order)."""
         g = self.g
         rc2 = -1
         col = g.out.get(ss)
@@ -150,7 +165,7 @@ class ExploreStage:
             return rc2
         dst, vt = g.e_dst, g.v_type
         colors = self._colors.get(ss) if self._need_colors else None
-        for e in col[u]:
+        for e in col[u] if eids is None else eids:
             tgt = dst[e]
             if colors is not None and tgt in colors:
                 continue
@@ -179,13 +194,21 @@ class ExploreStage:
         dfv: bool,
         dfu: Dfu,
         multiplier: int,
+        only: list[tuple[int, int, int]] | None = None,
     ) -> int:
+        """Visit the children of ``u`` best first until the request is covered (``only``: those keys).
+
+        With ``only`` (a restricted match) the shortcuts that index all of
+        ``u``'s children (leaf types, skip index) stay off: the plain tests
+        run on each child given.
+        """
         g = self.g
-        keys = self._outedge_order(u)
-        if keys is None:
+        keys = self._outedge_order(u) if only is None else only
+        if not keys:
             return -1
         dst, vt, ess = g.e_dst, g.v_type, g.e_ss
         colors = self._colors.get(ss) if self._need_colors else None
+        whole = only is None
         leaf_ok = dfv and colors is None and len(g.out) == 1 and self._leaf_requests(resources)
         col = g.out[ss] if leaf_ok else None
         if (
@@ -212,7 +235,8 @@ class ExploreStage:
             if len(resources) == 1:
                 r = resources[0]
                 if (
-                    not r.with_
+                    whole
+                    and not r.with_
                     and not (excl and r.exclusive is _TRISTATE_FALSE)
                     and self._leaf_kids_type(u, keys) == r.type
                 ):
@@ -232,7 +256,7 @@ class ExploreStage:
         rc2 = -1
         # After a few failed children of a wide vertex, consult the skip index:
         # children whose aggregates rule them out are passed over unvisited.
-        misses = 0 if (dfv and self.shortcuts and len(keys) >= self._SKIP_MIN) else -1
+        misses = 0 if (whole and dfv and self.shortcuts and len(keys) >= self._SKIP_MIN) else -1
         alive: list[bool] | None = None
         apos: dict[int, int] = {}
         for _w, _uq, e in keys:

@@ -204,6 +204,9 @@ def has_alternatives(resources: Sequence[Any]) -> bool:
 class FlexibleTraverser(Traverser):
     """The DFU traverser with Fluxion's flexible matching of or_slot/xor_slot alternatives."""
 
+    #: its own per-vertex tests: a constrained match walks the whole graph (not checked restricted)
+    restrict = False
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         #: the jobspec being matched has slot alternatives (or_slot / xor_slot), and its requests
         self._alternatives = False

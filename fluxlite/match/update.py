@@ -43,6 +43,7 @@ class UpdateStage:
         self._marked_asked = False
         self._reset_color()
         self._leaf_shared = {}
+        self._leaf_ext = {}
         jv = self.job_vtx.get(meta.jobid)
         if jv is None:
             jv = self.job_vtx[meta.jobid] = []
@@ -368,14 +369,39 @@ class UpdateStage:
         jobid = meta.jobid
         table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
         at, end = meta.at, meta.at + meta.duration
-        if full and meta.alloc_type != AT_SATISFIABILITY:
-            self._span_seq += 1
-            sid = self._span_seq
-            _own(self.vspans, v)[sid] = (at, end, needs)
-            _own(table, v)[jobid] = sid
-        _own(self.tags, v)[jobid] = jobid
+        record = full and meta.alloc_type != AT_SATISFIABILITY
+        vspans, tags, xspans = self.vspans, self.tags, self.xspans
+        olds = (vspans[v], table[v], tags[v], xspans[v])
+        if all(d is None or type(d) is _Shared for d in olds):
+            # Leaves whose dicts are all shared (or empty) hold the same state, so they
+            # take the same new dicts: made once per state and update walk, shared again.
+            # The key's dicts are kept alive in the memo, so their ids stay theirs.
+            key = (id(olds[0]), id(olds[1]), id(olds[2]), id(olds[3]), needs, record)
+            got = self._leaf_ext.get(key)
+            if got is None:
+                nv, nt = olds[0], olds[1]
+                if record:
+                    self._span_seq += 1
+                    sid = self._span_seq
+                    nv = _Shared(nv or ())
+                    nv[sid] = (at, end, needs)
+                    nt = _Shared(nt or ())
+                    nt[jobid] = sid
+                ng = _Shared(olds[2] or ())
+                ng[jobid] = jobid
+                nx = _Shared(olds[3] or ())
+                nx[jobid] = (at, end)
+                got = self._leaf_ext[key] = (nv, nt, ng, nx, olds)
+            vspans[v], table[v], tags[v], xspans[v] = got[0], got[1], got[2], got[3]
+        else:
+            if record:
+                self._span_seq += 1
+                sid = self._span_seq
+                _own(vspans, v)[sid] = (at, end, needs)
+                _own(table, v)[jobid] = sid
+            _own(tags, v)[jobid] = jobid
+            _own(xspans, v)[jobid] = (at, end)
         self._jv_add(v)
-        _own(self.xspans, v)[jobid] = (at, end)
         g = self.g
         t = g.v_type[v]
         if t in self.prune.total:
@@ -596,6 +622,8 @@ class UpdateStage:
             if len(j2s) < n:
                 j2s.extend([None] * (n - len(j2s)))
             pcol = g.parent_edge.get(ss)
+            # each existing ancestor's totals rise once, by what all the new subtrees below it bring
+            shifts: dict[int, dict[str, int]] = {}
             for v in new:
                 pe = pcol[v] if pcol is not None else -1
                 parent = g.e_src[pe] if pe >= 0 else None
@@ -605,7 +633,14 @@ class UpdateStage:
                 contrib: dict[str, int] = {}
                 self._prime(ss, v, contrib, None)
                 for a in g.ancestors(v, ss):
-                    self._shift_totals(ss, a, contrib, +1)
+                    d = shifts.get(a)
+                    if d is None:
+                        shifts[a] = dict(contrib)
+                    else:
+                        for t, c in contrib.items():
+                            d[t] = d.get(t, 0) + c
+            for a, d in shifts.items():
+                self._shift_totals(ss, a, d, +1)
         self._reset_color()
         for v in new:
             if g.v_type[v] == "node" and g.v_status[v] == UP:

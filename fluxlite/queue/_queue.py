@@ -33,7 +33,22 @@ _TEMP_BASE = 1 << 40
 
 
 class Queue:
-    """Pending and running jobs of one engine, scheduled by one policy."""
+    """Pending and running jobs of one engine, scheduled by one policy.
+
+    Hooks for jobs that carry their own request (Flux's scheduler module):
+    :meth:`job_request` (the jobspec a start or reservation matches),
+    :attr:`match_format` (the writer of the engine's answer) and
+    :meth:`on_matched` (called with the engine's answer of a match that
+    starts the job).  With ``by_shape`` False the shortcuts that assume a
+    request is ``count`` whole units of ``job.unit`` (count-based
+    reservations, nodes that free up first, tight fit, failed shapes) are
+    off.
+    """
+
+    #: the engine's writer for :meth:`_match` answers
+    match_format = "simple"
+    #: a job's request is its (unit, size, walltime) shape (:func:`request_jobspec`)
+    by_shape = True
 
     def __init__(
         self, engine: Engine, policy: QueuePolicy | str = "easy", reservation_depth: int | None = None
@@ -56,12 +71,21 @@ class Queue:
         #: release (end, cancel, shrink, a moved reservation) can make them fit again
         self._failed: list[tuple[int, int, str]] = []
         self.matches = 0
+        #: reservations given to the engine (a deferred one only once it is settled)
+        self.resv_placed = 0
         #: reservations held by pending jobs (kept exact: a backfill placement asks it per try)
         self._n_resv = 0
         #: bumped by every change of what runs (start, end, cancel, grow, shrink)
         self._epoch = 0
         #: (epoch, last arrival seq) when the last pass finished its plan
         self._planned: tuple[int, int] | None = None
+        #: place a whole-node reservation in the engine only when something reads the engine
+        #: during its window (see :meth:`settle`); off by default, since code that reads the
+        #: engine directly (a shim, a service) would see it missing; the batch simulator sets it
+        self.defer = False
+        #: (job, at, node vertices) of the one reservation decided but not yet placed
+        self._deferred: tuple[Job, int, list[int]] | None = None
+        self._nodes_cache: tuple[Any, int, list[int], set[int]] | None = None
 
     # ------------------------------------------------------------------ engine questions
     @property
@@ -79,8 +103,55 @@ class Queue:
         """Total units of ``unit`` in the graph (from the root aggregate)."""
         return self._total(unit)
 
+    def settle(self) -> None:
+        """Place the reservation decided but not yet given to the engine (if any).
+
+        A whole-node reservation (:meth:`_reserve_by_count`) is decided from
+        the engine's spans but placed only when something reads or changes
+        the engine where it would show: a start that runs into its window
+        (or is not a whole-node shape), another reservation, a count
+        over its window (:meth:`used`; :meth:`free` counts it without
+        placing it), a plan, a resize, an admission gate.  An EASY pass where no other
+        job fits now, and the next pass that gives the reservation back,
+        then cost no engine update.  Every method of the queue settles
+        first where it must; code that reads ``queue.engine`` directly while
+        jobs are pending calls this first.
+        """
+        d = self._deferred
+        if d is None:
+            return
+        self._deferred = None
+        job, at, chosen = d
+        self.resv_placed += 1
+        if not self._place_on(job, chosen, at, reserve=True):
+            self._set_resv(job, None)
+            raise StateError(f"job {job.jobid}: its reservation at {at} is no longer free", jobid=job.jobid)
+
+    def _settle_over(self, at: int, duration: int) -> None:
+        """Settle if the deferred reservation's window meets ``[at, at + duration)``."""
+        d = self._deferred
+        if d is not None and d[1] < at + duration and d[1] + d[0].walltime > at:
+            self.settle()
+
     def free(self, unit: str, at: int, duration: int = 1) -> int:
-        """Units of ``unit`` free during ``[at, at + duration)``: the engine's root aggregate, O(log spans)."""
+        """Units of ``unit`` free during ``[at, at + duration)``: the engine's root aggregate, O(log spans).
+
+        A deferred reservation (:meth:`settle`) is counted as placed: the
+        minimum over the window outside its window, and over the overlap
+        less its nodes (two aggregate queries instead of placing it).
+        """
+        duration = max(1, duration)
+        n = self._free_placed(unit, at, duration)
+        d = self._deferred
+        if d is None or unit != "node":
+            return n
+        lo, hi = max(at, d[1]), min(at + duration, d[1] + d[0].walltime)
+        if lo >= hi:
+            return n
+        return min(n, self._free_placed(unit, lo, hi - lo) - d[0].size)
+
+    def _free_placed(self, unit: str, at: int, duration: int = 1) -> int:
+        """Units free as the engine has them now (a deferred reservation not counted)."""
         p = self._root_plan
         i = p.index_of(unit)
         if i is None:
@@ -88,6 +159,7 @@ class Queue:
         return p.avail_resources_during(at, max(1, duration), i)
 
     def used(self, unit: str, at: int) -> int:
+        self._settle_over(at, 1)
         p = self._root_plan
         i = p.index_of(unit)
         return 0 if i is None else p.resource_total_at(i) - p.avail_resources_at(at, i)
@@ -166,6 +238,8 @@ class Queue:
     def _release(self, job: Job, early: bool = True) -> None:
         self.released()
         self._epoch += 1
+        if self._deferred is not None and self._deferred[0] is job:
+            self._deferred = None
         if job.jobid in self.engine.jobs:
             self.engine.cancel(job.jobid)
         if self._pending.pop(job.jobid, None) is not None:
@@ -190,8 +264,22 @@ class Queue:
         for fn in self.on_start:
             fn(job, now)
 
+    def job_request(self, job: Job) -> Any:
+        """The jobspec a start or reservation of ``job`` matches (hook; default: its shape)."""
+        return request_jobspec(job.unit, job.size, job.walltime)
+
+    def on_matched(self, job: Job, result: Any) -> None:
+        """Hook: the engine's answer (in :attr:`match_format`) of the match that is starting ``job``."""
+
+    def _match(self, job: Job, now: int, op: str) -> Any:
+        self.matches += 1
+        return self.engine.match(self.job_request(job), op=op, jobid=job.jobid, at=now, fmt=self.match_format)
+
     def _admitted(self, job: Job, now: int) -> bool:
-        return self.admit is None or self.admit(job, now)
+        if self.admit is None:
+            return True
+        self.settle()  # the gate may read anything
+        return self.admit(job, now)
 
     def try_start(self, job: Job, now: int) -> bool:
         """Start ``job`` at ``now`` if the engine finds room; no reservation otherwise.
@@ -199,25 +287,42 @@ class Queue:
         A shape (size, walltime) that failed since the last release is not
         tried again: starts and reservations only take resources away.
         """
-        if not self._admitted(job, now):
+        if not self._admitted(job, now) or self.known_to_fail(job):
             return False
-        size, wall = job.size, job.walltime
-        for s, w, u in self._failed:
-            if size >= s and wall >= w and u == job.unit:
-                return False
-        if self.free(job.unit, now, wall) >= size:
-            vids = self._tight_fit(job, now) if job.unit == "node" and self._reserved else None
+        if self.free(job.unit, now, job.walltime) >= job.size:
+            shape = self.by_shape and job.unit == "node"
+            d = self._deferred
+            if d is not None and (not shape or now + job.walltime > d[1]):
+                # the placement must see the reservation; a whole-node job that ends by its start
+                # cannot meet it, and the tight fit counts it as the next span of its nodes
+                self.settle()
+            shape = shape and self._reserved
+            vids = self._tight_fit(job, now) if shape else None
             if vids is not None and self._place_on(job, vids, now, reserve=False):
                 self._started(job, now)
                 return True
-            js = request_jobspec(job.unit, size, wall)
-            self.matches += 1
-            r = self.engine.match(js, op="allocate", jobid=job.jobid, at=now)
+            r = self._match(job, now, "allocate")
             if r.ok:
+                self.on_matched(job, r)
                 self._started(job, now)
                 return True
-        self._failed.append((size, wall, job.unit))
+        self.failed(job)
         return False
+
+    def known_to_fail(self, job: Job) -> bool:
+        """A request no larger than ``job``'s failed to start since the last release (hook).
+
+        Default: a shape (size, walltime, unit) at most ``job``'s failed.
+        """
+        size, wall, unit = job.size, job.walltime, job.unit
+        for s, w, u in self._failed:
+            if size >= s and wall >= w and u == unit:
+                return True
+        return False
+
+    def failed(self, job: Job) -> None:
+        """``job`` could not start now: remember it until resources come back (hook, see :meth:`released`)."""
+        self._failed.append((job.size, job.walltime, job.unit))
 
     def start_or_reserve(self, job: Job, now: int) -> bool:
         """Start ``job`` now, else reserve it at its earliest start (True if it started).
@@ -229,17 +334,19 @@ class Queue:
         """
         if not self._admitted(job, now):
             return False  # held back by the admission gate (power): no reservation either
-        if job.unit == "node" and self._reserve_by_count(job, now):
+        self.settle()
+        shape = self.by_shape and job.unit == "node"
+        if shape and self._reserve_by_count(job, now):
             return job.resv_at is None
-        js = request_jobspec(job.unit, job.size, job.walltime)
-        self.matches += 1
-        r = self.engine.match(js, op="allocate_orelse_reserve", jobid=job.jobid, at=now)
+        r = self._match(job, now, "allocate_orelse_reserve")
         if not r.ok:
             return False
         if r.at == now:
+            self.on_matched(job, r)
             self._started(job, now)
             return True
-        if job.unit == "node":
+        self.resv_placed += 1
+        if shape:
             self._reserve_on_freeing(job, r.at, now)
         self._set_resv(job, r.at)
         if job.first_resv is None:
@@ -260,25 +367,69 @@ class Queue:
         """
         g = self.engine.graph
         tr = self.engine.traverser
+        vspans, xspans = tr.vspans, tr.xspans
+        other = self._not_bare()
+        v_status, v_id = g.v_status, g.v_id
         end = now + job.walltime
         inf = float("inf")
+        # a deferred reservation (try_start settles it unless the job ends by its start) is the
+        # next span of its nodes
+        d = self._deferred
+        d_at, d_nodes = (d[1], set(d[2])) if d is not None else (inf, set())
         keyed = []
-        for v in g.by_type("node"):
-            if g.v_status[v] != UP or not self._node_free(v, now, job.walltime):
+        for v in self._node_vertices():
+            if v_status[v] != UP:
                 continue
-            nxt = inf
-            for spans in (tr.vspans[v], tr.xspans[v]):
+            check = v not in other  # a bare node is free during [now, end) iff no span meets it
+            if not check and not self._node_free(v, now, job.walltime):
+                continue
+            nxt = inf  # its next span start at or after end
+            ok = True
+            for spans in (vspans[v], xspans[v]):
                 if spans:
                     for sp in spans.values():
-                        if end <= sp[0] < nxt:
-                            nxt = sp[0]
-            keyed.append((nxt, g.v_id[v], v))
+                        s0 = sp[0]
+                        if check and s0 < end and sp[1] > now:
+                            ok = False
+                            break
+                        if end <= s0 < nxt:
+                            nxt = s0
+                    if not ok:
+                        break
+            if ok:
+                if v in d_nodes and end <= d_at < nxt:
+                    nxt = d_at
+                keyed.append((nxt, v_id[v], v))
         if len(keyed) < job.size:
             return None
         keyed.sort()
         if keyed[0][0] == inf:
             return None
         return [v for _n, _i, v in keyed[: job.size]]
+
+    def _node_vertices(self) -> list[int]:
+        """The graph's node vertices (``by_type``), kept until the graph's structure changes (its version)."""
+        return self._nodes()[0]
+
+    def _not_bare(self) -> set[int]:
+        """Node vertices that are not bare whole nodes (size 1, no subtree aggregate).
+
+        For a bare node "free during a window" is "no span of it meets the
+        window", so the scans read its spans inline; the others go through
+        :meth:`_node_free`.
+        """
+        return self._nodes()[1]
+
+    def _nodes(self) -> tuple[list[int], set[int]]:
+        g = self.engine.graph
+        c = self._nodes_cache
+        if c is None or c[0] is not g or c[1] != g.version:
+            tr = self.engine.traverser
+            col = tr.subplan.get(tr.dom) or []
+            nodes = g.by_type("node")
+            other = {v for v in nodes if g.v_size[v] != 1 or (v < len(col) and col[v] is not None)}
+            c = self._nodes_cache = (g, g.version, nodes, other)
+        return c[2], c[3]
 
     def _place_on(self, job: Job, vids: list[int], at: int, reserve: bool) -> bool:
         """Give ``job`` exactly the node vertices ``vids`` (and all below them) during its window at ``at``.
@@ -288,9 +439,13 @@ class Queue:
         nothing changed) if one of them is not free.
         """
         g = self.engine.graph
+        kids = g.out.get("containment")
         items = []
         for v in vids:
-            items.extend((d, g.v_size[d], True) for d in g.subtree(v, "containment"))
+            if kids is not None and not kids[v]:  # a leaf: the subtree is the vertex
+                items.append((v, g.v_size[v], True))
+            else:
+                items.extend((d, g.v_size[d], True) for d in g.subtree(v, "containment"))
         self.matches += 1
         try:
             self.engine._allocate_items(job.jobid, items, at, job.walltime, None, reserve)
@@ -320,26 +475,73 @@ class Queue:
         at = p.avail_time_first(now, job.walltime, counts)
         if at is None or at <= now:
             return False
-        g = self.engine.graph
-        busy, idle = [], []
-        for v in g.by_type("node"):
-            if g.v_status[v] != UP or not self._node_free(v, at, job.walltime):
-                continue
-            if self._node_free(v, now, at - now):
-                idle.append(v)
-            else:
-                busy.append((self._free_from(v, now, at), g.v_id[v], v))
+        busy, idle = self._reservable_nodes(now, at, job.walltime)
         if len(busy) + len(idle) < job.size:
             return False
         busy.sort()
         chosen = [v for _t, _i, v in busy[: job.size]]
         chosen += idle[: job.size - len(chosen)]
-        if not self._place_on(job, chosen, at, reserve=True):
-            return False
+        if self.defer and self._deferred is None:
+            # placed when something first reads the engine during the window (see _settle)
+            self._deferred = (job, at, chosen)
+        else:
+            self.resv_placed += 1
+            if not self._place_on(job, chosen, at, reserve=True):
+                return False
         self._set_resv(job, at)
         if job.first_resv is None:
             job.first_resv = at
         return True
+
+    def _reservable_nodes(self, now: int, at: int, wall: int) -> tuple[list[tuple[int, int, int]], list[int]]:
+        """UP node vertices free during ``[at, at + wall)``: (busy, idle).
+
+        ``idle``: also free during ``[now, at)``, in graph order; ``busy``:
+        ``(free_from, id, vertex)`` with :meth:`_free_from`'s time.  One pass
+        over the nodes and their spans; a node that is not a bare whole node
+        (size 1, no subtree aggregate) goes through :meth:`_node_free`.
+        """
+        g = self.engine.graph
+        tr = self.engine.traverser
+        vspans, xspans = tr.vspans, tr.xspans
+        other = self._not_bare()
+        v_status, v_id = g.v_status, g.v_id
+        end = at + wall
+        busy: list[tuple[int, int, int]] = []
+        idle: list[int] = []
+        for v in self._node_vertices():
+            if v_status[v] != UP:
+                continue
+            if v in other:
+                if not self._node_free(v, at, wall):
+                    continue
+                if self._node_free(v, now, at - now):
+                    idle.append(v)
+                else:
+                    busy.append((self._free_from(v, now, at), v_id[v], v))
+                continue
+            # a bare whole node: free in the window iff no span meets it; it frees up at the last
+            # end of its spans that meet [now, at) (idle if none)
+            last = now
+            ok = True
+            for spans in (vspans[v], xspans[v]):
+                if spans:
+                    for sp in spans.values():
+                        s0, s1 = sp[0], sp[1]
+                        if s0 < end and s1 > at:
+                            ok = False
+                            break
+                        if s0 < at and s1 > last:
+                            last = s1
+                    if not ok:
+                        break
+            if not ok:
+                continue
+            if last == now:
+                idle.append(v)
+            else:
+                busy.append((last, v_id[v], v))
+        return busy, idle
 
     def _node_free(self, v: int, at: int, duration: int) -> bool:
         """Node vertex ``v`` (and all below it) is free during ``[at, at + duration)``."""
@@ -391,7 +593,7 @@ class Queue:
         if not idle_held:
             return
         cands = [
-            v for v in g.by_type("node")
+            v for v in self._node_vertices()
             if v not in held and g.v_status[v] == UP and not self._node_free(v, now, at - now)
             and self._node_free(v, at, job.walltime)
         ]  # fmt: skip
@@ -410,7 +612,11 @@ class Queue:
             raise StateError(f"job {job.jobid}: could not restore its reservation at {at}", jobid=job.jobid)
 
     def drop_reservation(self, job: Job) -> None:
-        if job.resv_at is not None:
+        if self._deferred is not None and self._deferred[0] is job:
+            self._deferred = None  # never placed: nothing to give back to the engine
+            self.released()
+            self._set_resv(job, None)
+        elif job.resv_at is not None:
             self.released()
             self.engine.cancel(job.jobid)
             self._set_resv(job, None)
@@ -465,6 +671,7 @@ class Queue:
         ``later`` jobs that cannot start now (StartLater).  Returns job id ->
         planned start (``now`` for StartNow).
         """
+        self.settle()
         out: dict[int, int] = {}
         temp: list[int] = []
         n_later = 0
@@ -498,6 +705,7 @@ class Queue:
         """
         if not job.running:
             raise StateError(f"job {job.jobid} is not running", jobid=job.jobid)
+        self.settle()
         dur = job.planned_end - now
         if dur < 1:
             raise BusyError("the job's walltime is over", jobid=job.jobid)
@@ -522,6 +730,7 @@ class Queue:
         """Release ``count`` units of running ``job`` (the given paths, else its last ones)."""
         if count >= job.size:
             raise StateError(f"job {job.jobid} cannot shrink by {count} of its {job.size}", jobid=job.jobid)
+        self.settle()
         if paths is None:
             paths = self.held(job)[-count:]
         self.engine.shrink(job.jobid, paths=paths)
@@ -532,6 +741,7 @@ class Queue:
 
     def undo_grow(self, job: Job, jgf: str, now: int, count: int) -> None:
         """Give back what a :meth:`grow` returned a moment ago."""
+        self.settle()
         self.engine.shrink(job.jobid, jgf=jgf)
         self._epoch += 1
         self.released()

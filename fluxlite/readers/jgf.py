@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from itertools import compress
+from operator import and_, itemgetter, not_
 from typing import Any, Literal
 
 import orjson
@@ -42,6 +44,7 @@ __all__ = [
     "DEFAULT_RELATIONS",
     "DuplicateRootError",
     "JgfReader",
+    "attach_columns",
     "attach_jgf",
     "graph_to_jgf",
     "locate_vertices",
@@ -364,6 +367,118 @@ def attach_document(
     with no_gc():
         new = _unpack(graph, doc, source, require_root=False, per_node=per_node)
     return new, per_node
+
+
+def attach_columns(
+    graph: ResourceGraph, cols: _jgf.Columns
+) -> tuple[list[int], list[int], list[int], list[bool]] | None:
+    """Attach a subgraph read by :func:`jgf.read_columns`, as :func:`attach_document` would, column-wise.
+
+    Returns (new handles, the handle of every document node, every node's
+    size, every node's ``exclusive``), or None without touching the graph
+    when the document is off the simple case this path vouches for: one
+    subsystem and one path per node, no new root, no path repeated, an
+    existing path with the node's own rank and not shared between ranks.
+    The caller then attaches with :func:`attach_document`, which gives the
+    same result or the precise error.  This is the shape of every subgraph
+    a MatchGrow hands down.  O(subgraph).
+    """
+    if len(cols.paths) != 1:
+        return None
+    ss, ps = next(iter(cols.paths.items()))
+    if None in ps:
+        return None
+    n = len(ps)
+    found = list(map(graph.by_path.get, ps))
+    old = [k for k, v in enumerate(found) if v is not None]
+    rank = cols.rank
+    v_rank = graph.v_rank
+    shared = graph.shared
+    for k in old:
+        if v_rank[found[k]] != rank[k] or ps[k] in shared:
+            return None
+    if old:
+        new_pos = [k for k, v in enumerate(found) if v is None]
+        take = itemgetter(*new_pos) if len(new_pos) > 1 else None
+    else:
+        new_pos = list(range(n))
+        take = None
+
+    def pick(col: list[Any]) -> list[Any]:
+        if not old:
+            return col
+        if take is None:
+            return [col[k] for k in new_pos]
+        return list(take(col))  # C speed: one tuple of the new nodes' values
+
+    new_paths = pick(ps)
+    if any(found[k] is None for k, _ in cols.roots):  # a new root: the per-node reader checks it
+        return None
+    if len(set(new_paths)) != len(new_paths):
+        return None
+    e_src, e_dst = cols.e_src, cols.e_dst
+    added = False
+    if old:
+        is_old = [v is not None for v in found]
+        get_old = is_old.__getitem__
+        keep = list(map(not_, map(and_, map(get_old, e_src), map(get_old, e_dst))))
+    else:
+        keep = None
+
+    props = {j: cols.properties[k] for j, k in enumerate(new_pos) if k in cols.properties} if cols.properties else {}
+    vids = (
+        graph.add_vertices_bulk(
+            pick(cols.type),
+            pick(cols.basename),
+            pick(cols.name),
+            pick(cols.id),
+            pick(rank),
+            pick(cols.size),
+            pick(cols.unit),
+            uniq_ids=pick(cols.uniq_id),
+            statuses=pick(cols.status),
+            paths={ss: new_paths},
+            properties=props,
+            shared_paths=True,
+        )
+        if new_pos
+        else []
+    )
+    if old:
+        handle = found
+        for k, v in zip(new_pos, vids):
+            handle[k] = v
+    else:
+        handle = vids
+    if e_src:
+        if keep is None:
+            src, dst, e_ss, e_rel = e_src, e_dst, cols.e_ss, cols.e_rel
+        else:
+            src = list(compress(e_src, keep))
+            dst = list(compress(e_dst, keep))
+            e_ss = list(compress(cols.e_ss, keep))
+            e_rel = list(compress(cols.e_rel, keep))
+        if src:
+            kinds = set(e_ss)
+            if len(kinds) == 1 and e_rel.count(None) == len(e_rel):
+                one = kinds.pop()
+                graph.add_edges_bulk(
+                    list(map(handle.__getitem__, src)),
+                    list(map(handle.__getitem__, dst)),
+                    one,
+                    DEFAULT_RELATIONS.get(one, "*"),
+                )
+            else:
+                graph.add_edges_bulk(
+                    list(map(handle.__getitem__, src)),
+                    list(map(handle.__getitem__, dst)),
+                    e_ss,
+                    [r or DEFAULT_RELATIONS.get(x, "*") for r, x in zip(e_rel, e_ss)],
+                )
+            added = True
+    if vids or added:
+        graph.version += 1  # as attach_document
+    return vids, handle, cols.size, cols.exclusive
 
 
 def attach_jgf(graph: ResourceGraph, text: str | bytes, *, source: str = "<string>") -> list[int]:

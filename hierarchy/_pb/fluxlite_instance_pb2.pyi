@@ -141,10 +141,22 @@ class HeartbeatRequest(_message.Message):
     def __init__(self, jobid: _Optional[int] = ..., lease_token: _Optional[str] = ...) -> None: ...
 
 class HeartbeatReply(_message.Message):
-    __slots__ = ("grace_s",)
+    __slots__ = ("grace_s", "down")
     GRACE_S_FIELD_NUMBER: _ClassVar[int]
+    DOWN_FIELD_NUMBER: _ClassVar[int]
     grace_s: float
-    def __init__(self, grace_s: _Optional[float] = ...) -> None: ...
+    down: _containers.RepeatedCompositeFieldContainer[NodeDown]
+    def __init__(self, grace_s: _Optional[float] = ..., down: _Optional[_Iterable[_Union[NodeDown, _Mapping]]] = ...) -> None: ...
+
+class NodeDown(_message.Message):
+    __slots__ = ("path", "state", "policy")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    state: str
+    policy: str
+    def __init__(self, path: _Optional[str] = ..., state: _Optional[str] = ..., policy: _Optional[str] = ...) -> None: ...
 
 class InfoRequest(_message.Message):
     __slots__ = ("jobid", "recount", "graph")

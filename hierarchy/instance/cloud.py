@@ -131,18 +131,22 @@ def draining_view(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 class CloudMixin(InstanceCore):
     """The instance's side of a cloud provider's watch."""
 
-    def nodes_down(self, lost: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
+    def nodes_down(self, lost: Iterable[tuple[str, str]], *, policy: str | None = None) -> list[dict[str, Any]]:
         """Nodes whose cloud instance died (``(path, EC2 state)`` from the provider's watch): see :mod:`hierarchy._cloud`.
 
         Each is marked down; the job holding it is told through the
-        node-failure path, per the provider's ``on_node_down``: ``shrink``
-        takes the node from the job (the job goes on with the rest),
-        ``fail`` ends the job.  A child's lease keeps the node (down here;
-        the child learns it when it shrinks it).  What is freed goes back
-        to the provider, which confirms the instance is gone.  Returns the
-        events (also in ``info()["node_events"]`` and the log).
+        node-failure path, per ``policy`` (default the provider's
+        ``on_node_down``): ``shrink`` takes the node from the job (the job
+        goes on with the rest), ``fail`` ends the job.  A child's lease
+        keeps the node, down here, and the child is told with every
+        heartbeat answer (:meth:`lease_down_for`) until it gives the node
+        back; the child does the same with its own jobs and children.  What
+        is freed goes back to where it came from (the provider, which
+        confirms the instance is gone, or the parent).  Returns the events
+        (also in ``info()["node_events"]``, the state file and the log).
         """
-        policy = getattr(self.provider, "on_node_down", "shrink")
+        if policy is None:
+            policy = getattr(self.provider, "on_node_down", "shrink")
         events: list[dict[str, Any]] = []
         with self._lock:
             g = self.engine.graph
@@ -160,7 +164,8 @@ class CloudMixin(InstanceCore):
                 for jobid, held in holders.items():
                     rec = self.jobs.get(jobid)
                     if rec is not None and rec.kind == "child":
-                        ev["jobs"][str(jobid)] = "kept (a child's lease)"
+                        self.lease_down.setdefault(jobid, {})[path] = (state, policy)
+                        ev["jobs"][str(jobid)] = f"told child {rec.name or '?'} (its lease)"
                     elif policy == "fail":
                         vids = self.engine.traverser.job_vertices(jobid)
                         self.engine.cancel(jobid)
@@ -187,4 +192,43 @@ class CloudMixin(InstanceCore):
                 events.append(ev)
             if events:
                 self._persist()
+        return events
+
+    def lease_down_for(self, jobid: int) -> list[tuple[str, str, str]]:
+        """(path, cloud state, policy) of the dead nodes child lease ``jobid`` still holds.
+
+        Paths the lease no longer holds (given back, or gone) are forgotten
+        here.  Called with every heartbeat of the lease; takes no lock (a
+        read of one vertex's holders per dead node).  O(dead nodes).
+        """
+        told = self.lease_down.get(jobid)
+        if not told:
+            return []
+        g = self.engine.graph
+        out = []
+        for path, (state, policy) in list(told.items()):
+            v = g.vertex_by_path(path)
+            if v is None or jobid not in self.engine.holders([v]):
+                told.pop(path, None)
+                continue
+            out.append((path, state, policy))
+        if not told:
+            self.lease_down.pop(jobid, None)
+        return out
+
+    def parent_says_down(self, down: Iterable[tuple[str, str, str]]) -> list[dict[str, Any]]:
+        """The parent's word that nodes of this instance's lease died: each as :meth:`nodes_down` with its policy."""
+        events: list[dict[str, Any]] = []
+        by_policy: dict[str, list[tuple[str, str]]] = {}
+        for path, state, policy in down:
+            if path in self.told_down:  # handled already; the parent repeats it until the node is back
+                continue
+            self.told_down.add(path)
+            del_old = len(self.told_down) - 4096
+            if del_old > 0:
+                for old in list(self.told_down)[:del_old]:
+                    self.told_down.discard(old)
+            by_policy.setdefault(policy if policy in ("shrink", "fail") else "shrink", []).append((path, state))
+        for policy, lost in by_policy.items():
+            events += self.nodes_down(lost, policy=policy)
         return events

@@ -138,6 +138,11 @@ class InstanceCore:
         self.returning: list[dict[str, Any]] = []
         #: nodes whose cloud instance died (see :meth:`CloudMixin.nodes_down`), newest last
         self.node_events: list[dict[str, Any]] = []
+        #: child lease (job id) -> path -> (cloud state, policy): dead nodes the child is told of
+        #: with every heartbeat answer until its lease no longer holds them
+        self.lease_down: dict[int, dict[str, tuple[str, str]]] = {}
+        #: dead nodes of this instance's own lease that the parent told of and were handled
+        self.told_down: set[str] = set()
         self._next_oid = 1
         self._lock = threading.Lock()
         self.counters: Counter[str] = Counter()

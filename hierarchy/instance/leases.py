@@ -4,8 +4,9 @@
 lease, retried with the same request id while the parent is unreachable);
 ``heartbeat`` renews a child's lease here (no lock); ``tick`` frees the
 jobs of children silent for longer than ``child_grace`` and retries pending
-hand-backs; ``heartbeat_parent`` renews this instance's own lease and
-notices when it is orphaned.
+hand-backs; ``heartbeat_parent`` renews this instance's own lease, notices
+when it is orphaned, and hears of the lease's nodes whose cloud instance
+died (then handled as :meth:`CloudMixin.nodes_down` does here).
 """
 
 from __future__ import annotations
@@ -130,10 +131,17 @@ class LeasesMixin(InstanceCore):
         """Send one heartbeat to the parent; False if it did not answer."""
         if self.parent is None:
             return True
+        down: list[tuple[str, str, str]] = []
         try:
-            self.parent_grace = self.parent.heartbeat(
-                self.parent_jobid, lease_token=self.parent_token, timeout=min(self.rpc_timeout, 5.0)
-            )
+            status = getattr(self.parent, "lease_status", None)
+            if status is not None:  # a parent that names the lease's dead nodes (a gRPC client)
+                self.parent_grace, down = status(
+                    self.parent_jobid, lease_token=self.parent_token, timeout=min(self.rpc_timeout, 5.0)
+                )
+            else:
+                self.parent_grace = self.parent.heartbeat(
+                    self.parent_jobid, lease_token=self.parent_token, timeout=min(self.rpc_timeout, 5.0)
+                )
         except (UnknownJobError, NotAuthorizedError) as exc:
             if not self.orphaned:
                 self.log.error("the parent no longer holds this instance's lease: %s", exc)
@@ -147,4 +155,6 @@ class LeasesMixin(InstanceCore):
         if self._parent_silent:
             self.log.info("the parent answers heartbeats again")
             self._parent_silent = False
+        if down:
+            self.parent_says_down(down)  # type: ignore[attr-defined]
         return True

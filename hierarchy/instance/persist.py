@@ -65,6 +65,11 @@ class PersistMixin(InstanceCore):
                 for r in self.returning
             ],
             "next_oid": self._next_oid,
+            "node_events": self.node_events,
+            "lease_down": {
+                str(j): {p: list(v) for p, v in told.items()} for j, told in self.lease_down.items() if told
+            },
+            "told_down": sorted(self.told_down),
             "extra": {k: fn() for k, fn in self.extra_state.items()},
         }
         return orjson.dumps(doc)
@@ -129,6 +134,12 @@ class PersistMixin(InstanceCore):
         inst.grow_times = {u: list(ts) for u, ts in doc.get("grow_times", {}).items()}
         inst.returning = [{**r, "jgf": r["jgf"].encode()} for r in doc.get("returning", [])]
         inst._next_oid = doc.get("next_oid", len(inst.origins) + 1)
+        inst.node_events = list(doc.get("node_events") or [])[-256:]
+        inst.lease_down = {
+            int(j): {p: (str(v[0]), str(v[1])) for p, v in told.items()}
+            for j, told in (doc.get("lease_down") or {}).items()
+        }
+        inst.told_down = set(doc.get("told_down") or [])
         inst.restored_extra = dict(doc.get("extra") or {})
         for key, rec in list(inst.requests.items()):
             if rec.get("state") == "received":  # answered to the child, not attached here before the crash

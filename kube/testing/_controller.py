@@ -35,10 +35,12 @@ import hashlib
 import queue
 import re
 import threading
+import time
 from typing import Any
 
 import orjson
 
+from kube.testing._hpa import sync_all as sync_all_hpas
 from kube.testing._resources import RESOURCES, Resource, resource
 from kube.testing._selectors import label_selector_from_object
 from kube.testing._store import ApiError, Store, WatchEvent, now_rfc3339
@@ -101,6 +103,20 @@ def _owner(obj: dict) -> dict | None:
     return None
 
 
+def _status_only(event: WatchEvent) -> bool:
+    """A write that changed only the object's status (and so its resourceVersion): what a
+    controller's own status update looks like.  Such an event does not sync the workload
+    again (its pods' events do), or every sync would cost a second one."""
+    if event.type != "MODIFIED" or event.prev is None:
+        return False
+    new, old = event.obj, event.prev
+    if new.get("spec") != old.get("spec"):
+        return False
+    a = {k: v for k, v in new["metadata"].items() if k != "resourceVersion"}
+    b = {k: v for k, v in old["metadata"].items() if k != "resourceVersion"}
+    return a == b
+
+
 def _active(pod: dict) -> bool:
     return not pod["metadata"].get("deletionTimestamp") and (pod.get("status") or {}).get("phase") not in (
         "Succeeded",
@@ -124,6 +140,11 @@ class Controllers:
         self._queue: queue.Queue[tuple[Resource, WatchEvent]] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="kube-controllers", daemon=True)
         self._owners: dict[tuple[str, str, str], Any] = {}  # workloads to sync after this batch
+        #: seconds between two syncs of every HorizontalPodAutoscaler (kube-controller-manager: 15)
+        self.hpa_interval = 1.0
+        self._next_hpa = 0.0
+        #: workload -> (monotonic start, duration) of its last pod-triggered sync
+        self._synced: dict[tuple[str, str, str], tuple[float, float]] = {}
         store.listeners.append(lambda res, event: self._queue.put((res, event)))
 
     def start(self) -> None:
@@ -146,10 +167,13 @@ class Controllers:
 
     def _run(self) -> None:
         while not self._stopping.is_set():
-            try:
-                batch = [self._queue.get(timeout=0.2)]
-            except queue.Empty:
-                continue
+            wait = max(0.0, min(0.2, self._next_hpa - time.monotonic()))
+            if self._owners:
+                now = time.monotonic()
+                wait = max(0.0, min(wait, min(self._due(k) for k in self._owners) - now))
+            batch = []
+            with contextlib.suppress(queue.Empty):
+                batch.append(self._queue.get(timeout=wait))
             while len(batch) < 1000:  # what has queued up meanwhile is handled together
                 try:
                     batch.append(self._queue.get_nowait())
@@ -159,12 +183,30 @@ class Controllers:
                 # a conflict or a vanished object: a later event reconciles again
                 with contextlib.suppress(ApiError):
                     self._handle(res, event)
-            # a workload's pods changed: one sync per workload per batch, not one per pod event
-            # (a sync lists the namespace's pods, so per event it would cost O(pods^2) in a burst)
-            owners, self._owners = self._owners, {}
-            for (_kind, ns, name), fn in owners.items():
-                with contextlib.suppress(ApiError):
-                    fn(ns, name)
+            self._sync_owners()
+            if time.monotonic() >= self._next_hpa:  # the HPA controller's periodic resync
+                self._next_hpa = time.monotonic() + self.hpa_interval
+                sync_all_hpas(self.store)
+
+    def _due(self, key: tuple[str, str, str]) -> float:
+        last, took = self._synced.get(key, (float("-inf"), 0.0))
+        return last + 10 * took
+
+    def _sync_owners(self) -> None:
+        """A workload's pods changed: one sync per workload per batch, not one per pod event,
+        and a workload whose sync took ``t`` is synced again at most every ``10 t`` (as
+        kube-controller-manager's work queue coalesces keys): a burst of pod events on a
+        10,000-pod ReplicaSet costs the controller a bounded share of the server, not
+        O(pods) per event.  A deferred sync runs when due, whatever else happens."""
+        now = time.monotonic()
+        for key in [k for k in self._owners if self._due(k) <= now]:
+            fn = self._owners.pop(key)
+            t0 = time.monotonic()
+            with contextlib.suppress(ApiError):
+                fn(key[1], key[2])
+            self._synced[key] = (t0, time.monotonic() - t0)
+        if len(self._synced) > 4096:
+            self._synced = {k: v for k, v in self._synced.items() if v[0] + 10 * v[1] > now}
 
     def _handle(self, res: Resource, event: WatchEvent) -> None:
         obj = event.obj
@@ -179,11 +221,15 @@ class Controllers:
             ("batch", "jobs"): self._sync_job,
         }
         if key in sync:
-            if event.type != "DELETED":
+            if event.type != "DELETED" and not (key == ("apps", "replicasets") and _status_only(event)):
                 sync[key](ns, obj["metadata"]["name"])
             ref = _owner(obj)
             if ref and ref.get("kind") == "Deployment":
                 self._sync_deployment(ns, ref["name"])
+        if key == ("autoscaling", "horizontalpodautoscalers") and event.type == "ADDED":
+            from kube.testing._hpa import sync_one
+
+            sync_one(self.store, ns, obj["metadata"]["name"])
         if key in (("", "pods"), ("policy", "poddisruptionbudgets")):
             self._sync_budgets(ns)
         if key == ("", "pods"):
@@ -228,7 +274,7 @@ class Controllers:
     def _collect_garbage(self, owner: dict) -> None:
         uid = owner["metadata"]["uid"]
         for res in RESOURCES.values():
-            for obj in self.store.list(res, None)[0]:
+            for obj in self.store.dependents(res, uid):
                 if any(r.get("uid") == uid for r in obj["metadata"].get("ownerReferences") or []):
                     with contextlib.suppress(ApiError):
                         self.store.delete(res, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
@@ -391,13 +437,8 @@ class Controllers:
             uid = rs["metadata"]["uid"]
             spec = rs.get("spec") or {}
             selects = label_selector_from_object(spec.get("selector"))
-            owned, orphans = [], []
-            for pod in store.list(PODS, ns)[0]:
-                ref = _owner(pod)
-                if ref is not None and ref.get("uid") == uid:
-                    owned.append(pod)
-                elif ref is None and _active(pod) and selects(pod):
-                    orphans.append(pod)
+            owned = [p for p in store.dependents(PODS, uid) if (_owner(p) or {}).get("uid") == uid]
+            orphans = [p for p in store.unowned_pods(ns) if _active(p) and selects(p)]
             for pod in orphans:
                 owned.append(store.mutate(PODS, ns, pod["metadata"]["name"], lambda p: self._adopt(p, rs)))
             active = [p for p in owned if _active(p)]
@@ -423,18 +464,18 @@ class Controllers:
                         )
                 active = active[-diff:]
             template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
-            fresh = [store.get(PODS, ns, p["metadata"]["name"]) for p in active if self._exists(ns, p)]
+            # ``active`` holds the current objects: read from the store's index, created or kept
+            # above, all under the store lock
+            labelled = ready = 0
+            for p in active:
+                labels = p["metadata"].get("labels") or {}
+                labelled += all(labels.get(k) == v for k, v in template_labels.items())
+                ready += _ready(p)
             status = {
-                "replicas": len(fresh),
-                "fullyLabeledReplicas": sum(
-                    1
-                    for p in fresh
-                    if all(
-                        (p["metadata"].get("labels") or {}).get(k) == v for k, v in template_labels.items()
-                    )
-                ),
-                "readyReplicas": sum(1 for p in fresh if _ready(p)),
-                "availableReplicas": sum(1 for p in fresh if _ready(p)),
+                "replicas": len(active),
+                "fullyLabeledReplicas": labelled,
+                "readyReplicas": ready,
+                "availableReplicas": ready,
                 "observedGeneration": rs["metadata"].get("generation", 1),
             }
             status = {k: v for k, v in status.items() if v or k == "replicas"}
@@ -450,7 +491,11 @@ class Controllers:
 
     def _owned(self, res: Resource, ns: str, owner: dict) -> list[dict]:
         uid = owner["metadata"]["uid"]
-        return [o for o in self.store.list(res, ns)[0] if (_owner(o) or {}).get("uid") == uid]
+        return [
+            o
+            for o in self.store.dependents(res, uid)
+            if o["metadata"].get("namespace", "") == ns and (_owner(o) or {}).get("uid") == uid
+        ]
 
     # -- Deployment controller ---------------------------------------------------------------
 
@@ -723,13 +768,6 @@ class Controllers:
                 ]
             status = {k: v for k, v in status.items() if v or k == "startTime"}
             store.mutate(JOBS, ns, name, lambda o: {**o, "status": status}, subresource="status")
-
-    def _exists(self, ns: str, pod: dict) -> bool:
-        try:
-            current = self.store.get(PODS, ns, pod["metadata"]["name"])
-        except ApiError:
-            return False
-        return current["metadata"]["uid"] == pod["metadata"]["uid"] and _active(current)
 
     @staticmethod
     def _controller_ref(owner: dict) -> dict:

@@ -9,8 +9,10 @@ The schemas are not written by hand: they are derived from the models of the off
 field names, types, descriptions and required fields are the real API's. Quantities and
 int-or-string fields become ``oneOf`` of their two types, as in the real v3 documents.
 
-``/openapi/v2`` is served as JSON only (a client that accepts nothing but the protobuf
-form gets ``406``; kubectl 1.32 uses v3 whenever the server offers it).
+``/openapi/v2`` is served as JSON or, to a client that asks for it (kubectl validating a
+``kind: List`` does), as protobuf: gnostic's ``openapi.v2.Document`` message
+(:func:`v2_protobuf`, written field by field from the JSON document; only the fields the
+documents here use).
 """
 
 from __future__ import annotations
@@ -18,13 +20,18 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+import struct
 from typing import Any
 
 import orjson
 
 from kube.testing._resources import RESOURCES
 
-__all__ = ["unknown_fields", "v2_document", "v3_document", "v3_index"]
+__all__ = ["V2_PROTOBUF", "unknown_fields", "v2_document", "v2_protobuf", "v3_document", "v3_index"]
+
+#: the media type kubectl asks ``/openapi/v2`` for (with '@'), and the one answered: '@' is not a
+#: MIME token character, so kube-apiserver answers the dotted form, which Go's mime parser accepts
+V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 
 #: served kind -> the client model that describes it
 _MODEL = {
@@ -248,3 +255,100 @@ def v2_document() -> bytes:
         "definitions": defs,
     }
     return orjson.dumps(doc)
+
+
+# -- OpenAPI v2 as protobuf -------------------------------------------------------------------
+# Field numbers of gnostic's openapi.v2 messages (github.com/google/gnostic-models, openapiv2/
+# OpenAPIv2.proto): Document, Info, Definitions/Properties (NamedSchema), Schema, TypeItem,
+# ItemsItem, AdditionalPropertiesItem, NamedAny, Any.  The wire format is protobuf's: a key
+# (field number << 3 | wire type), then a varint, 8 bytes (double) or a length and bytes.
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _bytes(field: int, data: bytes) -> bytes:
+    return _varint(field << 3 | 2) + _varint(len(data)) + data
+
+
+def _str(field: int, text: str) -> bytes:
+    return _bytes(field, text.encode())
+
+
+def _int(field: int, n: int) -> bytes:
+    return _varint(field << 3) + _varint(n & 0xFFFFFFFFFFFFFFFF)
+
+
+def _any(field: int, value: Any) -> bytes:
+    """An ``openapi.v2.Any`` (its ``yaml``, field 2: JSON is YAML) as field ``field``."""
+    return _bytes(field, _str(2, orjson.dumps(value).decode()))
+
+
+def _named(field: int, name: str, value: bytes) -> bytes:
+    return _bytes(field, _str(1, name) + _bytes(2, value))
+
+
+_SCHEMA_STR = {"$ref": 1, "format": 2, "title": 3, "description": 4, "pattern": 13, "discriminator": 26}
+_SCHEMA_DOUBLE = {"multipleOf": 6, "maximum": 7, "minimum": 9}
+_SCHEMA_INT = {"maxLength": 11, "minLength": 12, "maxItems": 14, "minItems": 15, "maxProperties": 17,
+               "minProperties": 18}  # fmt: skip
+_SCHEMA_BOOL = {"exclusiveMaximum": 8, "exclusiveMinimum": 10, "uniqueItems": 16, "readOnly": 27}
+
+
+def _schema(node: dict[str, Any]) -> bytes:
+    """One ``openapi.v2.Schema`` message (fields in number order, as a Go encoder writes them)."""
+    parts: list[tuple[int, bytes]] = []
+    for key, value in node.items():
+        if key in _SCHEMA_STR:
+            parts.append((_SCHEMA_STR[key], _str(_SCHEMA_STR[key], str(value))))
+        elif key in _SCHEMA_DOUBLE:
+            f = _SCHEMA_DOUBLE[key]
+            parts.append((f, _varint(f << 3 | 1) + struct.pack("<d", float(value))))
+        elif key in _SCHEMA_INT:
+            parts.append((_SCHEMA_INT[key], _int(_SCHEMA_INT[key], int(value))))
+        elif key in _SCHEMA_BOOL:
+            parts.append((_SCHEMA_BOOL[key], _int(_SCHEMA_BOOL[key], 1 if value else 0)))
+        elif key == "default":
+            parts.append((5, _any(5, value)))
+        elif key == "required":
+            parts.append((19, b"".join(_str(19, r) for r in value)))
+        elif key == "enum":
+            parts.append((20, b"".join(_any(20, v) for v in value)))
+        elif key == "additionalProperties":
+            item = _bytes(1, _schema(value)) if isinstance(value, dict) else _int(2, 1 if value else 0)
+            parts.append((21, _bytes(21, item)))
+        elif key == "type":
+            types = value if isinstance(value, list) else [value]
+            parts.append((22, _bytes(22, b"".join(_str(1, t) for t in types))))
+        elif key == "items":
+            items = value if isinstance(value, list) else [value]
+            parts.append((23, _bytes(23, b"".join(_bytes(1, _schema(x)) for x in items))))
+        elif key == "allOf":
+            parts.append((24, b"".join(_bytes(24, _schema(x)) for x in value)))
+        elif key == "properties":
+            parts.append((25, _bytes(25, b"".join(_named(1, k, _schema(v)) for k, v in value.items()))))
+        elif key == "example":
+            parts.append((30, _any(30, value)))
+        elif key.startswith("x-"):
+            parts.append((31, _named(31, key, _str(2, orjson.dumps(value).decode()))))
+    parts.sort(key=lambda p: p[0])  # stable: vendor extensions keep their order
+    return b"".join(p for _, p in parts)
+
+
+@functools.cache
+def v2_protobuf() -> bytes:
+    """``GET /openapi/v2`` with ``Accept: V2_PROTOBUF``: the document of :func:`v2_document`
+    as gnostic's ``openapi.v2.Document`` (swagger 1, info 2, paths 8, definitions 9)."""
+    doc = orjson.loads(v2_document())
+    info = _str(1, doc["info"]["title"]) + _str(2, doc["info"]["version"])
+    defs = b"".join(_named(1, name, _schema(s)) for name, s in doc["definitions"].items())
+    return _str(1, doc["swagger"]) + _bytes(2, info) + _bytes(8, b"") + _bytes(9, defs)

@@ -91,6 +91,11 @@ _ALL = [
     Resource("coordination.k8s.io", "v1", "leases", "Lease", True, "lease", (), has_status=False),
     Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, "poddisruptionbudget",
              ("pdb",), ("status",)),
+    Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True,
+             "horizontalpodautoscaler", ("hpa",), ("status",)),
+    # the same objects, seen as autoscaling/v1 (kube.testing._hpa converts; the store keeps v2)
+    Resource("autoscaling", "v1", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True,
+             "horizontalpodautoscaler", ("hpa",), ("status",)),
     Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, "priorityclass", ("pc",),
              has_status=False),
 ]  # fmt: skip

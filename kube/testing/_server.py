@@ -30,8 +30,8 @@ Known deviations from a real API server (none of them visible to a scheduler tha
 the API as documented):
 
 * One token, one user: no authorization (RBAC) and no admission webhooks.
-* JSON only (no protobuf, no CBOR; ``/openapi/v2`` answers JSON, or 406 to a client that
-  accepts only protobuf); no server-side apply (``apply-patch`` content types answer 415).
+* JSON only (no protobuf, no CBOR; only ``/openapi/v2`` answers protobuf too, to a client
+  that asks for it); no server-side apply (``apply-patch`` content types answer 415).
 * ``managedFields`` and ``selfLink`` are absent; field validation reports unknown fields,
   not duplicate ones.
 * ``limit``/``continue`` page over the current state, not over a snapshot at the first
@@ -109,6 +109,20 @@ def _dump(obj: Any) -> bytes:
 def _list_item(obj: dict) -> dict:
     """Items of a typed list carry no kind/apiVersion, as on the wire from a real server."""
     return {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+
+
+def _same(obj: Any, old: Any = None) -> Any:
+    return obj
+
+
+def _views(res: Resource) -> tuple[Resource, Any, Any]:
+    """(stored resource, view -> stored, stored -> view) of a resource served in a second version
+    (autoscaling/v1 HPAs, stored as v2); the identity for every other resource."""
+    if (res.group, res.version, res.plural) == ("autoscaling", "v1", "horizontalpodautoscalers"):
+        from kube.testing._hpa import HPA, v1_to_v2, v2_to_v1
+
+        return HPA, v1_to_v2, v2_to_v1
+    return res, _same, _same
 
 
 class _Route:
@@ -359,8 +373,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         if parts == ["v2"]:
             accept = self.headers.get("Accept") or "*/*"
+            if "protobuf" in accept and "application/json" not in accept:  # as kube-apiserver decides
+                self._send(200, _openapi.v2_protobuf(), _openapi.V2_PROTOBUF)
+                return
             if not any(t in accept for t in ("application/json", "*/*")):
-                raise ApiError(406, "NotAcceptable", f"only application/json is served, not {accept}", {})
+                raise ApiError(
+                    406, "NotAcceptable",
+                    f"served: application/json, {_openapi.V2_PROTOBUF}; not {accept[:200]}", {},
+                )  # fmt: skip
             self._send(200, _openapi.v2_document())
             return
         raise _NOT_FOUND
@@ -395,6 +415,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
             )
             return
+        stored, to_stored, view = _views(res)
         if name is None:
             if method == "GET":
                 if _flag(query, "watch"):
@@ -402,7 +423,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 else:
                     self._list(res, ns, query)
             elif method == "POST" and ns is not None:
-                self._send(201, store.create(res, ns, self._checked(res, self._body(), query)))
+                self._send(201, view(store.create(stored, ns, to_stored(self._checked(res, self._body(), query)))))
             elif method == "DELETE" and ns is not None:
                 self._delete_collection(res, ns, query)
             else:
@@ -439,22 +460,27 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 raise _METHOD_NOT_ALLOWED
             return
         if method == "GET":
-            obj = store.get(res, ns, name)
+            obj = store.get(stored, ns, name)
             if sub is None and self._table():
                 meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
                 self._send(200, table(res.plural, [obj], meta, query.get("includeObject", "Metadata")))
             else:
-                self._send(200, obj)
+                self._send(200, view(obj))
         elif method == "PUT":
-            self._send(200, store.update(res, ns, name, self._checked(res, self._body(), query), sub))
+            body = self._checked(res, self._body(), query)
+            if stored is not res:
+                body = to_stored(body, store.get(stored, ns, name))
+            self._send(200, view(store.update(stored, ns, name, body, sub)))
         elif method == "PATCH":
             patch = self._patcher()
-            self._send(200, store.mutate(res, ns, name, lambda o: self._checked(res, patch(o), query), sub))
+            self._send(200, view(store.mutate(
+                stored, ns, name, lambda o: to_stored(self._checked(res, patch(view(o)), query), o), sub
+            )))  # fmt: skip
         elif method == "DELETE" and sub is None:
             options = self._delete_options(query)
             if options.get("propagationPolicy") == "Orphan":
-                self.api._orphan(store.get(res, ns, name))
-            self._send(200, store.delete(res, ns, name, options))
+                self.api._orphan(store.get(stored, ns, name))
+            self._send(200, view(store.delete(stored, ns, name, options)))
         else:
             raise _METHOD_NOT_ALLOWED
 
@@ -546,7 +572,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 "kind": f"{res.kind}List",
                 "apiVersion": res.api_version,
                 "metadata": meta,
-                "items": [_list_item(o) for o in page],
+                "items": [_list_item(_views(res)[2](o)) for o in page],
             },
         )
 
@@ -643,11 +669,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 if events is None:
                     self._chunk(_dump({"type": "ERROR", "object": expired(last, current).status()}) + b"\n")
                     return
+                lines = []
                 for event in events:
                     line = self._event_line(event, ns, match, res)
                     if line:
-                        self._chunk(line)
+                        lines.append(line)
                     last = event.rv
+                if lines:  # what happened meanwhile goes out in one chunk (one write, one flush)
+                    self._chunk(b"".join(lines))
                 if bookmarks and time.monotonic() >= next_bookmark:
                     self._chunk(_dump(self._bookmark(res, max(last, current))) + b"\n")
                     last = max(last, current)
@@ -676,7 +705,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         """A watch event's object: itself, or a one-row Table when the watcher asked for Tables
         (the column definitions ride on the first one only, as from kube-apiserver)."""
         if not getattr(self, "_as_table", False):
-            return obj
+            return _views(res)[2](obj)
         cols, self._table_cols = self._table_cols, False
         meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
         return table(res.plural, [obj], meta, columns=cols)

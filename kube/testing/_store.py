@@ -33,12 +33,23 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from kube.testing._resources import Resource, resource
 from kube.testing._selectors import format_label_selector, label_selector_from_object
 
 __all__ = ["ApiError", "Store", "WatchEvent", "now_rfc3339"]
 
 Obj = dict[str, Any]
+
+
+def _copy(obj: Any) -> Any:
+    """A deep copy of a JSON document: an orjson round trip (several times faster than
+    :func:`copy.deepcopy` on pod-sized objects); deepcopy for what JSON cannot carry."""
+    try:
+        return orjson.loads(orjson.dumps(obj))
+    except (TypeError, orjson.JSONEncodeError):
+        return copy.deepcopy(obj)
 
 
 class ApiError(Exception):
@@ -161,6 +172,11 @@ class Store:
         self._dry = threading.local()
         #: node name -> {(namespace, name): pod} of the pods bound there (the kubelet's view, O(1) to find)
         self._on_node: dict[str, dict[tuple[str, str], Obj]] = {}
+        #: (group, plural) -> owner uid -> {(namespace, name): object} of the objects naming it in
+        #: ``ownerReferences`` (controllers and the garbage collector read this, O(dependents))
+        self._dependents: dict[tuple[str, str], dict[str, dict[tuple[str, str], Obj]]] = {}
+        #: namespace -> {name: pod} of the pods with no controller reference (adoption candidates)
+        self._unowned_pods: dict[str, dict[str, Obj]] = {}
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.create(resource("", "v1", "namespaces"), "", {"metadata": {"name": ns}})
 
@@ -193,6 +209,43 @@ class Store:
         """The pods bound to ``node`` (do not mutate them).  O(pods there)."""
         with self.cond:
             return list(self._on_node.get(node, {}).values())
+
+    def dependents(self, res: Resource, owner_uid: str) -> list[Obj]:
+        """Objects of *res* whose ``ownerReferences`` name *owner_uid*, sorted by (namespace,
+        name) (do not mutate them).  O(dependents), not O(objects)."""
+        with self.cond:
+            here = self._dependents.get((res.group, res.plural), {}).get(owner_uid, {})
+            return [here[k] for k in sorted(here)]
+
+    def unowned_pods(self, namespace: str) -> list[Obj]:
+        """Pods of *namespace* without a controller reference, sorted by name."""
+        with self.cond:
+            here = self._unowned_pods.get(namespace, {})
+            return [here[k] for k in sorted(here)]
+
+    def _index_owners(self, res: Resource, namespace: str, name: str, prev: Obj | None, obj: Obj | None) -> None:
+        key = (namespace, name)
+        by_owner = self._dependents.setdefault((res.group, res.plural), {})
+        was = {r.get("uid") for r in (prev or {}).get("metadata", {}).get("ownerReferences") or ()}
+        now = {r.get("uid") for r in (obj or {}).get("metadata", {}).get("ownerReferences") or ()}
+        for uid in was - now:
+            here = by_owner.get(uid)
+            if here is not None:
+                here.pop(key, None)
+                if not here:
+                    del by_owner[uid]
+        if obj is not None:
+            for uid in now:
+                by_owner.setdefault(uid, {})[key] = obj
+        if res.plural == "pods" and not res.group:
+            free = self._unowned_pods.setdefault(namespace, {})
+            refs = (obj or {}).get("metadata", {}).get("ownerReferences") or ()
+            if obj is not None and not any(r.get("controller") for r in refs):
+                free[name] = obj
+            else:
+                free.pop(name, None)
+                if not free:
+                    del self._unowned_pods[namespace]
 
     def _index_pod(self, namespace: str, name: str, prev: Obj | None, obj: Obj | None) -> None:
         was = ((prev or {}).get("spec") or {}).get("nodeName")
@@ -271,6 +324,7 @@ class Store:
         self._bucket(res)[(namespace, obj["metadata"]["name"])] = obj
         if res.plural == "pods" and not res.group:
             self._index_pod(namespace, obj["metadata"]["name"], prev, obj)
+        self._index_owners(res, namespace, obj["metadata"]["name"], prev, obj)
         self._emit(res, "ADDED" if prev is None else "MODIFIED", namespace, obj, prev)
         return obj
 
@@ -278,7 +332,7 @@ class Store:
 
     def create(self, res: Resource, namespace: str, body: Obj) -> Obj:
         """Store a new object (generateName, uid, timestamps, defaults); AlreadyExists on a name clash."""
-        obj = copy.deepcopy(body)
+        obj = _copy(body)
         if not isinstance(obj, dict):
             raise bad_request("the request body must be a JSON object")
         meta = obj.get("metadata")
@@ -387,7 +441,7 @@ class Store:
             want = meta.get("resourceVersion")
             if want and want != old["metadata"]["resourceVersion"]:
                 raise stale(res, name)
-            return self._replace(res, namespace, old, copy.deepcopy(body), subresource)
+            return self._replace(res, namespace, old, _copy(body), subresource)
 
     def mutate(
         self,
@@ -400,7 +454,7 @@ class Store:
         """Read-modify-write under the lock: *fn* gets a private copy and returns the new object."""
         with self.cond:
             old = self.get(res, namespace, name)
-            new = fn(copy.deepcopy(old))
+            new = fn(_copy(old))
             if not isinstance(new, dict) or not isinstance(new.get("metadata", {}), dict):
                 raise bad_request("the patched object is not a JSON object with object metadata")
             want = (new.get("metadata") or {}).get("resourceVersion")
@@ -414,7 +468,7 @@ class Store:
         name = old["metadata"]["name"]
         if subresource == "status":
             status = new.get("status")
-            new = copy.deepcopy(old)
+            new = _copy(old)
             if status is None:
                 new.pop("status", None)
             else:
@@ -456,12 +510,13 @@ class Store:
 
     def _remove(self, res: Resource, namespace: str, name: str, last: Obj) -> Obj:
         if getattr(self._dry, "on", False):
-            return copy.deepcopy(last)
+            return _copy(last)
         old = self._bucket(res).pop((namespace, name))
         if res.plural == "pods" and not res.group:
             self._index_pod(namespace, name, old, None)
+        self._index_owners(res, namespace, name, old, None)
         self.rv += 1
-        gone = copy.deepcopy(last)
+        gone = _copy(last)
         gone["metadata"]["resourceVersion"] = str(self.rv)
         self._emit(res, "DELETED", namespace, gone, old)
         if res.plural == "namespaces":
@@ -502,7 +557,7 @@ class Store:
     def _mark_deleted(self, res: Resource, namespace: str, old: Obj, grace: int) -> Obj:
         if old["metadata"].get("deletionTimestamp"):
             return old
-        new = copy.deepcopy(old)
+        new = _copy(old)
         new["metadata"]["deletionTimestamp"] = now_rfc3339(grace)
         new["metadata"]["deletionGracePeriodSeconds"] = grace
         return self._commit(res, namespace, new, old)
@@ -585,7 +640,7 @@ class Store:
 
         with self.cond:
             old = self.get(pods, namespace, name)
-            new = assign(copy.deepcopy(old))
+            new = assign(_copy(old))
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             self._commit(pods, namespace, new, old)
 
@@ -615,7 +670,7 @@ class Store:
                         )
                     ],
                 )
-            new = copy.deepcopy(old)
+            new = _copy(old)
             new["spec"]["replicas"] = replicas
             if new != old:
                 new["metadata"]["generation"] = new["metadata"].get("generation", 1) + 1
@@ -809,7 +864,7 @@ def _validate(res: Resource, obj: Obj, old: Obj | None) -> None:
             if isinstance(c, dict) and not c.get("image"):
                 causes.append((f"spec.containers[{i}].image", "FieldValueRequired", "Required value"))
         if old is not None and not causes:
-            a, b = copy.deepcopy(old.get("spec") or {}), copy.deepcopy(spec)
+            a, b = _copy(old.get("spec") or {}), _copy(spec)
             for s in (a, b):
                 for field in ("containers", "initContainers"):
                     for c in s.get(field) or []:

@@ -178,6 +178,29 @@ def _priorityclass(pc: Obj) -> list[Any]:
     ]  # fmt: skip
 
 
+def _hpa(h: Obj) -> list[Any]:
+    spec, status = h.get("spec") or {}, h.get("status") or {}
+    ref = spec.get("scaleTargetRef") or {}
+    current = {}
+    for m in status.get("currentMetrics") or ():
+        body = m.get("resource") or m.get("pods") or {}
+        name = body.get("name") or (body.get("metric") or {}).get("name", "")
+        cur = body.get("current") or {}
+        current[name] = f"{cur['averageUtilization']}%" if "averageUtilization" in cur else cur.get("averageValue")
+    targets = []
+    for m in spec.get("metrics") or ():
+        body = m.get("resource") or m.get("pods") or {}
+        name = body.get("name") or (body.get("metric") or {}).get("name", "")
+        t = body.get("target") or {}
+        want = f"{t['averageUtilization']}%" if "averageUtilization" in t else t.get("averageValue", "?")
+        targets.append(f"{name}: {current.get(name) or '<unknown>'}/{want}")
+    return [
+        h["metadata"]["name"], f"{ref.get('kind', '')}/{ref.get('name', '')}", ", ".join(targets) or "<none>",
+        int(spec.get("minReplicas") or 1), int(spec.get("maxReplicas") or 0), int(status.get("currentReplicas", 0)),
+        age(h["metadata"].get("creationTimestamp")),
+    ]  # fmt: skip
+
+
 _WIDE_WORKLOAD = [
     _col("Containers", priority=1, desc="Names of each container in the template."),
     _col("Images", priority=1, desc="Images referenced by each container in the template."),
@@ -225,6 +248,14 @@ _PRINTERS: dict[str, tuple[list[Obj], Callable[[Obj], list[Any]]]] = {
          _col("Allowed Disruptions", "integer", desc="Calculated number of pods that may be disrupted at this "
               "time."), _AGE],
         _pdb,
+    ),
+    "horizontalpodautoscalers": (
+        [_NAME, _col("Reference", desc="The target of the autoscaler."),
+         _col("Targets", desc="Current and target values of the metrics."),
+         _col("MinPods", "integer", desc="Lower limit for the number of pods."),
+         _col("MaxPods", "integer", desc="Upper limit for the number of pods."),
+         _col("Replicas", "integer", desc="Current number of replicas."), _AGE],
+        _hpa,
     ),
     "priorityclasses": (
         [_NAME, _col("Value", "integer", desc="The value of this priority class."),

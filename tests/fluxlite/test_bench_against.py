@@ -72,7 +72,8 @@ def test_parse_session_reads_resource_query_blocks() -> None:
     assert [round(r["ms"], 3) for r in recs] == [0.512, 4.0, 1.5]
 
 
-def test_against_a_stand_in_runs_every_kind_of_cell(tmp_path: Path) -> None:
+def _stand_in(tmp_path: Path) -> tuple[Path, Path]:
+    """A bench directory with the default graph as L0, and the resource-query stand-in."""
     bench = tmp_path / "bench"
     (bench / "graphs").mkdir(parents=True)
     shutil.copy(
@@ -81,6 +82,11 @@ def test_against_a_stand_in_runs_every_kind_of_cell(tmp_path: Path) -> None:
     fake = tmp_path / "resource-query"
     fake.write_text(FAKE.format(python=sys.executable))
     fake.chmod(0o755)
+    return bench, fake
+
+
+def test_against_a_stand_in_runs_every_kind_of_cell(tmp_path: Path) -> None:
+    bench, fake = _stand_in(tmp_path)
     out = tmp_path / "rows.json"
     txt = tmp_path / "table.txt"
     rc = main_match([
@@ -105,3 +111,27 @@ def test_against_a_missing_binary_is_one_line(tmp_path: Path, capsys: pytest.Cap
     assert rc == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no such file" in err
+
+
+def test_a_baseline_tree_runs_in_the_same_alternation(tmp_path: Path) -> None:
+    """--baseline-tree DIR: that tree's fluxlite is a third program; its median and the ratio to it are kept."""
+    bench, fake = _stand_in(tmp_path)
+    repo = Path(__file__).parents[2]
+    out = tmp_path / "rows.json"
+    txt = tmp_path / "table.txt"
+    rc = main_match([
+        "--against", str(fake), "--bench-dir", str(bench), "--graphs", "L0", "--requests", "T8",
+        "--policies", "first", "--matches", "3", "--sessions", "", "--repeat", "3",
+        "--baseline-tree", str(repo), "--json", str(out), "--txt", str(txt),
+    ])  # fmt: skip
+    assert rc == 0
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row["baseline_ms"] > 0 and row["ratio_baseline"] == pytest.approx(
+        row["fluxlite_ms"] / row["baseline_ms"]
+    )
+    assert "vs base" in txt.read_text()
+
+
+def test_a_baseline_tree_without_fluxlite_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        main_match(["--against", str(tmp_path / "rq"), "--baseline-tree", str(tmp_path)])

@@ -63,3 +63,29 @@ def test_bench_bad_input_is_one_line(capsys: pytest.CaptureFixture[str], tmp_pat
     assert main(["--bench-dir", str(tmp_path), "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "T9" in err[0] and "not found" in err[1]
+
+
+def test_against_a_baseline_reports_both_trees_and_their_ratio(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--baseline HEAD: one round of each tree in its own processes; compare.txt has both columns and
+    the ratio, the load average, and raw rows tagged by tree."""
+    monkeypatch.setattr("fluxlite.cli.bench.find_bench_dir", lambda given=None: None)
+    out = tmp_path / "out"
+    rc = main(["--reps", "1", "--warmup", "0", "--requests", "T8", "--modes", "deferred", "--skip-single",
+               "--no-plots", "--no-progress", "--baseline", "HEAD", "--rounds", "1", "--out", str(out)])  # fmt: skip
+    assert rc == 0, capsys.readouterr().err
+    text = (out / "compare.txt").read_text()
+    assert "baseline: HEAD = " in text and "load average" in text
+    row = next(x for x in text.splitlines() if "1 socket, deferred attach" in x).split()
+    this, base, ratio = map(float, row[-3:])
+    assert this > 0 and base > 0 and ratio == pytest.approx(this / base, rel=1e-2)
+    with open(out / "compare_raw.csv") as f:
+        trees = {r["tree"] for r in csv.DictReader(f)}
+    assert trees == {"this", "baseline"}
+
+
+def test_a_baseline_git_does_not_know_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--baseline", "no-such-revision-xyz", "--requests", "T8", "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--baseline no-such-revision-xyz" in err[0]

@@ -120,3 +120,50 @@ def test_tls_tree_and_plaintext_client_refused() -> None:
             for p in reversed(procs):
                 p.terminate()
                 p.wait(timeout=20)
+
+
+def test_queue_client_over_tls_and_raw_clients_refused() -> None:
+    """The queue service on a TLS instance: QueueClient(tls=...) submits and lists; plaintext, a client
+    without a certificate, and a raw TLS client without the secret are refused; plaintext to another
+    host is refused before connecting."""
+    import grpc
+
+    from fluxlite.errors import InputError
+    from hierarchy import NotAuthorizedError
+    from hierarchy._pb import fluxlite_queue_pb2 as qpb
+    from hierarchy._pb import fluxlite_queue_pb2_grpc as qpb_grpc
+    from hierarchy._queue_client import QueueClient
+
+    with short_tmpdir() as d:
+        tls = _pki(d)
+        write_secret_file(d / "secret")
+        write_graph(d / "g.json", 2)
+        proc, addr = _serve(d, "q", tls, "--jgf", str(d / "g.json"), "--queue", "easy")
+        try:
+            secret = read_secret_file(d / "secret")
+            with QueueClient(addr, secret, tls=tls, timeout=10) as q:
+                job = q.submit(1, 60)
+                assert job["state"] == "running" and len(job["paths"]) == 1
+                assert q.jobs()[job["jobid"]]["state"] == "running"
+                assert q.complete(job["jobid"])["state"] == "done"
+            with QueueClient(addr, secret, timeout=3) as plain, pytest.raises(InstanceUnavailableError):
+                plain.jobs()
+            with (
+                QueueClient(addr, secret, tls=TlsConfig(ca=tls.ca), timeout=3) as anon,
+                pytest.raises(InstanceUnavailableError),
+            ):
+                anon.jobs()
+            with QueueClient(addr, b"not-the-secret", tls=tls, timeout=5) as bad, pytest.raises(NotAuthorizedError):
+                bad.submit(1, 60)
+            # a raw gRPC client with a good certificate and no secret: refused before the request is read
+            with grpc.secure_channel(addr, tls.channel_credentials()) as ch:
+                with pytest.raises(grpc.RpcError) as e:
+                    qpb_grpc.QueueStub(ch).Submit(qpb.SubmitRequest(size=1, walltime=60), timeout=5)
+                assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            with QueueClient(addr, secret, tls=tls, timeout=10) as q:
+                assert [j["state"] for j in q.jobs().values()] == ["done"]  # nothing was submitted
+            with pytest.raises(InputError, match="plaintext"):
+                QueueClient("192.0.2.1:5000", secret)  # another host, no TLS: refused, nothing sent
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)

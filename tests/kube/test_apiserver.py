@@ -949,3 +949,69 @@ def test_strategic_merge_of_conditions_by_type(old, new):
     by_type = {c["type"]: c["status"] for c in merged}
     assert len(by_type) == len(merged)
     assert by_type == {**{c["type"]: c["status"] for c in old}, **{c["type"]: c["status"] for c in new}}
+
+
+def test_store_owner_index_follows_every_write() -> None:
+    """The store's dependents / unowned-pods index (what the controllers read instead of listing
+    every pod) agrees with a scan after creates, owner changes, adoption and deletes."""
+    from kube.testing._store import Store
+
+    store = Store()
+    pods = resource("", "v1", "pods")
+
+    def ref(uid: str, controller: bool = True) -> dict:
+        return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": uid, "uid": uid, "controller": controller}
+
+    def pod(name: str, *refs: dict) -> dict:
+        return {"metadata": {"name": name, "ownerReferences": list(refs)}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+
+    def scan(uid: str) -> list[str]:
+        return [p["metadata"]["name"] for p in store.list(pods, None)[0]
+                if any(r["uid"] == uid for r in p["metadata"].get("ownerReferences") or [])]  # fmt: skip
+
+    def check() -> None:
+        for uid in ("a", "b"):
+            assert [p["metadata"]["name"] for p in store.dependents(pods, uid)] == scan(uid)
+        free = [p["metadata"]["name"] for p in store.list(pods, "default")[0]
+                if not any(r.get("controller") for r in p["metadata"].get("ownerReferences") or [])]  # fmt: skip
+        assert [p["metadata"]["name"] for p in store.unowned_pods("default")] == free
+
+    store.create(pods, "default", pod("p1", ref("a")))
+    store.create(pods, "default", pod("p2", ref("a"), ref("b", controller=False)))
+    store.create(pods, "default", pod("p3"))
+    check()
+    store.mutate(pods, "default", "p3", lambda p: {**p, "metadata": {**p["metadata"], "ownerReferences": [ref("b")]}})
+    store.mutate(pods, "default", "p1", lambda p: {**p, "metadata": {**p["metadata"], "ownerReferences": []}})
+    check()
+    store.delete(pods, "default", "p2")
+    check()
+    assert [p["metadata"]["name"] for p in store.dependents(pods, "b")] == ["p3"]
+    assert [p["metadata"]["name"] for p in store.unowned_pods("default")] == ["p1"]
+
+
+def test_openapi_v2_protobuf_to_a_raw_client() -> None:
+    """``/openapi/v2`` answers protobuf to a client that asks only for it (with the dotted media
+    type kube-apiserver answers, which Go's mime parser accepts), JSON otherwise; the protobuf
+    document starts with its swagger version and carries every definition's name."""
+    from kube.testing._openapi import v2_document
+
+    with ApiServer(tls=False) as srv:
+        host, port = srv.url.split("//")[1].split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        auth = {"Authorization": f"Bearer {srv.token}"}
+        conn.request("GET", "/openapi/v2", headers={**auth, "Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"})
+        resp = conn.getresponse()
+        body = resp.read()
+        assert resp.status == 200
+        assert resp.getheader("Content-Type") == "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+        assert body.startswith(b"\x0a\x032.0")  # field 1 (swagger), length 3, "2.0"
+        names = orjson.loads(v2_document())["definitions"]
+        assert all(name.encode() in body for name in names)
+        conn.request("GET", "/openapi/v2", headers={**auth, "Accept": "application/json"})
+        resp = conn.getresponse()
+        assert orjson.loads(resp.read())["swagger"] == "2.0"
+        conn.request("GET", "/openapi/v2", headers={**auth, "Accept": "text/plain"})
+        resp = conn.getresponse()
+        resp.read()
+        assert resp.status == 406
+        conn.close()

@@ -7,7 +7,7 @@ import pytest
 
 from fluxlite.check import recount_errors
 from fluxlite.errors import BusyError, InputError, UnsatisfiableError
-from kube import KubeConfig, KubeCore, node_info, pod_constraint, pod_group, pod_request
+from kube import KubeConfig, KubeCore, PodRequest, node_info, pod_constraint, pod_group, pod_request
 from kube.objects import node_object, pod_object
 
 CFG = KubeConfig()
@@ -259,4 +259,29 @@ def test_ephemeral_storage_is_a_graph_resource() -> None:
     pod["spec"]["containers"][0]["resources"]["requests"]["ephemeral-storage"] = "11Gi"
     with pytest.raises(UnsatisfiableError):
         core.place("default/p3", "g3", pod_request(pod, CFG))
+    assert recount_errors(core.engine) == []
+
+
+def test_candidates_are_the_first_fitting_nodes_and_the_cursor_moves_back() -> None:
+    """A pod's candidates: the first nodes in node order with its units free (the engine's
+    aggregates), skipping cordoned and constraint-failing ones; a node with no core left is
+    passed over for good until a pod leaves it.  Placements go through them (narrowed)."""
+    core = _core(6, cpu="2", memory="4Gi")
+    req = PodRequest(cores=1, memory=1)
+    js = core.jobspec(req, None)
+    assert core.candidates(req, js, limit=3) == ["n0", "n1", "n2"]
+    for i in range(4):  # n0 and n1 full
+        assert core.place(f"p{i}", "g", req).node == ("n0" if i < 2 else "n1")
+    assert core.narrowed == [2, 0]  # p0 and p2: the grow tries the group's nodes first
+    assert core.candidates(req, js, limit=2) == ["n2", "n3"] and core._cursor == 2
+    assert core.candidates(PodRequest(cores=3, memory=1), js) == []  # fits no node
+    core.update_node(node_info(node_object("n2", cpu="2", memory="4Gi", unschedulable=True), CFG))
+    assert core.candidates(req, js, limit=2) == ["n3", "n4"]
+    sel = core.jobspec(req, {"hostlist": ["n5"]})
+    assert core.candidates(req, sel) == ["n5"]
+    core.release("p0")  # room on n0 again
+    assert core._cursor == 0 and core.candidates(req, js, limit=1) == ["n0"]
+    assert core.place("p9", "g", req).node == "n0"
+    core.narrow = False
+    assert core.candidates(req, js) == []
     assert recount_errors(core.engine) == []

@@ -76,3 +76,46 @@ def test_random_churn_keeps_aggregates_exact(steps: list[tuple[str, int, object,
     for k in list(core.pods):
         core.release(k)
     assert core.engine.jobs == {} and recount_errors(core.engine) == []
+
+
+narrow_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("place"), st.integers(0, 3), st.integers(1, 5), st.integers(0, 6)),
+        st.tuples(st.just("pick"), st.integers(0, 1), st.integers(1, 3), st.integers(0, 3)),
+        st.tuples(st.just("release"), st.integers(0, 60), st.just(0), st.just(0)),
+        st.tuples(st.just("cordon"), st.integers(0, 11), st.booleans(), st.just(0)),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(narrow_ops)
+def test_narrowed_matches_place_as_full_matches(steps: list[tuple[str, int, object, int]]) -> None:
+    """A match narrowed to the first fitting nodes (KubeCore.candidates) puts every pod where the
+    full match puts it, through placements, releases (the candidate cursor moves back), cordons
+    and node selectors, and leaves the same engine state."""
+    nodes = [
+        node_object(f"n{i:02d}", cpu="4", memory="6Gi", zone=f"z{i % 3}", labels={"disk": "ssd" if i % 4 else "hdd"})
+        for i in range(12)
+    ]
+    cores = [KubeCore(CFG, [node_info(n, CFG) for n in nodes]) for _ in range(2)]
+    cores[1].narrow = False
+    for n, (op, a, b, c) in enumerate(steps):
+        got = []
+        for core in cores:
+            if op in ("place", "pick"):
+                sel = {"properties": ["disk=hdd" if a else "disk=ssd"]} if op == "pick" else None
+                try:
+                    got.append(core.place(f"p{n}", f"g{a}", PodRequest(cores=int(b), memory=c), sel).node)  # type: ignore[arg-type]
+                except (BusyError, UnsatisfiableError) as exc:
+                    got.append(type(exc).__name__)
+            elif op == "release":
+                pods = sorted(core.pods)
+                got.append(core.release(pods[a % len(pods)]) if pods else None)
+            else:
+                info = node_info(nodes[a], CFG)
+                got.append(core.update_node(type(info)(**{**info.__dict__, "up": bool(b)})))
+        assert got[0] == got[1], (op, got)
+        assert _state(cores[0]) == _state(cores[1])
+    assert recount_errors(cores[0].engine) == []

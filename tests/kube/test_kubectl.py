@@ -91,6 +91,25 @@ def test_apply_validates_on_the_server_and_explain_reads_openapi(kc: Kubectl, ns
     assert "<ResourceRequirements>" in kc("explain", "pods.spec.containers.resources").stdout
 
 
+def test_apply_of_a_list_validates_against_the_protobuf_openapi_v2(kc: Kubectl, ns: str) -> None:
+    """``kubectl apply -f`` of a ``kind: List`` validates its items on the client against
+    ``/openapi/v2`` fetched as protobuf (gnostic's Document): a valid list is created; a wrong
+    type or an unknown field in one item is refused before anything is written."""
+    items = yaml.safe_load(RS)
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"x": "1"}}
+    good = {"apiVersion": "v1", "kind": "List", "items": [cm, items]}
+    out = kc("apply", "-n", ns, "-f", "-", stdin=orjson.dumps(good).decode())
+    assert "configmap/cm created" in out.stdout and "replicaset.apps/web created" in out.stdout
+    bad_rs = {**items, "metadata": {"name": "web2"}, "spec": {**items["spec"], "replicas": "two", "bogus": 1}}
+    cm2 = {**cm, "metadata": {"name": "cm2"}}
+    bad = kc("apply", "-n", ns, "-f", "-", ok=False,
+             stdin=orjson.dumps({"apiVersion": "v1", "kind": "List", "items": [cm2, bad_rs]}).decode())  # fmt: skip
+    assert bad.returncode != 0
+    assert 'unknown field "bogus"' in bad.stderr and "replicas: got \"string\", expected \"integer\"" in bad.stderr
+    assert kc("get", "-n", ns, "configmap", "cm2", ok=False).returncode != 0  # nothing of the list written
+    assert kc("get", "-n", ns, "rs", "web2", ok=False).returncode != 0
+
+
 def test_get_prints_the_server_side_tables(kc: Kubectl, ns: str) -> None:
     """``kubectl get`` shows the columns of kube-apiserver's printers (pods, nodes, ReplicaSets,
     Deployments), ``-o wide`` the extra ones."""
@@ -406,8 +425,8 @@ def test_gang_that_cannot_fit_says_so_for_the_gang_then_fits_whole(kc: Kubectl, 
     """Five 8-core members on two 16-core nodes: none is bound and each says "gang gb: 5 pods of 8 cores,
     at most 4 fit now"; a third node arrives and all five are bound at once."""
     _nodes(kc, ns, [("a", {}), ("b", {})], cpu="16")
-    docs = [yaml.safe_dump(orjson.loads(_gang_pod(ns, f"g{i}", "8"))) for i in range(5)]
-    kc("apply", "-f", "-", stdin="---\n".join(docs))  # (a kind: List would need OpenAPI v2 as protobuf)
+    items = [orjson.loads(_gang_pod(ns, f"g{i}", "8")) for i in range(5)]
+    kc("apply", "-f", "-", stdin=orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items}).decode())
     time.sleep(1.0)
     assert all(n is None for n in _placement(kc, ns, "gang", 5, timeout=0.5).values())
     events = kc.json("get", "events", "-n", ns, "--field-selector", "involvedObject.name=g0")["items"]
@@ -416,6 +435,85 @@ def test_gang_that_cannot_fit_says_so_for_the_gang_then_fits_whole(kc: Kubectl, 
     _nodes(kc, ns, [("c", {})], cpu="16")
     got = _placement(kc, ns, "gang", 5)
     assert all(got.values()) and len(got) == 5
+
+
+def test_anti_affinity_inside_a_gang_spreads_its_members_all_or_nothing(
+    kc: Kubectl, sched: Any, ns: str
+) -> None:
+    """Members of one gang with required anti-affinity to each other (hostname): three members go to
+    three nodes (not packed on one); a four-member gang with the same rule on three nodes places
+    none of them and says at most 3 fit."""
+    nodes = _nodes(kc, ns, [("a", {}), ("b", {}), ("c", {})], cpu="4")
+
+    def gang(name: str, size: int) -> list[dict[str, Any]]:
+        term = {"labelSelector": {"matchLabels": {"app": name}}, "topologyKey": "kubernetes.io/hostname"}
+        out = []
+        for i in range(size):
+            pod = orjson.loads(_gang_pod(ns, f"{name}-{i}", "1"))
+            pod["metadata"]["labels"] = {"app": name, "scheduling.x-k8s.io/pod-group": name,
+                                         "fluence.group-size": str(size)}  # fmt: skip
+            pod["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+            out.append(pod)
+        return out
+
+    apply = lambda items: kc("apply", "-f", "-",  # noqa: E731
+                             stdin=orjson.dumps({"apiVersion": "v1", "kind": "List", "items": items}).decode())  # fmt: skip
+    apply(gang("spread", 3))
+    got = _placement(kc, ns, "spread", 3)
+    assert sorted(n for n in got.values() if n) == sorted(nodes), got
+    apply(gang("wide", 4))
+    time.sleep(1.0)
+    assert all(n is None for n in _placement(kc, ns, "wide", 4, timeout=0.5).values())
+    events = kc.json("get", "events", "-n", ns, "--field-selector", "involvedObject.name=wide-0")["items"]
+    msgs = [e["message"] for e in events if e["reason"] == "FailedScheduling"]
+    assert any("gang wide: 4 pods of 1 core, at most 3 fit now" in m for m in msgs), msgs
+    with sched.lock:  # the failed gang holds nothing
+        assert not any(k.startswith(f"{ns}/wide-") for k in sched.core.pods)
+
+
+def test_autoscale_scales_the_deployment_from_the_pods_metrics(kc: Kubectl, sched: Any, ns: str) -> None:
+    """``kubectl autoscale`` (an autoscaling/v1 HPA, served as v2 too): the test server's HPA
+    controller reads the pods' cpu from their ``metrics.fluxlite.io/cpu`` annotation, scales the
+    Deployment up (the scheduler binds the new pods) and down again; ``kubectl get hpa`` shows
+    the target; a v2 HPA on a Pods metric stops at maxReplicas and says so (ScalingLimited)."""
+    _nodes(kc, ns, [("a", {}), ("b", {})], cpu="4")
+    kc("apply", "-f", "-", stdin=_deploy(ns, "web", 2, {}, cpu="500m"))
+    assert sum(1 for n in _placement(kc, ns, "web", 2).values() if n) == 2
+    out = kc("autoscale", "deployment", "web", "-n", ns, "--min=1", "--max=6", "--cpu-percent=50")
+    assert "autoscaled" in out.stdout
+    kc("annotate", "pods", "-n", ns, "-l", "app=web", "metrics.fluxlite.io/cpu=500m", "--overwrite")
+    got = _placement(kc, ns, "web", 4)  # 100 % of the requests against 50 %: twice the pods
+    assert sum(1 for n in got.values() if n) == 4 and len(got) == 4, got
+    rows = kc("get", "hpa", "-n", ns).stdout.splitlines()
+    assert rows[0].split()[:4] == ["NAME", "REFERENCE", "TARGETS", "MINPODS"] and "Deployment/web" in rows[1]
+    v1 = kc.json("get", "horizontalpodautoscalers.v1.autoscaling", "web", "-n", ns)
+    assert v1["spec"]["targetCPUUtilizationPercentage"] == 50 and v1["apiVersion"] == "autoscaling/v1"
+    kc("annotate", "pods", "-n", ns, "-l", "app=web", "metrics.fluxlite.io/cpu=50m", "--overwrite")
+    end = time.monotonic() + 15
+    while time.monotonic() < end and len(_placement(kc, ns, "web", 1, timeout=0.1)) > 1:
+        time.sleep(0.2)
+    assert len(_placement(kc, ns, "web", 1)) == 1  # 10 % against 50 %: one pod
+    hpa = kc.json("get", "hpa", "web", "-n", ns)
+    assert hpa["status"]["currentMetrics"][0]["resource"]["current"]["averageUtilization"] == 10
+    kc("apply", "-f", "-", stdin=_deploy(ns, "q", 1, {}, cpu="100m"))
+    kc("apply", "-n", ns, "-f", "-", stdin=orjson.dumps({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "q"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "q"},
+                 "minReplicas": 1, "maxReplicas": 3,
+                 "metrics": [{"type": "Pods", "pods": {"metric": {"name": "queue"},
+                                                       "target": {"type": "AverageValue", "averageValue": "10"}}}]},
+    }).decode())  # fmt: skip
+    assert sum(1 for n in _placement(kc, ns, "q", 1).values() if n) == 1
+    kc("annotate", "pods", "-n", ns, "-l", "app=q", "metrics.fluxlite.io/queue=100", "--overwrite")
+    got = _placement(kc, ns, "q", 3)
+    assert sum(1 for n in got.values() if n) == 3 and len(got) == 3  # 10x the target, capped at 3
+    end = time.monotonic() + 10
+    while time.monotonic() < end:
+        conds = {c["type"]: c for c in kc.json("get", "hpa", "q", "-n", ns).get("status", {}).get("conditions", [])}
+        if conds.get("ScalingLimited", {}).get("status") == "True":
+            break
+        time.sleep(0.2)
+    assert conds["ScalingLimited"]["reason"] == "TooManyReplicas"
 
 
 def test_scale_up_and_down_never_overcommits(kc: Kubectl, sched: Any, ns: str) -> None:

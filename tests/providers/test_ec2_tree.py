@@ -170,3 +170,56 @@ def test_start_with_ec2_unreachable_serves_local_work_then_reconciles(moto: Moto
             t.close()
             if proxy is not None:
                 proxy.stop()
+
+
+def _terminate(moto: MotoServer, path: str) -> None:
+    boto3.session.Session().client("ec2", endpoint_url=moto.url, region_name="us-east-1").terminate_instances(
+        InstanceIds=[path.rsplit("/", 1)[1]]
+    )
+
+
+def test_node_events_survive_a_restart(moto: MotoServer) -> None:
+    """A node whose instance died is an event in ``info`` before and after the instance restarts."""
+    with short_tmpdir() as d:
+        write_graph(d / "g.json", 1)
+        cfg = _config(d, moto, "events-restart", extra="watch_interval: 0.5\n")
+        t = start(d, [TreeNode("root", 0, None, graph=d / "g.json", provider=f"ec2:{cfg}")], state=True)
+        try:
+            root = t.client("root", timeout=30)
+            job = root.match_allocate(nodes_jobspec(1)).jobid
+            (path,) = _node_paths(root.match_grow(job, BURST, request_id="g1").jgf)
+            _terminate(moto, path)
+            wait_for(lambda: "its instance is terminated" in t.log("root"), 30, "the watch")
+            before = t.info("root")["node_events"]
+            assert [e["path"] for e in before] == [path]
+            t.kill("root")
+            t.restart("root")
+            assert t.info("root")["node_events"] == before
+        finally:
+            t.close()
+
+
+def test_a_dead_node_in_a_childs_lease_is_taken_from_the_childs_job(moto: MotoServer) -> None:
+    """The root's watch finds the instance dead; the node is in the leaf's lease (through mid), so each
+    level tells its child with the heartbeat answer; the leaf's job loses the node, it goes back up and
+    leaves every graph; the aggregates stay exact."""
+    with short_tmpdir() as d:
+        nodes = chain(d, [2, 2, 2])
+        nodes[0].provider = f"ec2:{_config(d, moto, 'lease-down', extra='watch_interval: 0.5' + chr(10))}"
+        t = start(d, nodes, heartbeat=0.3, rpc_timeout=30.0)
+        try:
+            leaf = t.client("leaf", timeout=60)
+            job = leaf.match_allocate(nodes_jobspec(2)).jobid
+            local = leaf.info(job)["holds"]
+            (path,) = _node_paths(leaf.match_grow(job, BURST, request_id="burst-1").jgf)
+            assert leaf.info(job)["holds"] != local
+            _terminate(moto, path)
+            wait_for(lambda: leaf.info(job)["holds"] == local, 30, "the leaf's job to lose the node")
+            for name in ("root", "mid", "leaf"):
+                wait_for(lambda n=name: "zone" not in t.info(n)["by_type"], 30, f"the node to leave {name}")
+                info = t.info(name)
+                assert info["recount_errors"] == [] and info["node_events"][0]["path"] == path, name
+            assert t.info("leaf")["node_events"][0]["jobs"] == {str(job): "shrunk (node taken from the job)"}
+            assert _live(moto, "lease-down") == []
+        finally:
+            t.close()

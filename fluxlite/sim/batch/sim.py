@@ -83,6 +83,8 @@ class BatchSim:
         )
         self.engine = Engine(graph, policy=cfg.policy)
         self.q = Queue(self.engine, cfg.queue, cfg.reservation_depth)
+        # the simulator reads the engine only through the queue (and at the end, when nothing waits)
+        self.q.defer = True
         self.dyn = DynamicScheduler(self.q, cfg.dfs) if cfg.dfs is not None else None
         self.strategy: MalleableStrategy | None = None
         if cfg.malleable:

@@ -5,13 +5,15 @@ per strategy, each run in a fresh process so its peak RSS is its own: wall
 time of the simulation (median of ``--repeat``; the trace generation and the
 machine's construction are reported apart), simulation events per second
 (kernel callbacks: arrivals, phase ends, kills, snapshots), engine operations
-included, and the process's peak RSS.  Target: <= 2 s per trace.
+included, the process's CPU seconds for the whole run (trace, machine and
+simulation: on a loaded machine the steadier figure), and the process's peak
+RSS.  Target: <= 2 s per trace.
 
 ``--baseline REF`` measures the code of git revision ``REF`` (e.g. ``main``)
 in the same run, on the same machine, interleaved run by run with this
 code's (``git archive REF`` into a temporary directory, run there in fresh
-processes), and reports the ratio of medians: the machine may be loaded, so
-the ratio is the figure to read.  ``--lag half-1h --margin 0.25
+processes), and reports the ratios of the medians, of wall time and of CPU
+time: the machine may be loaded, so the ratios are the figures to read.  ``--lag half-1h --margin 0.25
 --type2-forks local`` give the trace and model of the code before the
 reproduction (the same rows), so a baseline from then runs the same jobs.
 """
@@ -98,10 +100,22 @@ def _one(
     }
 
 
+def _one_cpu(*args: Any, **model: Any) -> dict[str, Any]:
+    """:func:`_one` plus ``cpu_s``: the process's CPU seconds for the whole run (trace, machine, simulation)."""
+    t0 = time.process_time()
+    r = _one(*args, **model)
+    r["cpu_s"] = time.process_time() - t0
+    return r
+
+
+# the baseline's own _one, timed the same way as _one_cpu (an older _one does not measure CPU time)
 _BASELINE_CODE = """
-import json, sys
+import json, sys, time
 from fluxlite.sim.deadline.bench import _one
-print(json.dumps(_one(*json.loads(sys.argv[1]))))
+t0 = time.process_time()
+r = _one(*json.loads(sys.argv[1]))
+r["cpu_s"] = time.process_time() - t0
+print(json.dumps(r))
 """
 
 
@@ -148,6 +162,7 @@ def _row(s: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "strategy": s,
         "sim_s_median": sim,
+        "cpu_s_median": statistics.median(r["cpu_s"] for r in runs),
         "sim_s_min": min(r["sim_s"] for r in runs),
         "sim_s_all": [r["sim_s"] for r in runs],
         "trace_s": statistics.median(r["trace_s"] for r in runs),
@@ -176,18 +191,25 @@ def run_bench(a: argparse.Namespace) -> int:
             f"lag {a.lag}, margin {a.margin}, type-2 forks {a.type2_forks}; median of {a.repeat} fresh processes"
             + (f"; baseline {a.baseline} (its own defaults) interleaved" if a.baseline else "")
         )
-        hdr = f"{'strategy':<16}{'sim s':>8}{'min s':>8}{'events':>8}{'events/s':>10}{'RSS MB':>8}{'accepted':>9}"
-        print(hdr + (f"{'base s':>8}{'ratio':>7}" if a.baseline else "") + f"{'target':>8}")
+        hdr = (
+            f"{'strategy':<16}{'sim s':>8}{'min s':>8}{'cpu s':>8}{'events':>8}{'events/s':>10}{'RSS MB':>8}"
+            f"{'accepted':>9}"
+        )
+        print(
+            hdr
+            + (f"{'base s':>8}{'ratio':>7}{'base cpu':>9}{'cpu ratio':>10}" if a.baseline else "")
+            + f"{'target':>8}"
+        )
         for s in a.strategies:
             runs, base = [], []
             for _ in range(a.repeat):
                 with ctx.Pool(1) as pool:
-                    runs.append(pool.apply(_one, (s, a.load, a.jtype, a.comm, a.jobs, a.backend), model))
+                    runs.append(pool.apply(_one_cpu, (s, a.load, a.jtype, a.comm, a.jobs, a.backend), model))
                 if tmp is not None:
                     base.append(_baseline_one(tmp.name, [s, a.load, a.jtype, a.comm, a.jobs, a.backend]))
             row = _row(s, runs)
             line = (
-                f"{s:<16}{row['sim_s_median']:>8.2f}{row['sim_s_min']:>8.2f}{row['events']:>8}"
+                f"{s:<16}{row['sim_s_median']:>8.2f}{row['sim_s_min']:>8.2f}{row['cpu_s_median']:>8.2f}{row['events']:>8}"
                 f"{row['events_per_s']:>10.0f}{row['peak_rss_mb']:>8.0f}{row['accepted']:>9}"
             )
             if base:
@@ -195,10 +217,15 @@ def run_bench(a: argparse.Namespace) -> int:
                 base_rows.append(brow)
                 row["baseline_s_median"] = brow["sim_s_median"]
                 row["ratio_to_baseline"] = row["sim_s_median"] / brow["sim_s_median"]
+                row["baseline_cpu_s_median"] = brow["cpu_s_median"]
+                row["cpu_ratio_to_baseline"] = row["cpu_s_median"] / brow["cpu_s_median"]
                 # what both report (an older baseline may not report completed jobs)
                 both = [k for k in ("accepted", "completed") if brow.get(k) is not None]
                 row["same_result_as_baseline"] = all(row[k] == brow[k] for k in both)
-                line += f"{brow['sim_s_median']:>8.2f}{row['ratio_to_baseline']:>7.2f}"
+                line += (
+                    f"{brow['sim_s_median']:>8.2f}{row['ratio_to_baseline']:>7.2f}"
+                    f"{brow['cpu_s_median']:>9.2f}{row['cpu_ratio_to_baseline']:>10.2f}"
+                )
             rows.append(row)
             print(line + f"{'ok' if row['meets_2s'] else 'MISSED':>8}", flush=True)
     finally:

@@ -116,6 +116,20 @@ def _workload_args(p: argparse.ArgumentParser, multi: bool) -> None:
         default="leak",
         help="under a leak policy, type-2 forks use the leak's search (default) or stay on the job's nodes",
     )
+    m.add_argument(
+        "--static-shift",
+        choices=("later", "none"),
+        default="later",
+        help="static strategies: try later start times up to the deadline (default, figures 6 and 8) or "
+        "only the earliest start (the count check of figure 6 line 0 over the job's own window)",
+    )
+    m.add_argument(
+        "--manhattan-growth",
+        choices=("free", "strict"),
+        default="free",
+        help="Manhattan grows through free neighbours (default, section 3.2's text) or by the "
+        "distance-minimal neighbour, failing when it is busy (figure 8's pseudocode read literally)",
+    )
 
 
 def _json_out(path: str | None, data: Any) -> None:
@@ -157,6 +171,8 @@ def _model(a: argparse.Namespace) -> dict[str, Any]:
         "comm_model": a.comm_model,
         "leak_start": a.leak_start,
         "type2_forks": a.type2_forks,
+        "static_shift": a.static_shift,
+        "manhattan_growth": a.manhattan_growth,
     }
 
 
@@ -177,6 +193,8 @@ def _simulate_spec(spec: Any, snapshots: list[float]) -> tuple[Any, Any]:
         model=parse_comm_model(spec.comm_model),
         leak_start=spec.leak_start,
         type2_forks=spec.type2_forks,
+        static_shift=spec.static_shift,
+        manhattan_growth=spec.manhattan_growth,
     )
     return m, res
 
@@ -479,6 +497,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"fluxlite sim deadline: no such SWF file: {a.swf}\n")
         return 2
     try:
+        if a.cmd == "bench":  # kill PID: its worker, the baseline's process and its temporary tree go too
+            from fluxlite.cli._signals import terminate_unwinds
+
+            with terminate_unwinds():
+                return int(a.fn(a) or 0)
         return int(a.fn(a) or 0)
     except FluxliteError as exc:
         sys.stderr.write(f"fluxlite sim deadline {a.cmd}: {exc}\n")

@@ -26,7 +26,7 @@ from typing import Any
 
 from fluxlite.sim.deadline.options import LOAD_NAMES, STRATEGY_NAMES, TYPE_NAMES
 
-__all__ = ["ABLATIONS", "CHOICES", "FULL_TRACES", "section"]
+__all__ = ["ABLATIONS", "CHOICES", "FULL_TRACES", "offered_load", "section"]
 
 #: traces per configuration of the full reproduction (the issue's target; the paper ran 320)
 FULL_TRACES = 20
@@ -118,8 +118,15 @@ ABLATIONS: dict[str, tuple[dict[str, Any], tuple[str, ...], tuple[str, ...]]] = 
     "type2-local": ({"type2_forks": "local"}, ("leak", "leak-noncontig"), ("2",)),
     "margin-0.25": ({"margin": 0.25}, ("count", "hilbert", "manhattan"), ("uniform",)),
     "leak-start-empty": ({"leak_start": "empty"}, ("leak", "leak-noncontig"), ("uniform",)),
-    "lag-half-1h": ({"lag": "half-1h"}, STRATEGY_NAMES, ("uniform",)),
+    "lag-half-1h": ({"lag": "half-1h"}, STRATEGY_NAMES, ("uniform", "0", "1")),
     "comm-gamma0": ({"comm_model": "gamma=0"}, STRATEGY_NAMES, ("uniform",)),
+    "static-shift-none": ({"static_shift": "none"}, ("count", "hilbert", "manhattan"), ("uniform",)),
+    "manhattan-strict": ({"manhattan_growth": "strict"}, ("manhattan",), ("uniform",)),
+    "manhattan-strict-lag-half-1h": (
+        {"manhattan_growth": "strict", "lag": "half-1h"},
+        ("manhattan",),
+        ("uniform",),
+    ),
 }
 
 Rows = list[dict[str, str]]
@@ -198,11 +205,11 @@ def _complete(rows: Rows, comm: str = "async") -> Rows:
     return [r for r in mine if r["trace"] in full]
 
 
-def _findings(rows: Rows) -> list[tuple[str, str, str, str]]:
+def _findings(rows: Rows, comm: str = "async") -> list[tuple[str, str, str, str]]:
     """(finding with its source, the paper's figure, fluxlite's, verdict) for each published finding."""
-    rows = _complete(rows)
+    rows = _complete(rows, comm)
     out = []
-    a = {"comm": "async"}
+    a = {"comm": comm}
     leak = ("leak", "leak-noncontig")
     static = ("count", "hilbert", "manhattan")
 
@@ -322,6 +329,7 @@ def _ablation_table(rows: Rows, abl: dict[str, Path]) -> list[str]:
             key=lambda k: (
                 STRATEGY_NAMES.index(k[0]) if k[0] in STRATEGY_NAMES else 9,
                 LOAD_NAMES.index(k[1]),
+                TYPE_NAMES.index(k[2]) if k[2] in TYPE_NAMES else 9,
             ),
         )
         for s, ld, t in keys:
@@ -332,6 +340,61 @@ def _ablation_table(rows: Rows, abl: dict[str, Path]) -> list[str]:
                 x, _ = _mean(arows, m, strategy=s, load=ld, type=t, comm="async")
                 cells.append(f"{_fmt(d)} -> {_fmt(x)}" if n else f"(no default) -> {_fmt(x)}")
             lines.append(f"| {name} (type {t}) | {s} | {ld} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _causes(out: Path) -> list[str]:
+    """The causes section: the offered-load table (computed) and ``deadline/CAUSES.md`` (the reading of
+    the papers and of the ablations above, written by hand, if present)."""
+    md = [
+        "### How much of the machine the traces ask for",
+        "",
+        "Computed from the generator (`fluxlite.sim.deadline.reproduce.offered_load`, trace 0 of each load, "
+        "uniform mix): whole nodes x requested time of all jobs over 128 nodes x the span.",
+        "",
+        *offered_load(),
+        "",
+    ]
+    notes = out / "CAUSES.md"
+    if notes.exists():
+        md += [notes.read_text().strip(), ""]
+    return md
+
+
+def offered_load(lags: Iterable[str] = ("uniform-63d", "half-1h", "none"), traces: int = 1) -> list[str]:
+    """Markdown table: how much of the machine each trace asks for, per lag model and load.
+
+    Offered load = sum over jobs of (whole nodes x requested seconds) over (nodes x the trace's span,
+    first submission to last deadline); also over the execution window alone (first earliest start to
+    last earliest start + requested).  A pure function of the generator (no simulation): the traces
+    of the sweep (``make_jobs``, seeds as in the sweep).
+    """
+    from fluxlite.sim.deadline.sweep import RunSpec, make_jobs
+
+    lines = [
+        "| lag model | load | span (days) | offered load over the span | over the execution window | "
+        "mean job (node-hours) |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for lag in lags:
+        for ld in LOAD_NAMES:
+            span = load_span = load_exec = vol = 0.0
+            for t in range(traces):
+                spec = RunSpec("count", ld, "uniform", "async", t, lag=lag)
+                jobs = make_jobs(spec)
+                nodes = spec.width * spec.height
+                cpn = spec.cores
+                demand = sum(math.ceil(j.procs / cpn) * j.requested for j in jobs)
+                sp = max(j.deadline for j in jobs) - min(j.submit for j in jobs)
+                ex = max(j.earliest_start + j.requested for j in jobs) - min(j.earliest_start for j in jobs)
+                span += sp / 86400
+                load_span += demand / (nodes * sp)
+                load_exec += demand / (nodes * max(ex, 1))
+                vol += demand / len(jobs) / 3600
+            k = traces
+            lines.append(
+                f"| {lag} | {ld} | {span / k:.1f} | {load_span / k:.3f} | {load_exec / k:.3f} | {vol / k:.1f} |"
+            )
     return lines
 
 
@@ -373,7 +436,8 @@ def section(
         "`fluxlite.sim.deadline.reproduce.section`); the sweep alone: `fluxlite sim deadline sweep`.",
         "",
         f"Data: `{rel(main)}` ({len(rows)} runs; {n_min}-{n_max} traces per configuration; the findings use "
-        f"the {len({r['trace'] for r in _complete(rows)})} async traces complete for every configuration"
+        f"the {len({r['trace'] for r in _complete(rows)})} async and "
+        f"{len({r['trace'] for r in _complete(rows, 'sync')})} sync traces complete for every configuration"
         + (
             f", quick mode: {QUICK['jobs']}-job traces on {QUICK['width']}x{QUICK['height']}, not the study's size"
             if quick
@@ -385,13 +449,16 @@ def section(
         "",
     ]
     before = _read(out / "sweep-before.csv")
+    sync = _findings(rows, "sync") if _complete(rows, "sync") else []
     if before:
         md += [
-            "| published finding | paper | fluxlite (async) | verdict | before this reproduction (`sweep-before.csv`) |",
-            "|---|---|---|---|---|",
+            "| published finding | paper | fluxlite (async) | verdict | fluxlite (sync) | "
+            "before this reproduction (`sweep-before.csv`, async) |",
+            "|---|---|---|---|---|---|",
         ]
-        for f, b in zip(_findings(rows), _findings(before)):
-            md.append("| " + " | ".join(f) + f" | {b[2]} ({b[3]}) |")
+        for i, (f, b) in enumerate(zip(_findings(rows), _findings(before))):
+            sy = f"{sync[i][2]} ({sync[i][3]})" if sync else "not run"
+            md.append("| " + " | ".join(f) + f" | {sy} | {b[2]} ({b[3]}) |")
     else:
         md += ["| published finding | paper | fluxlite (async) | verdict |", "|---|---|---|---|"]
         md += ["| " + " | ".join(f) + " |" for f in _findings(rows)]
@@ -409,6 +476,7 @@ def section(
         "",
         *(_ablation_table(rows, abl) if abl else ["(quick mode: no ablations)"]),
         "",
+        *([] if quick else _causes(out)),
         "### Figures",
         "",
         "Layout of the journal's figures 14, 15 and 17 (accepted, cancelled, completed; one panel per load; "

@@ -15,6 +15,14 @@ Each rule names its source in the journal paper (``deadline-static-vs-leak-journ
   jobs").  None: the job is **rejected**.  Otherwise it is **accepted**,
   the nodes are reserved and the job starts at ``t``.  ``requested`` is the
   runtime (figures 6 and 8 reserve ``t_runtime``; a margin is an ablation).
+  Trying only the earliest start (``static_shift="none"``) is an ablation: it
+  is one reading of the count-only figures of section 5.1 ("the first step
+  of the resource allocation ... line 0"), which the paper does not define
+  further.  Manhattan's growth per figure 8's pseudocode read literally
+  (``manhattan_growth="strict"``: the distance-minimal neighbour is chosen
+  before its freeness is checked, and a busy one ends the growth) is an
+  ablation; the default follows the text of section 3.2 (free neighbours
+  first).
 * **Static cancellation**: "when the job is finished, or when the specified
   end time of the job is reached, the computing resources are released"
   (section 3.2): a job still running at the end of its reservation loses
@@ -95,6 +103,10 @@ class Stopped(FluxliteError):
 LEAK_START = ("core", "empty")
 #: under a leak policy, type-2 forks use the leak's search (default) or stay on the job's nodes (ablation)
 TYPE2_FORKS = ("leak", "local")
+#: static strategies: the start may move later until the deadline (the default), or only the earliest start is tried
+STATIC_SHIFT = ("later", "none")
+#: Manhattan's growth: through free neighbours (the journal's text, the default) or figure 8 read literally
+MANHATTAN_GROWTH = ("free", "strict")
 #: wall seconds between two ``should_stop()`` polls
 STOP_POLL_SECONDS = 0.5
 
@@ -202,6 +214,8 @@ class DeadlineSim:
         should_stop: Any = None,
         leak_start: str = "core",
         type2_forks: str = "leak",
+        static_shift: str = "later",
+        manhattan_growth: str = "free",
     ) -> None:
         if strategy not in STRATEGIES:
             raise InputError(f"unknown strategy {strategy!r} (use {', '.join(STRATEGIES)})")
@@ -244,6 +258,18 @@ class DeadlineSim:
             raise InputError(f"type-2 forks must be one of {', '.join(TYPE2_FORKS)}, got {type2_forks!r}")
         #: leak: type-2 forks by the leak's search (the default) or on the job's own nodes only
         self.type2_forks = type2_forks
+        if static_shift not in STATIC_SHIFT:
+            raise InputError(f"static shift must be one of {', '.join(STATIC_SHIFT)}, got {static_shift!r}")
+        #: static: "later" tries later start times up to the deadline; "none" only the earliest start
+        self.static_shift = static_shift
+        if manhattan_growth not in MANHATTAN_GROWTH:
+            raise InputError(
+                f"Manhattan growth must be one of {', '.join(MANHATTAN_GROWTH)}, got {manhattan_growth!r}"
+            )
+        if manhattan_growth == "strict" and not self.grid:
+            raise InputError("the strict Manhattan growth needs the grid backend")
+        #: the engine's allocator for this run's static strategy (an ablation may swap Manhattan's)
+        self.policy = "manhattan-strict" if strategy == "manhattan" and manhattan_growth == "strict" else None
 
     def _poll_stop(self) -> None:
         """Raise :class:`Stopped` when ``should_stop()`` says so (asked at most every half second)."""
@@ -308,10 +334,18 @@ class DeadlineSim:
         count = max(1, math.ceil(job.procs / m.cpn))
         dur = job.requested
         t = max(now, job.earliest_start)
+        # the latest end: the deadline, or (ablation "none") the end of a start at the earliest time
+        limit = job.deadline if self.static_shift == "later" else min(job.deadline, t + dur)
         if self.grid:
             try:
                 got = m.engine.allocate_deadline(
-                    count, job.earliest_start, job.deadline, now=now, duration=dur, jobid=job.jobid
+                    count,
+                    job.earliest_start,
+                    limit,
+                    now=now,
+                    duration=dur,
+                    jobid=job.jobid,
+                    policy=self.policy,
                 )
             except MatchError:  # DeadlineError (cannot meet the deadline) or unsatisfiable
                 self._reject(job)
@@ -319,7 +353,7 @@ class DeadlineSim:
             self._accept_static(job, prog, int(got.at), list(m.engine.job_nodes(job.jobid)))
             return
         assert self.static is not None
-        for start in m.start_times(t, dur, count * m.cpn, job.deadline - dur):
+        for start in m.start_times(t, dur, count * m.cpn, limit - dur):
             nodes = self.static.choose(m, count, start, dur)
             if nodes is None:
                 continue
@@ -747,10 +781,24 @@ def simulate(
     should_stop: Any = None,
     leak_start: str = "core",
     type2_forks: str = "leak",
+    static_shift: str = "later",
+    manhattan_growth: str = "free",
 ) -> RunResult:
     """Simulate one trace; returns the run's metrics (the machine's engine is left empty)."""
     m = machine or Machine(width, height, cores_per_node, torus, strategy=strategy, backend=backend)
-    sim = DeadlineSim(jobs, strategy, comm, m, model, snapshots, should_stop, leak_start, type2_forks)
+    sim = DeadlineSim(
+        jobs,
+        strategy,
+        comm,
+        m,
+        model,
+        snapshots,
+        should_stop,
+        leak_start,
+        type2_forks,
+        static_shift,
+        manhattan_growth,
+    )
     res = sim.run()
     res.snapshots = sim.snapshots
     return res

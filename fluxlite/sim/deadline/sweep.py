@@ -108,6 +108,8 @@ class RunSpec:
     comm_model: str = ""
     leak_start: str = "core"
     type2_forks: str = "leak"
+    static_shift: str = "later"
+    manhattan_growth: str = "free"
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -189,6 +191,8 @@ def run_one(spec: RunSpec, should_stop: Callable[[], bool] | None = None) -> dic
         should_stop=should_stop,
         leak_start=spec.leak_start,
         type2_forks=spec.type2_forks,
+        static_shift=spec.static_shift,
+        manhattan_growth=spec.manhattan_growth,
     )
     d = res.summary()
     row = {k: d[k] for k in COLUMNS if k in d}

@@ -597,3 +597,25 @@ def test_a_fork_batch_places_like_one_fork_each_and_allocates_once(strategy: str
         b.fork(parents[0])
         raise RuntimeError("stop")
     assert (snapshot(batch), [(p.node, p.core) for p in batch.leak_jobs[3].procs]) == before
+
+
+def test_strict_manhattan_fails_where_its_compact_shape_is_busy_and_the_free_growth_does_not() -> None:
+    """The figure-8 ablation: the distance-minimal neighbour is taken before its freeness is checked."""
+    from fluxlite.grid.alloc import ABLATION_ALLOCATORS, choose_manhattan, choose_manhattan_strict
+
+    gi = GridInfo(4, 4, False, list(range(16)), [[] for _ in range(16)])
+    free = np.ones(16, dtype=bool)
+    # empty machine: both give a compact 2x2 block from node 0
+    assert sorted(choose_manhattan_strict(gi, free, 4) or []) == [0, 1, 4, 5]
+    assert sorted(choose_manhattan(gi, free, 4) or []) == [0, 1, 4, 5]
+    # a free 1-wide column 0 and free row 3: connected, 7 nodes, but no compact block anywhere
+    free[:] = False
+    free[[0, 4, 8, 12, 13, 14, 15]] = True
+    assert choose_manhattan(gi, free, 4) is not None  # grows along the free L
+    assert choose_manhattan_strict(gi, free, 4) is None  # node 1 (next to 0) is busy: every start fails
+    assert ABLATION_ALLOCATORS["manhattan-strict"] is choose_manhattan_strict
+    eng = Engine(generate_grid(4, 4, cores=1), policy="manhattan")
+    with pytest.raises(MatchError):
+        for j in range(1, 6):
+            eng.allocate_deadline(4, 0, 100, duration=100, jobid=j, policy="manhattan-strict")
+    assert len(eng.jobs) == 4  # four 2x2 blocks fill the 4x4 machine; the fifth finds none

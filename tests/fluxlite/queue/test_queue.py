@@ -171,3 +171,32 @@ def test_engine_times_other_than_zero():
         eng.grow(1, request_jobspec("node", 1, 100), now=60)
     eng.grow(1, request_jobspec("node", 2, 80), now=60)  # ends at 140, before the reservation
     assert eng.shrink(1, paths=["/cluster0/node2", "/cluster0/node3"]) is False
+
+
+class _OwnRequests(Queue):
+    """Jobs carry their own request: a whole node for a job whose shape says one core."""
+
+    by_shape = False
+    match_format = "jgf"
+
+    def job_request(self, job):
+        from fluxlite.queue._request import request_jobspec
+
+        return request_jobspec("node", 1, job.walltime)
+
+    def on_matched(self, job, result):
+        job.extra["R"] = result.text
+
+
+def test_queue_hooks_match_the_jobs_own_request_for_starts_and_reservations():
+    """job_request is what a start and a reservation match; on_matched sees a start's answer."""
+    eng = Engine(generate_graph(nodes=2, sockets=1, cores=2))
+    q = _OwnRequests(eng, "easy")
+    for i in (1, 2, 3):
+        q.submit(Job(i, 1, 100, unit="core"), 0)  # the shape says 1 core of 4; the request, a whole node
+    assert [j.jobid for j in q.schedule(0)] == [1, 2]
+    assert '"node"' in q.jobs[1].extra["R"] and "R" not in q.jobs[3].extra
+    assert q.jobs[3].resv_at == 100 and eng.jobs[3] == "reserved"
+    q.complete(1, 10)
+    assert [j.jobid for j in q.schedule(10)] == [3] and '"node"' in q.jobs[3].extra["R"]
+    assert q.jobs[3].resv_at is None and q._n_resv == 0

@@ -35,6 +35,9 @@ def _start(out: Path, *extra: str, args: list[str] = ARGS) -> subprocess.Popen[b
         stderr=subprocess.PIPE,
         start_new_session=True,  # its own process group, as a shell job
         cwd=out.parent,
+        # a foreground job's SIGINT, even when this test runs where SIGINT is ignored (a background
+        # `cmd &` of a non-interactive shell): Python keeps an inherited SIG_IGN
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 

@@ -34,7 +34,7 @@ from fluxlite.errors import (
 from fluxlite.graph import DOWN, UP, ResourceGraph
 from fluxlite.match import Traverser, parse_policy
 from fluxlite.match.policies import PLACEMENTS, load_placer, placements
-from fluxlite.writers import create_writer
+from fluxlite.writers import EmitError, create_writer
 
 __all__ = ["MATCH_OPS", "Engine", "MatchResult"]
 
@@ -59,6 +59,12 @@ def _strerror(name: str | int) -> str:
 
     code = getattr(_errno, str(name), None)
     return os.strerror(code) if isinstance(code, int) else str(name)
+
+
+def _errno_name(code: int) -> str:
+    import errno as _errno
+
+    return _errno.errorcode.get(code, str(code))
 
 
 class _NullWriter:
@@ -370,7 +376,23 @@ class Engine:
             elif errno not in ("EBUSY", "ENODEV"):
                 error = f"match_allocate: ERROR: traverser: {_strerror(errno)}\n"
         ok = rc == 0 and op != "satisfiability"
-        text = w.emit() if ok else ""
+        text = ""
+        # As Fluxion's match_allocate: the writer emits whenever the walk succeeded or failed with
+        # busy / unsatisfiable (also for satisfiability, and with nothing gathered), and a writer
+        # that cannot emit fails the match with its errno; the job is not recorded and its id is
+        # not spent.  (Fluxion leaves what the walk allocated held by that unrecorded id; here the
+        # state is rolled back, as after any failed match.)
+        if rc == 0 or errno in ("EBUSY", "ENODEV"):
+            try:
+                if not ok:
+                    w.reset()  # nothing was emitted: an empty writer (R_lite's then fails, EINVAL)
+                text = w.emit() if ok else (w.emit() and "")
+            except EmitError as exc:
+                if ok and not _grow:
+                    self._roll_back(jobid)
+                ok, text = False, ""
+                errno = _errno_name(exc.errno)
+                error += f"match_allocate: ERROR: match writer emit: {exc.strerror}\n"
         w.reset()
         if ok and no_alloc:
             self._roll_back(jobid)
@@ -1001,10 +1023,17 @@ class Engine:
 
         w = self._writer(fmt)
         w.reset()
-        find(self.traverser, w, criteria)
-        from fluxlite.writers import format_find_output
+        find_mode = getattr(w, "find_mode", None)
+        if find_mode is not None:
+            find_mode(True)
+        try:
+            find(self.traverser, w, criteria)
+            from fluxlite.writers import format_find_output
 
-        return format_find_output(w.emit_json())
+            return format_find_output(w.emit_json())
+        finally:
+            if find_mode is not None:
+                find_mode(False)
 
 
 _ = DOWN

@@ -38,11 +38,54 @@ def engine_from_R(
         raise InputError("R must be an RFC 20 resource set of version 1")
     sched = R.get("scheduling")
     if isinstance(sched, Mapping) and sched.get("graph"):
-        graph = load_graph(json.dumps(dict(sched)).encode(), format="jgf")
+        graph = load_graph(json.dumps(_with_broker_ranks(sched)).encode(), format="jgf")
     else:
         body = {"version": 1, "execution": R.get("execution", {})}
         graph = load_graph(json.dumps(body).encode(), format="rv1exec")
     return Engine(graph, policy=policy, prune_filters=prune_filters)
+
+
+def _with_broker_ranks(sched: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``scheduling`` JGF with every vertex below a ranked one given that rank.
+
+    Fluxion writes rank -1 below the node of a GRUG-generated graph (its GRUG
+    reader ranks only nodes); in an instance's R every core and GPU belongs to
+    its node's broker rank (R_lite says so), and the rank-based calls here
+    (status, drain, release by rank) look vertices up by rank.
+    """
+    graph = sched["graph"]
+    nodes = graph.get("nodes") or []
+    if all(((n.get("metadata") or {}).get("rank", -1)) >= 0 for n in nodes if isinstance(n, Mapping)):
+        return dict(sched)
+    rank: dict[str, int] = {}
+    for n in nodes:
+        if isinstance(n, Mapping) and "id" in n:
+            rank[str(n["id"])] = int((n.get("metadata") or {}).get("rank", -1))
+    kids: dict[str, list[str]] = {}
+    targets: set[str] = set()
+    for e in graph.get("edges") or []:
+        if not isinstance(e, Mapping) or (e.get("metadata") or {}).get("subsystem", "containment") != "containment":
+            continue
+        kids.setdefault(str(e.get("source")), []).append(str(e.get("target")))
+        targets.add(str(e.get("target")))
+    stack = [(k, -1) for k in rank if k not in targets]
+    seen: set[str] = set()
+    while stack:
+        k, inherited = stack.pop()
+        if k in seen or k not in rank:
+            continue
+        seen.add(k)
+        if rank[k] < 0:
+            rank[k] = inherited
+        stack.extend((c, rank[k]) for c in kids.get(k, ()))
+    out_nodes = []
+    for n in nodes:
+        if isinstance(n, Mapping) and "id" in n and rank.get(str(n["id"]), -1) >= 0:
+            md = dict(n.get("metadata") or {})
+            md["rank"] = rank[str(n["id"])]
+            n = {**n, "metadata": md}
+        out_nodes.append(n)
+    return {**sched, "graph": {**graph, "nodes": out_nodes}}
 
 
 def rank_node(eng: Engine, rank: int) -> int | None:

@@ -578,6 +578,10 @@ def main_match(argv: Sequence[str]) -> int:
 #: never imports gRPC, boto3 or kubernetes.
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "match": ("fluxlite.cli.bench", "matcher speed on the benchmark graphs (T1..T8 until full)"),
+    "differential": (
+        "fluxlite.cli.bench_differential",
+        "random sessions through Fluxion's resource-query and fluxlite query, compared byte for byte",
+    ),
     "hierarchy": ("hierarchy.bench", "nested MatchGrow across five instance processes"),
     "grid": ("fluxlite.grid.bench", "grid allocators with deadlines and leak strategies: cost per operation"),
     "deadline": ("fluxlite.sim.deadline.bench", "deadline simulator: one 1,000-job trace per strategy"),

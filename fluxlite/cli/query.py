@@ -23,6 +23,7 @@ from typing import IO, Any
 
 from fluxlite.errors import FluxliteError
 from fluxlite.gcpolicy import OperationGC
+from fluxlite.writers.base import EmitError
 
 __all__ = ["QueryContext", "build_parser", "main", "run_commands"]
 
@@ -414,6 +415,10 @@ def cmd_find(ctx: QueryContext, args: list[str]) -> int:
     criteria = " ".join(args[1:])
     try:
         text = ctx.engine.find_text(criteria, fmt=ctx.match_format)
+    except EmitError as exc:
+        # Fluxion's reapi find: the writer's emit_json failed (R_lite with no node found)
+        ctx.err.write(f"find: ERROR: find writer emit: {exc.strerror}\n")
+        return 0
     except FluxliteError as exc:
         ctx.err.write(f"find: {exc}\n")
         return 0

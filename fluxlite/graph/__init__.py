@@ -10,8 +10,9 @@ from fluxlite.graph._store import (
     STATUS_NAMES,
     STATUS_VALUES,
     UP,
+    FluxionIds,
     GraphObserver,
     ResourceGraph,
 )
 
-__all__ = ["CONTAINMENT", "DOWN", "STATUS_NAMES", "STATUS_VALUES", "UP", "GraphObserver", "ResourceGraph"]
+__all__ = ["CONTAINMENT", "DOWN", "STATUS_NAMES", "STATUS_VALUES", "UP", "FluxionIds", "GraphObserver", "ResourceGraph"]

@@ -35,7 +35,7 @@ import rustworkx as rx
 
 from fluxlite.errors import GraphFormatError
 
-__all__ = ["CONTAINMENT", "DOWN", "UP", "GraphObserver", "ResourceGraph"]
+__all__ = ["CONTAINMENT", "DOWN", "UP", "FluxionIds", "GraphObserver", "ResourceGraph"]
 
 CONTAINMENT = "containment"
 UP = 0
@@ -65,6 +65,36 @@ class GraphObserver(Protocol):
     # bulk addition instead of ``vertex_added`` per vertex.
 
 
+class FluxionIds:
+    """The uniq ids and ranks Fluxion's GRUG reader gives the vertices of one load.
+
+    Fluxion numbers vertices as it generates them, one recipe edge at a time
+    (every child of that edge, parent by parent), and gives a ``node`` the
+    next rank and every other vertex the reader's rank, -1 in resource-query
+    (``resource_reader_grug.cpp``: ``emit_vertex``).  The store keeps its own
+    order (each node's subtree contiguous) and lets every vertex of a node
+    carry the node's rank, which the matcher and the rank-based commands use;
+    the writers translate with this.  ``uniq[u]`` is the Fluxion uniq id of
+    the vertex whose store uniq id is ``u`` (for ``u < len(uniq)``);
+    vertices added later keep their own.
+    """
+
+    __slots__ = ("uniq",)
+
+    def __init__(self, uniq: Sequence[int]) -> None:
+        from array import array
+
+        self.uniq = array("q", uniq)
+
+    def uniq_of(self, u: int) -> int:
+        """The Fluxion uniq id of store uniq id ``u``."""
+        return self.uniq[u] if 0 <= u < len(self.uniq) else u
+
+    def rank_of(self, u: int, rtype: str, rank: int) -> int:
+        """The rank Fluxion gives the vertex of store uniq id ``u``, type ``rtype`` and store rank ``rank``."""
+        return rank if rtype == "node" or not 0 <= u < len(self.uniq) else -1
+
+
 class ResourceGraph:
     """A resource graph: rustworkx structure plus columnar vertex attributes.
 
@@ -85,6 +115,7 @@ class ResourceGraph:
         "e_seq",
         "e_src",
         "e_ss",
+        "fluxion_ids",
         "out",
         "parent_edge",
         "paths",
@@ -116,6 +147,9 @@ class ResourceGraph:
         self.v_unit: list[str] = []
         self.v_status: list[int] = []
         self.v_props: dict[int, dict[str, str]] = {}
+        #: how Fluxion's reader numbered and ranked the vertices, where that differs from the
+        #: store's own (``FluxionIds`` of a GRUG load): what the match writers write
+        self.fluxion_ids: FluxionIds | None = None
         self._live: list[bool] = []
         #: subsystem -> {vid: path}
         self.paths: dict[str, dict[int, str]] = {}

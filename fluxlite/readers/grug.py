@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fluxlite.errors import GraphFormatError
-from fluxlite.graph import ResourceGraph
+from fluxlite.graph import FluxionIds, ResourceGraph
 from fluxlite.readers._common import fail, no_gc, to_text
 
 __all__ = ["GrugReader", "Recipe", "RecipeEdge", "RecipePool", "build_from_recipe", "parse_recipe"]
@@ -419,6 +419,7 @@ def build_from_recipe(
     v_unit: list[str] = []
     v_ss: list[str] = []
     v_path: list[str] = []
+    v_gen: list[int] = []  # the recipe edge that generated each new vertex (-1: a root)
     extra_paths: dict[tuple[int, str], str] = {}
     e_src: list[int] = []
     e_dst: list[int] = []
@@ -454,8 +455,9 @@ def build_from_recipe(
         else:
             extra_paths[(x, ss)] = path
 
-    def new_vertex(pool: RecipePool, vid: int, name: str, path: str, parent_rank: int) -> int:
+    def new_vertex(pool: RecipePool, vid: int, name: str, path: str, parent_rank: int, gen: int = -1) -> int:
         k = len(v_type)
+        v_gen.append(gen)
         v_type.append(pool.type)
         v_base.append(pool.basename)
         v_name.append(name)
@@ -522,7 +524,7 @@ def build_from_recipe(
                 for i in range(scale):
                     vid = _gen_id(E, e, i, scale, j, wraps)
                     name = _name(names, W.basename, vid)
-                    c = new_vertex(W, vid, name, prefix + name, prank)
+                    c = new_vertex(W, vid, name, prefix + name, prank, e)
                     add_edge(x, c, E)
                     o = occ[w]
                     occ[w] = o + 1
@@ -556,6 +558,7 @@ def build_from_recipe(
                 v_unit.extend([unit] * scale)
                 v_ss.extend([ss] * scale)
                 v_path.extend([prefix + n for n in batch])
+                v_gen.extend([e] * scale)
                 e_src.extend([x] * scale)
                 e_dst.extend(range(k0, k0 + scale))
                 e_ss.extend([ess] * scale)
@@ -579,6 +582,7 @@ def build_from_recipe(
                 a_unit(unit)
                 a_ss(ss)
                 a_path(prefix + name)
+                v_gen.append(e)
                 a_esrc(x)
                 a_edst(c)
                 a_ess(ess)
@@ -603,6 +607,8 @@ def build_from_recipe(
             if tree_children[w]:
                 visit(t, w, o)
 
+    was_empty = not len(graph)
+    walked: list[tuple[int, int | None]] = []  # (recipe root, the root vertex it created)
     for r in plan.dfs_roots:
         pool = pools[r]
         if not pool.root or not tree_children[r]:
@@ -616,13 +622,14 @@ def build_from_recipe(
             name = f"{pool.basename}0"
             x = new_vertex(pool, 0, name, "/" + name, -1)
             new_roots[ss] = x
+        walked.append((r, x if x >= 0 and x not in dict(walked).values() else None))
         o = occ[r]
         occ[r] = o + 1
         visit(x, r, o)
 
     if not v_type and not e_src:
         raise fail(source, "recipe", "generates no resources (no root pool has a tree edge)")
-    return _commit(
+    vids = _commit(
         graph,
         source,
         pools,
@@ -640,6 +647,44 @@ def build_from_recipe(
         (e_src, e_dst, e_ss, e_rel),
         new_roots,
     )
+    if was_empty and fixed_rank is None:
+        order = _fluxion_order(plan, edges, v_gen, walked)
+        uniq = graph.v_uniq
+        fluxion = [0] * len(uniq)
+        for pos, k in enumerate(order):
+            fluxion[uniq[vids[k]]] = pos
+        graph.fluxion_ids = FluxionIds(fluxion)
+    return vids
+
+
+def _fluxion_order(
+    plan: _Plan, edges: list[RecipeEdge], v_gen: list[int], walked: list[tuple[int, int | None]]
+) -> list[int]:
+    """The new vertices (local indices) in the order Fluxion's reader creates them.
+
+    Boost's DFS over the recipe calls ``tree_edge`` in preorder; each call
+    generates the edge's children for every instance of its source pool in
+    turn (``dfs_emitter_t::tree_edge``), and a root is created at its pool's
+    first tree edge.  Instances of one pool are in the same order here and
+    there, so each edge's vertices keep their order here.
+    """
+    by_edge: dict[int, list[int]] = {}
+    for k, e in enumerate(v_gen):
+        if e >= 0:
+            by_edge.setdefault(e, []).append(k)
+    order: list[int] = []
+    for r, root in walked:
+        if root is not None:
+            order.append(root)
+        stack = list(reversed(plan.tree_children[r]))
+        while stack:
+            e = stack.pop()
+            order.extend(by_edge.pop(e, ()))
+            stack.extend(reversed(plan.tree_children[edges[e].dst]))
+    if len(order) != len(v_gen):  # not one tree per root (cannot happen with _plan's trees)
+        seen = set(order)
+        order.extend(k for k in range(len(v_gen)) if k not in seen)
+    return order
 
 
 def _commit(

@@ -3,8 +3,10 @@
 Reading follows Fluxion's ``resource_reader_jgf.cpp``:
 
 * Vertices are created in document order with the document's ``uniq_id``,
-  id, name, rank, size, unit, status, properties and paths (defaults as in
-  :mod:`jgf`).  A path with exactly one ``/`` makes its vertex the root of
+  id, name, rank, size, status, properties and paths (defaults as in
+  :mod:`jgf`).  The ``unit`` is read and dropped: Fluxion's reader fetches
+  it but never sets it on the vertex (``add_vertex`` copies everything
+  else), so a JGF-loaded vertex has no unit and its match output none.  A path with exactly one ``/`` makes its vertex the root of
   that subsystem; a second root for a subsystem is an error reported with
   Fluxion's message (``add_graph_metadata: failed to add root metadata for
   containment subsystem. Possible duplicate root.``).
@@ -163,7 +165,11 @@ def _unpack(
             v = by_path.get(p)
             if v is None:
                 continue
-            if v_rank[v] == node.rank or (p in graph.shared and (v := vertex_at(p, node.rank)) is not None):
+            if (
+                v_rank[v] == node.rank
+                or (p in graph.shared and (v := vertex_at(p, node.rank)) is not None)
+                or has_rank(graph, v, node.rank)
+            ):
                 existing = v
                 break
             if clash is None:
@@ -232,7 +238,7 @@ def _unpack(
                 [x.id for x in new_nodes],
                 [x.rank for x in new_nodes],
                 [x.size for x in new_nodes],
-                [x.unit for x in new_nodes],
+                [""] * n,  # Fluxion's JGF reader keeps no unit
                 uniq_ids=[x.uniq_id for x in new_nodes],
                 statuses=[x.status for x in new_nodes],
                 paths=paths,
@@ -322,7 +328,7 @@ def _load_columns(graph: ResourceGraph, cols: _jgf.Columns) -> bool:
             cols.id,
             cols.rank,
             cols.size,
-            cols.unit,
+            [""] * len(cols.type),  # Fluxion's JGF reader keeps no unit
             uniq_ids=cols.uniq_id,
             statuses=cols.status,
             paths=cols.paths,
@@ -339,6 +345,18 @@ def _load_columns(graph: ResourceGraph, cols: _jgf.Columns) -> bool:
         graph.set_root(ss, vids[k])
     graph.version += 1
     return True
+
+
+def has_rank(graph: ResourceGraph, v: int | None, rank: int) -> bool:
+    """Whether vertex ``v`` has ``rank`` as the store or as Fluxion's reader ranks it: a GRUG
+    graph's vertices below a node have the node's rank in the store and -1 in Fluxion (and in
+    the JGF fluxlite's writers produce, see :class:`fluxlite.graph.FluxionIds`)."""
+    if v is None:
+        return False
+    if graph.v_rank[v] == rank:
+        return True
+    fids = graph.fluxion_ids
+    return fids is not None and fids.rank_of(graph.v_uniq[v], graph.v_type[v], graph.v_rank[v]) == rank
 
 
 def attach_document(
@@ -493,6 +511,8 @@ def locate_vertices(
         found: int | None = None
         for ss, p in node.paths.items():
             v = graph.vertex_at(p, node.rank)
+            if v is None and has_rank(graph, u := graph.by_path.get(p), node.rank):
+                v = u
             if v is None:
                 raise fail(source, _where(node), f"inconsistent input vertex: nonexistent path ({p}) in {ss}")
             if found is None:
@@ -509,7 +529,7 @@ def locate_vertices(
             ("type", graph.v_type[v], node.type),
             ("basename", graph.v_basename[v], node.basename),
             ("size", graph.v_size[v], node.size),
-            ("rank", graph.v_rank[v], node.rank),
+            ("rank", node.rank if has_rank(graph, v, node.rank) else graph.v_rank[v], node.rank),
             ("id", graph.v_id[v], node.id),
             ("name", graph.v_name[v], node.name),
             ("properties", graph.properties(v), node.properties),

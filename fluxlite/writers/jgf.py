@@ -14,7 +14,7 @@ with nodes and edges each in emission order.  A node is::
 where every key after ``type`` is optional and appears only when it carries
 information, always in this order: ``basename`` if it differs from the type,
 ``name`` if it is not basename+id, ``id`` and ``rank`` always,
-``properties`` if any (sorted by key) (no ``unit``: see docs/query.md), ``exclusive``
+``properties`` if any (sorted by key), ``unit`` if not empty, ``exclusive``
 only when true, ``size`` only when ``needs != 1``, ``paths`` if any (one
 entry per subsystem, containment first), ``ephemeral`` and ``agfilter`` if
 given (sorted by key).  An edge is ``{"source": "<uniq>", "target":
@@ -89,21 +89,35 @@ def vertex_json(
     exclusive: bool,
     ephemeral: Mapping[str, str] | None = None,
     subsystems: list[str] | None = None,
+    fluxion: bool = True,
 ) -> str:
-    """One JGF node as jansson text (see the module docstring for the layout)."""
+    """One JGF node as jansson text (see the module docstring for the layout).
+
+    ``fluxion``: the uniq id and rank Fluxion's reader gave the vertex
+    (``g.fluxion_ids``, GRUG loads) rather than the store's own.
+    """
     t = g.v_type[vid]
     b = g.v_basename[vid]
     i = g.v_id[vid]
-    s = f'{{"id": "{g.v_uniq[vid]}", "metadata": {{"type": {_q(t)}'
+    uniq = g.v_uniq[vid]
+    rank = g.v_rank[vid]
+    fids = g.fluxion_ids if fluxion else None
+    if fids is not None:
+        rank = fids.rank_of(uniq, t, rank)
+        uniq = fids.uniq_of(uniq)
+    s = f'{{"id": "{uniq}", "metadata": {{"type": {_q(t)}'
     if b != t:
         s += f', "basename": {_q(b)}'
     n = g.v_name[vid]
     if n != f"{b}{i}":
         s += f', "name": {quote(n)}'
-    s += f', "id": {i}, "rank": {g.v_rank[vid]}'
+    s += f', "id": {i}, "rank": {rank}'
     props = g.v_props.get(vid)
     if props:
         s += ', "properties": ' + _smap(props)
+    unit = g.v_unit[vid]
+    if unit:
+        s += f', "unit": {quote(unit)}'
     if exclusive:
         s += ', "exclusive": true'
     if needs != 1:
@@ -130,9 +144,13 @@ def vertex_json(
 
 
 def edge_json(g: ResourceGraph, eid: int) -> str:
-    """One JGF edge as jansson text."""
+    """One JGF edge as jansson text (the vertices' Fluxion uniq ids, as :func:`vertex_json`)."""
     uniq = g.v_uniq
-    s = f'{{"source": "{uniq[g.e_src[eid]]}", "target": "{uniq[g.e_dst[eid]]}"'
+    src, dst = uniq[g.e_src[eid]], uniq[g.e_dst[eid]]
+    fids = g.fluxion_ids
+    if fids is not None:
+        src, dst = fids.uniq_of(src), fids.uniq_of(dst)
+    s = f'{{"source": "{src}", "target": "{dst}"'
     ss = g.e_ss[eid]
     if ss != CONTAINMENT:
         s += f', "metadata": {{"subsystem": {_q(ss)}}}'
@@ -153,7 +171,8 @@ class JgfWriter:
         self._e: list[str] = []
         self._ss: tuple[tuple[str, ...], list[str]] = ((), [])
         #: False once a matched vertex was left out (below an exclusive one): the text
-        #: then carries ``"writer": uri``, as Fluxion's jgf_shorthand writer does
+        #: then carries ``"writer": uri``, as Fluxion's jgf_shorthand writer does, and from then
+        #: on: Fluxion's ``m_complete`` is never set back (one writer per session, find included)
         self.complete = True
 
     def _subsystems(self, g: ResourceGraph) -> list[str] | None:
@@ -204,7 +223,6 @@ class JgfWriter:
             text += f', "writer": "{self.uri}"'
         self._v = []
         self._e = []
-        self.complete = True
         return text + "}"
 
     def emit(self) -> str:
@@ -225,7 +243,6 @@ class JgfWriter:
         """Drop pending nodes and edges."""
         self._v = []
         self._e = []
-        self.complete = True
 
 
 class JgfShorthandWriter(JgfWriter):
@@ -259,7 +276,7 @@ def subgraph_jgf(
     excl = set(exclusive)
     size = g.v_size
     uniq = g.v_uniq
-    nodes = [vertex_json(g, v, size[v], None, v in excl) for v in order]
+    nodes = [vertex_json(g, v, size[v], None, v in excl, fluxion=False) for v in order]
     edges = []
     for v in order:
         p = g.parent(v, subsystem)

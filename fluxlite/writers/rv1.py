@@ -328,7 +328,7 @@ class _JgfShorthandPart(JgfWriter):
     told ``excl_parent``.  O(emitted vertices).
     """
 
-    __slots__ = ("_ee", "_ex", "_vv")
+    __slots__ = ("_ee", "_ex", "_vv", "finding")
     uri = "fluxion:jgf_shorthand"
 
     def __init__(self) -> None:
@@ -336,6 +336,9 @@ class _JgfShorthandPart(JgfWriter):
         self._vv: list[tuple[int, str]] = []
         self._ee: list[tuple[int, int, str]] = []
         self._ex: set[int] = set()
+        #: a ``find`` is emitting: Fluxion's find passes ``excl_parent`` false, so nothing is
+        #: left out
+        self.finding = False
 
     def emit_vtx(
         self,
@@ -358,7 +361,7 @@ class _JgfShorthandPart(JgfWriter):
 
     def take_text(self) -> str | None:
         ex = self._ex
-        hidden = {d for s, d, _t in self._ee if s in ex}
+        hidden = set() if self.finding else {d for s, d, _t in self._ee if s in ex}
         if hidden:
             self.complete = False
         self._v = [t for v, t in self._vv if v not in hidden]
@@ -387,3 +390,7 @@ class Rv1ShorthandWriter(Rv1Writer):
     def __init__(self) -> None:
         super().__init__()
         self._jgf = _JgfShorthandPart()
+
+    def find_mode(self, on: bool) -> None:
+        """Emit for ``find`` (everything, as Fluxion's find does) while ``on``."""
+        self._jgf.finding = on  # type: ignore[attr-defined]

@@ -76,7 +76,8 @@ def test_size_and_agfilter_positions() -> None:
 
 
 def test_full_key_order_and_edge_metadata() -> None:
-    """All optional keys in Fluxion's order; non-containment edges carry their subsystem."""
+    """All optional keys in Fluxion's order (``emit_vtx_base``'s pack: type, basename, name, id, rank,
+    properties, unit if not empty; then exclusive, size); non-containment edges carry their subsystem."""
     g = ResourceGraph()
     n = g.add_vertex(
         "node",
@@ -101,7 +102,7 @@ def test_full_key_order_and_edge_metadata() -> None:
     w.emit_edg("", g, e2)
     assert w.emit() == (
         '{"graph": {"nodes": [{"id": "8", "metadata": {"type": "memory", "basename": "mem", "id": 0, "rank": -1, '
-        '"size": 4, "paths": {"containment": "/c0/m"}}}, {"id": "7", "metadata": {"type": "node", '
+        '"unit": "GB", "size": 4, "paths": {"containment": "/c0/m"}}}, {"id": "7", "metadata": {"type": "node", '
         '"name": "big-node", "id": 3, "rank": 2, "properties": {"arch": "x86", "zeta": "1"}, "exclusive": true, '
         '"size": 0, "paths": {"containment": "/c0/big-node", "power": "/pdu0/big-node"}, '
         '"ephemeral": {"label": "default"}}}], "edges": [{"source": "7", "target": "8"}, '

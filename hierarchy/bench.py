@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from fluxlite.errors import FluxliteError, InputError
+from fluxlite.revision import extract_revision
 
 __all__ = ["fit_line", "main"]
 
@@ -691,11 +692,9 @@ def run_against(a: argparse.Namespace, bench: Path, requests: list[str], out_dir
         base = Path(tmp) / "baseline"
         base.mkdir()
         try:
-            arch = subprocess.run(["git", "-C", str(repo), "archive", a.baseline], check=True, capture_output=True)
-        except (OSError, subprocess.CalledProcessError) as exc:
-            err = (getattr(exc, "stderr", b"") or b"").decode().strip()
-            raise InputError(f"--baseline {a.baseline}: {err or exc}") from exc
-        subprocess.run(["tar", "-x", "-C", str(base)], input=arch.stdout, check=True)
+            extract_revision(a.baseline, base)
+        except InputError as exc:
+            raise InputError(f"--baseline {a.baseline}: {exc}") from None
         trees = {"this": repo, "baseline": base}
         turns = [
             (r, name) for r in range(a.rounds) for name in (("this", "baseline") if r % 2 == 0 else ("baseline", "this"))

@@ -386,20 +386,16 @@ def _baseline_run(ref: str, args: list[Any]) -> dict[str, Any]:
     import inspect
     import os
     import subprocess
-    import tarfile
     import tempfile
 
-    repo = Path(__file__).resolve().parent.parent
+    from fluxlite.errors import InputError
+    from fluxlite.revision import extract_revision
+
     with tempfile.TemporaryDirectory(prefix="fluxlite-bench-kube-") as d:
-        archive = subprocess.run(
-            ["git", "-C", str(repo), "archive", "--format=tar", ref], capture_output=True, check=False
-        )
-        if archive.returncode != 0:
-            raise RuntimeError(f"git archive {ref}: {archive.stderr.decode(errors='replace').strip()}")
-        tar_path = Path(d, "src.tar")
-        tar_path.write_bytes(archive.stdout)
-        with tarfile.open(tar_path) as tar:
-            tar.extractall(Path(d, "src"), filter="data")
+        try:
+            extract_revision(ref, Path(d, "src"))
+        except InputError as exc:
+            raise RuntimeError(str(exc)) from None
         code = (
             "from __future__ import annotations\nfrom typing import Any\nimport json, sys\n"
             + inspect.getsource(_throughput_run)

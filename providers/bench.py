@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from fluxlite.cli._help import plain
+from fluxlite.errors import InputError
+from fluxlite.revision import extract_revision
 
 __all__ = ["main"]
 
@@ -373,12 +375,10 @@ def attach_only(baseline: str, rounds: int, reps: int, sizes: list[int], out_dir
             base = Path(tmp) / "baseline"
             base.mkdir()
             try:
-                arch = subprocess.run(["git", "-C", str(repo), "archive", baseline], check=True, capture_output=True)
-            except (OSError, subprocess.CalledProcessError) as exc:
-                err = getattr(exc, "stderr", b"") or b""
-                sys.stderr.write(f"fluxlite bench burst: --baseline {baseline}: {err.decode().strip() or exc}\n")
+                extract_revision(baseline, base)
+            except InputError as exc:
+                sys.stderr.write(f"fluxlite bench burst: --baseline {baseline}: {exc}\n")
                 return 2
-            subprocess.run(["tar", "-x", "-C", str(base)], input=arch.stdout, check=True)
             trees["baseline"] = base
             label["baseline"] = f"{baseline} = {_describe_rev(repo, baseline)}"
         samples: dict[str, dict[str, list[float]]] = {k: {} for k in trees}

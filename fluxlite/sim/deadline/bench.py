@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fluxlite.revision import extract_revision
 from fluxlite.sim.deadline.options import COMM_NAMES, LOAD_NAMES, STRATEGY_NAMES, TYPE_NAMES, add_list_option
 
 __all__ = ["BENCH_DESCRIPTION", "add_bench_arguments", "main", "run_bench"]
@@ -119,26 +120,6 @@ print(json.dumps(r))
 """
 
 
-def _baseline_tree(ref: str, into: str) -> None:
-    """Unpack git revision ``ref`` of the checkout this module lives in under ``into``."""
-    from fluxlite.errors import InputError
-
-    repo = Path(__file__).resolve().parents[3]
-    try:
-        arch = subprocess.run(
-            ["git", "-C", str(repo), "archive", "--format=tar", ref, "fluxlite"],
-            capture_output=True,
-            check=True,
-            timeout=120,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        err = getattr(exc, "stderr", b"") or b""
-        raise InputError(
-            f"cannot read git revision {ref!r}: {err.decode(errors='replace').strip() or exc}"
-        ) from None
-    subprocess.run(["tar", "-x", "-C", into], input=arch.stdout, check=True, timeout=120)
-
-
 def _baseline_one(tree: str, args: list[Any]) -> dict[str, Any]:
     """One run of the baseline's ``_one`` in a fresh interpreter whose ``fluxlite`` is ``tree``'s."""
     env = {**__import__("os").environ, "PYTHONPATH": tree}
@@ -185,7 +166,7 @@ def run_bench(a: argparse.Namespace) -> int:
     tmp = tempfile.TemporaryDirectory(prefix="fluxlite-bench-deadline-") if a.baseline else None
     try:
         if tmp is not None:
-            _baseline_tree(a.baseline, tmp.name)
+            extract_revision(a.baseline, Path(tmp.name), "fluxlite")
         print(
             f"deadline bench: {a.jobs}-job trace, load {a.load}, type {a.jtype}, comm {a.comm}, 16x8x4, "
             f"lag {a.lag}, margin {a.margin}, type-2 forks {a.type2_forks}; median of {a.repeat} fresh processes"

@@ -184,13 +184,41 @@ class PlannerMulti:
             if t is None:
                 self.errno = p0.errno
             return t
+        return self._filter(t, duration, counts)
+
+    def _filter(self, t: int | None, duration: int, counts: Sequence[int | None]) -> int | None:
+        """The first of the index-0 planner's candidates, from ``t`` on, that every other type can serve.
+
+        The same answer (and the same iteration state) as taking the
+        candidates one by one (``avail_time_next``) and testing each with
+        ``avail_during``, without visiting the ones in between: when type
+        ``i`` fails at ``t``, no time before its :meth:`Planner.fit_time`
+        can serve it, so the index-0 scan continues from there (capped where
+        every candidate would end after the plan end, so the scan stops on
+        the same candidate).  A type whose count is unknown (added by
+        :meth:`update` during the iteration) is EINVAL, as before.
+        """
+        planners = self._planners
+        n = len(planners)
+        p0 = planners[0]
+        it = p0._iter  # the index-0 planner's own iteration (what its avail_time_next continues)
+        d0, c0 = (it[1], it[2]) if it is not None else (duration, 0)
+        cap = p0._end - d0 + 1  # a candidate at or after this ends after plan_end
         while t is not None:
+            nxt: int | None = None
             for i in range(1, n):
-                if not planners[i].avail_during(t, duration, counts[i]):
+                c = counts[i]
+                if c is None:
+                    self.errno = EINVAL
+                    return None
+                pi = planners[i]
+                if not pi.avail_during(t, duration, c):
+                    nxt = pi.fit_time(t, duration, c)
                     break
             else:
                 return t
-            t = p0.avail_time_next()
+            s = cap if nxt is None or nxt > cap else nxt
+            t = p0._avail_at(s if s > t else t, d0, c0)
         self.errno = p0.errno
         return None
 
@@ -208,23 +236,14 @@ class PlannerMulti:
             self.errno = EINVAL
             return None
         p0 = planners[0]
-        types = self._types
+        t = p0.avail_time_next()
+        if t is None:
+            self.errno = p0.errno
+            return None
+        if n == 1:
+            return t
         ic = self._iter_counts
-        duration = self._iter_duration
-        while True:
-            t = p0.avail_time_next()
-            if t is None:
-                self.errno = p0.errno
-                return None
-            for i in range(1, n):
-                count = ic.get(types[i])
-                if count is None:
-                    self.errno = EINVAL
-                    return None
-                if not planners[i].avail_during(t, duration, count):
-                    break
-            else:
-                return t
+        return self._filter(t, self._iter_duration, [ic.get(typ) for typ in self._types])
 
     def avail_during(self, at: int, duration: int, counts: Sequence[int]) -> bool:
         """Return whether every ``counts[i]`` is free during ``[at, at + duration)``.

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
-from itertools import repeat
+from itertools import islice, repeat
 from operator import ge, indexOf, lt
 
 from fluxlite.errors import PlannerError
@@ -65,6 +65,15 @@ def _iter_from(values: list[int], start: int) -> Iterator[int]:
     it = iter(values)
     it.__setstate__(start)  # type: ignore[attr-defined]
     return it
+
+
+def _first_below(values: list[int], lo: int, hi: int, request: int) -> int:
+    """Return the first index in ``[lo, hi)`` whose value is below ``request``, or -1 (C speed, no copy)."""
+    try:
+        k = indexOf(map(lt, islice(_iter_from(values, lo), hi - lo), repeat(request)), True)
+    except ValueError:
+        return -1
+    return lo + k
 
 
 class Planner:
@@ -208,6 +217,17 @@ class Planner:
         k = bisect_left(times, on_or_after)
         if k > i:
             i = k
+        if request <= 0:
+            # every point fits a request of nothing (free amounts and keys are never negative)
+            if i >= n:
+                self._cursor = n
+                self.errno = ENOENT
+                return None
+            self._cursor = i + 1
+            if times[i] + duration > self._end:
+                self.errno = ENOENT
+                return None
+            return times[i]
         while i < n:
             if keys[i] < request:
                 try:
@@ -221,10 +241,7 @@ class Planner:
                 continue
             j = bisect_left(times, tend, i + 1)
             if j - i > 1:
-                try:
-                    fail = i + 1 + indexOf(map(lt, rem[i + 1 : j], repeat(request)), True)
-                except ValueError:
-                    fail = -1
+                fail = _first_below(rem, i + 1, j, request)
                 if fail >= 0:
                     # Every candidate up to ``fail`` has ``fail`` in its window.
                     i = fail + 1
@@ -381,6 +398,57 @@ class Planner:
             self.errno = ERANGE
             return None
         return self._avail_at(on_or_after, duration, request)
+
+    def fit_time(self, at: int, duration: int, request: int) -> int | None:
+        """Return the earliest time ``t >= at`` at which :meth:`avail_during` ``(t, duration, request)`` holds.
+
+        Any time, not only a scheduled point: ``at`` itself if it fits, else
+        the first point after it whose window fits (between two points the
+        window only meets more points as it moves later).  None when no such
+        time exists (or the window would end after plan_end).  Read-only: the
+        avail-time iteration and :attr:`errno` are left alone.  O(log k +
+        scanned points); what :class:`~fluxlite.planner.PlannerMulti` uses to
+        skip the index-0 type's candidates that another type cannot serve.
+        """
+        if duration < 1 or request > self._total or request < 0:
+            return None
+        end = self._end
+        if at + duration > end:
+            return None
+        times = self._times
+        if times is None:
+            return at
+        rem = self._rem
+        assert rem is not None
+        n = len(times)
+        i = bisect_right(times, at) - 1
+        if i < 0:
+            return at  # a window starting before base_time is not checked (avail_during)
+        if rem[i] >= request:
+            j = bisect_left(times, at + duration, i + 1)
+            fail = _first_below(rem, i + 1, j, request) if j - i > 1 else -1
+            if fail < 0:
+                return at
+            i = fail + 1
+        else:
+            i += 1
+        while i < n:
+            if rem[i] < request:
+                try:
+                    i += 1 + indexOf(map(ge, _iter_from(rem, i + 1), repeat(request)), True)
+                except ValueError:
+                    return None
+            t = times[i]
+            if t + duration > end:
+                return None
+            j = bisect_left(times, t + duration, i + 1)
+            if j - i > 1:
+                fail = _first_below(rem, i + 1, j, request)
+                if fail >= 0:
+                    i = fail + 1
+                    continue
+            return t
+        return None
 
     def unavail_time_first(self, on_or_after: int, request: int) -> int | None:
         """Return the first scheduled point, from the state at ``on_or_after`` on, with fewer than ``request`` free.

@@ -20,6 +20,7 @@ from fluxlite.graph import UP
 from fluxlite.match._vplan import avail_during, overlaps
 from fluxlite.queue._job import ADAPTING, CANCELLED, DONE, PENDING, RUNNING, Job
 from fluxlite.queue._request import request_jobspec
+from fluxlite.queue._spanindex import SpanIndex
 from fluxlite.queue.base import QueuePolicy
 from fluxlite.queue.policies import create_policy
 
@@ -86,6 +87,8 @@ class Queue:
         #: (job, at, node vertices) of the one reservation decided but not yet placed
         self._deferred: tuple[Job, int, list[int]] | None = None
         self._nodes_cache: tuple[Any, int, list[int], set[int]] | None = None
+        #: sorted span starts/ends of bare nodes, open during a pass (see :mod:`fluxlite.queue._spanindex`)
+        self._spanidx: SpanIndex | None = None
 
     # ------------------------------------------------------------------ engine questions
     @property
@@ -241,7 +244,7 @@ class Queue:
         if self._deferred is not None and self._deferred[0] is job:
             self._deferred = None
         if job.jobid in self.engine.jobs:
-            self.engine.cancel(job.jobid)
+            self._changing(job.jobid, self.engine.cancel, job.jobid)
         if self._pending.pop(job.jobid, None) is not None:
             self._order = None
         self._set_resv(job, None)
@@ -273,7 +276,19 @@ class Queue:
 
     def _match(self, job: Job, now: int, op: str) -> Any:
         self.matches += 1
-        return self.engine.match(self.job_request(job), op=op, jobid=job.jobid, at=now, fmt=self.match_format)
+        return self._changing(job.jobid, self.engine.match, self.job_request(job), op=op, jobid=job.jobid,
+                              at=now, fmt=self.match_format)  # fmt: skip
+
+    def _changing(self, owner: int, fn: Callable[..., Any], /, *args: Any, **kw: Any) -> Any:
+        """``fn(*args, **kw)``, an engine call that changes job ``owner``'s spans; the pass's span index follows it."""
+        idx = self._spanidx
+        if idx is None:
+            return fn(*args, **kw)
+        before = idx.job_windows(owner)
+        try:
+            return fn(*args, **kw)
+        finally:
+            idx.changed(owner, before)
 
     def _admitted(self, job: Job, now: int) -> bool:
         if self.admit is None:
@@ -448,7 +463,7 @@ class Queue:
                 items.extend((d, g.v_size[d], True) for d in g.subtree(v, "containment"))
         self.matches += 1
         try:
-            self.engine._allocate_items(job.jobid, items, at, job.walltime, None, reserve)
+            self._changing(job.jobid, self.engine._allocate_items, job.jobid, items, at, job.walltime, None, reserve)
         except (StateError, InputError):
             return False
         return True
@@ -509,8 +524,19 @@ class Queue:
         end = at + wall
         busy: list[tuple[int, int, int]] = []
         idle: list[int] = []
+        idx = self._spanidx
         for v in self._node_vertices():
             if v_status[v] != UP:
+                continue
+            if idx is not None and v not in other:
+                # O(log spans) from the pass's index instead of the scan below
+                last = idx.free_from(v, now, at, end)
+                if last is None:
+                    continue
+                if last == now:
+                    idle.append(v)
+                else:
+                    busy.append((last, v_id[v], v))
                 continue
             if v in other:
                 if not self._node_free(v, at, wall):
@@ -603,11 +629,11 @@ class Queue:
         swap = cands[: len(idle_held)]
         kept_idle = idle_held[: len(idle_held) - len(swap)]
         chosen = [v for v in held if v not in idle_held] + swap + kept_idle
-        eng.cancel(job.jobid)
+        self._changing(job.jobid, eng.cancel, job.jobid)
         if self._place_on(job, chosen, at, reserve=True):
             return
-        back = eng.match(request_jobspec(job.unit, job.size, job.walltime), op="allocate_orelse_reserve",
-                         jobid=job.jobid, at=now)  # fmt: skip
+        back = self._changing(job.jobid, eng.match, request_jobspec(job.unit, job.size, job.walltime),
+                              op="allocate_orelse_reserve", jobid=job.jobid, at=now)  # fmt: skip
         if not back.ok or back.at != at:
             raise StateError(f"job {job.jobid}: could not restore its reservation at {at}", jobid=job.jobid)
 
@@ -618,7 +644,7 @@ class Queue:
             self._set_resv(job, None)
         elif job.resv_at is not None:
             self.released()
-            self.engine.cancel(job.jobid)
+            self._changing(job.jobid, self.engine.cancel, job.jobid)
             self._set_resv(job, None)
 
     def new_since_plan(self, now: int) -> list[Job] | None:
@@ -655,7 +681,11 @@ class Queue:
         """One pass of the policy at ``now``; returns the jobs started."""
         self.passes += 1
         self.pass_jobs += len(self._pending)
-        return self.policy.schedule(self, now)
+        self._spanidx = SpanIndex(self.engine.traverser)
+        try:
+            return self.policy.schedule(self, now)
+        finally:
+            self._spanidx = None
 
     def next_wakeup(self, now: int) -> int | None:
         """The earliest reservation time after ``now`` (a pass is due then), or None."""
@@ -682,7 +712,7 @@ class Queue:
                 else:
                     js = request_jobspec(job.unit, job.size, job.walltime)
                     tid = _TEMP_BASE + job.jobid
-                    r = self.engine.match(js, op="allocate_orelse_reserve", jobid=tid, at=now)
+                    r = self._changing(tid, self.engine.match, js, op="allocate_orelse_reserve", jobid=tid, at=now)
                     if not r.ok:
                         continue
                     temp.append(tid)
@@ -694,7 +724,7 @@ class Queue:
                         break
         finally:
             for tid in temp:
-                self.engine.cancel(tid)
+                self._changing(tid, self.engine.cancel, tid)
         return out
 
     # ------------------------------------------------------------------ resizing
@@ -712,7 +742,7 @@ class Queue:
         if self.free(job.unit, now, dur) < count:
             raise BusyError(f"fewer than {count} {job.unit}s free until the job's end", jobid=job.jobid)
         js = request_jobspec(job.unit, count, dur, per_node_cores)
-        r = self.engine.grow(job.jobid, js, fmt="jgf", now=now)
+        r = self._changing(job.jobid, self.engine.grow, job.jobid, js, fmt="jgf", now=now)
         self._epoch += 1
         job.record(now, job.size + count)
         return r.text
@@ -733,7 +763,7 @@ class Queue:
         self.settle()
         if paths is None:
             paths = self.held(job)[-count:]
-        self.engine.shrink(job.jobid, paths=paths)
+        self._changing(job.jobid, self.engine.shrink, job.jobid, paths=paths)
         self._epoch += 1
         self.released()
         job.record(now, job.size - count)
@@ -742,7 +772,7 @@ class Queue:
     def undo_grow(self, job: Job, jgf: str, now: int, count: int) -> None:
         """Give back what a :meth:`grow` returned a moment ago."""
         self.settle()
-        self.engine.shrink(job.jobid, jgf=jgf)
+        self._changing(job.jobid, self.engine.shrink, job.jobid, jgf=jgf)
         self._epoch += 1
         self.released()
         job.record(now, job.size - count)

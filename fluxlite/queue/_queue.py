@@ -87,8 +87,10 @@ class Queue:
         #: (job, at, node vertices) of the one reservation decided but not yet placed
         self._deferred: tuple[Job, int, list[int]] | None = None
         self._nodes_cache: tuple[Any, int, list[int], set[int]] | None = None
-        #: sorted span starts/ends of bare nodes, open during a pass (see :mod:`fluxlite.queue._spanindex`)
+        #: sorted span starts/ends of bare nodes, opened by a pass's third node scan and closed at its end
+        #: (see :mod:`fluxlite.queue._spanindex`); _scans: node scans in the current pass, -1 outside a pass
         self._spanidx: SpanIndex | None = None
+        self._scans = -1
 
     # ------------------------------------------------------------------ engine questions
     @property
@@ -525,6 +527,12 @@ class Queue:
         busy: list[tuple[int, int, int]] = []
         idle: list[int] = []
         idx = self._spanidx
+        if idx is None and self._scans >= 0:
+            # a pass that scans the nodes again and again (conservative) reads them from an index;
+            # an EASY pass (one reservation) keeps the plain scan, which costs less once
+            self._scans += 1
+            if self._scans > 2:
+                idx = self._spanidx = SpanIndex(tr)
         for v in self._node_vertices():
             if v_status[v] != UP:
                 continue
@@ -681,11 +689,12 @@ class Queue:
         """One pass of the policy at ``now``; returns the jobs started."""
         self.passes += 1
         self.pass_jobs += len(self._pending)
-        self._spanidx = SpanIndex(self.engine.traverser)
+        self._scans = 0
         try:
             return self.policy.schedule(self, now)
         finally:
             self._spanidx = None
+            self._scans = -1
 
     def next_wakeup(self, now: int) -> int | None:
         """The earliest reservation time after ``now`` (a pass is due then), or None."""

@@ -17,7 +17,8 @@ them), O(log spans):
   by ``at``, so the node frees up at the last end ``<= at`` (or is idle).
 
 It is not a copy of allocation state the queue keeps: it lives for one pass
-(:meth:`Queue.schedule` opens and closes it), is built per node from the
+(opened by the pass's third node scan, so an EASY pass keeps the plain
+scan; closed when :meth:`Queue.schedule` returns), is built per node from the
 engine's own dicts on first use, and follows only the queue's own engine
 calls in that pass (the job's spans on its nodes, read from the engine
 before and after each call).  A node whose span count no longer matches the

@@ -96,6 +96,10 @@ def _parser() -> argparse.ArgumentParser:
     bp.add_argument("--nodes", type=int, default=1024, help="machine size in whole nodes (default 1024)")
     bp.add_argument("--passes", type=int, default=3, help="timed passes per cell; the median is reported")
     bp.add_argument("--json", help="write the rows here")
+    bp.add_argument("--baseline", metavar="REF",
+                    help="also run each cell with git revision REF's code (e.g. main), right after this code's")
+    bp.add_argument("--baseline-limit", type=float, default=900.0, metavar="SECONDS",
+                    help="stop a baseline cell after this long and report that it did not finish (900)")
     e = sub.add_parser("experiments", help="run every committed experiment configuration")
     e.add_argument("--out", default="examples/experiments/batch", help="where the results go (examples/experiments/batch)")
     e.add_argument("--only", help="substring of the configuration names to run")
@@ -287,9 +291,38 @@ def _bench_pass(ns: argparse.Namespace) -> int:
             raise InputError(f"unknown queue policy {p!r} (known: {', '.join(POLICIES)})")
     if not depths or min(depths) < 1 or ns.nodes < 2 or ns.passes < 1:
         raise InputError("need depths >= 1, --nodes >= 2 and --passes >= 1")
-    print(f"one scheduling pass after an early end, {ns.nodes} busy nodes (baseline: the first row)")
-    rows = bench_pass(depths, policies, nodes=ns.nodes, passes=ns.passes)
+    if ns.baseline_limit <= 0:
+        raise InputError("--baseline-limit must be > 0")
+    print(f"one scheduling pass after an early end, {ns.nodes} busy nodes (baseline: the first row"
+          + (f"; and git revision {ns.baseline} per cell, CPU time" if ns.baseline else "") + ")")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="fluxlite-bench-pass-") as tree:
+        if ns.baseline:
+            from fluxlite.revision import extract_revision
+            from fluxlite.sim.batch.passbench import baseline_cell
+
+            extract_revision(ns.baseline, Path(tree), "fluxlite")
+        for policy in policies:
+            for depth in depths:
+                r = bench_pass((depth,), (policy,), nodes=ns.nodes, passes=ns.passes)[0]
+                rows.append(r)
+                if not ns.baseline:
+                    continue
+                b = baseline_cell(tree, policy, depth, ns.nodes, ns.passes, ns.baseline_limit)
+                r["baseline"] = ns.baseline
+                if "timeout_s" in b:
+                    r["baseline_timeout_s"] = b["timeout_s"]
+                    print(f"  {'':<13} {ns.baseline}: did not finish in {b['timeout_s']:.0f} s "
+                          "(setup and first plan included)", flush=True)
+                    continue
+                r["baseline_cpu_s_per_pass"] = bc = b["median_s_per_pass"]
+                mine = r["median_cpu_s_per_pass"]
+                r["baseline_over_this"] = bc / mine if mine > 0 else float("nan")
+                print(f"  {'':<13} {ns.baseline}: CPU {bc:.4f} s per pass, {1000 * bc / depth:.4f} ms per queued "
+                      f"job; {r['baseline_over_this']:.1f}x this code's CPU time", flush=True)
+    base = rows[0]["median_s_per_pass"]
     for r in rows:
+        r["ratio_to_first"] = r["median_s_per_pass"] / base if base > 0 else float("nan")
         print(f"{r['policy']:<13} depth {r['depth']:>6}: {r['ratio_to_first']:8.1f}x the baseline")
     if ns.json:
         Path(ns.json).write_text(json.dumps(rows, indent=2) + "\n")

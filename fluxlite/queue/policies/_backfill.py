@@ -30,12 +30,19 @@ reservation): a rebuild would then give the same plan
 (:meth:`Queue.new_since_plan` says why; a test compares both on random
 traces), so only the new jobs are placed.
 
-Cost per rebuilt pass: one cancel and one earliest-fit match per reservation
-(``reservation_depth`` of them, all pending jobs for conservative), one
-root-aggregate query per other pending job (O(log spans)) and a real
-match only for jobs that pass it, none for a shape (size, walltime) that
-already failed in the pass (see :meth:`Queue.try_start`).  ``fluxlite sim
-batch bench-pass`` measures it at queue depths 100 and 10,000.
+Cost per rebuilt pass: one cancel and one earliest-fit placement per
+reservation (``reservation_depth`` of them, all pending jobs for
+conservative), one root-aggregate query per other pending job (O(log
+spans)) and a real match only for jobs that pass it, none for a shape
+(size, walltime) that already failed in the pass (see
+:meth:`Queue.try_start`).  A whole-node reservation's time comes from the
+root aggregate's earliest-time search (``PlannerMulti`` skips the
+candidates the node count cannot serve, ``Planner.fit_time``) and its nodes
+from the pass's span index (:mod:`fluxlite.queue._spanindex`, O(log spans)
+per node); only a job whose count fits but whose nodes do not (the free
+nodes change within its window) goes through the engine's earliest-fit
+walk, which still reads every node's spans per candidate time.  ``fluxlite
+sim batch bench-pass`` measures it at queue depths 100, 1,000 and 10,000.
 """
 
 from __future__ import annotations

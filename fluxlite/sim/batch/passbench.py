@@ -103,7 +103,7 @@ def bench_pass(depths: tuple[int, ...] = (100, 10000), policies: tuple[str, ...]
 _BASELINE_CODE = """
 import json, sys, time, types
 import fluxlite.sim.batch.passbench as pb
-pb.time = types.SimpleNamespace(perf_counter=time.process_time)
+pb.time = types.SimpleNamespace(perf_counter=time.process_time, process_time=time.process_time)
 a = json.loads(sys.argv[1])
 rows = pb.bench_pass((a["depth"],), (a["policy"],), nodes=a["nodes"], passes=a["passes"], seed=a["seed"],
                      progress=False)

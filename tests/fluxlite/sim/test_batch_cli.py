@@ -89,3 +89,23 @@ def test_config_may_name_the_outputs(tmp_path):
     assert (tmp_path / "jobs.csv").read_text().startswith("jobid")
     assert main(["run", "--config", str(cfg), "--json", str(tmp_path / "b.json")]) == 0
     assert (tmp_path / "b.json").exists()
+
+
+def test_bench_pass_against_a_baseline_revision(tmp_path, capsys):
+    """--baseline HEAD: each cell is also run by that revision's own bench_pass; a cell over the limit is
+    reported as not finished (and its process stopped); a bad revision is one line."""
+    from fluxlite.sim.batch.passbench import baseline_cell
+
+    out = tmp_path / "p.json"
+    rc = main(["bench-pass", "--depths", "6", "--policies", "conservative", "--passes", "1", "--nodes", "8",
+               "--baseline", "HEAD", "--json", str(out)])  # fmt: skip
+    assert rc == 0
+    (row,) = json.loads(out.read_text())
+    assert row["baseline"] == "HEAD" and row["baseline_cpu_s_per_pass"] > 0 and row["baseline_over_this"] > 0
+    assert row["reservations"] >= 1
+    assert "HEAD: CPU" in capsys.readouterr().out
+    got = baseline_cell(str(tmp_path), "conservative", 6, 8, 1, limit=0.001)
+    assert got["timeout_s"] == 0.001
+    assert main(["bench-pass", "--depths", "6", "--baseline", "no-such-revision-xyz"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no-such-revision-xyz" in err[0]

@@ -114,3 +114,44 @@ def observable(eng: Engine, times: list[int]) -> tuple:
     g = eng.graph
     status = {v: g.v_status[v] for v in g.vertices()}
     return jobs, dict(eng.jobs), aggs, status, tr.nodes_up
+
+
+def one_by_one_first(pm: Any, on_or_after: int, duration: int, counts: Any) -> int | None:
+    """``PlannerMulti.avail_time_first`` as Fluxion runs it: every index-0 candidate tested in turn."""
+    ps = pm._planners
+    if len(ps) < 1 or len(counts) != len(ps):
+        pm.errno = "EINVAL"
+        return None
+    pm._iter_on_or_after, pm._iter_duration = on_or_after, duration
+    for typ, c in zip(pm._types, counts):
+        pm._iter_counts[typ] = c
+    return _one_by_one(pm, ps[0].avail_time_first(on_or_after, duration, counts[0]), duration, list(counts))
+
+
+def one_by_one_next(pm: Any) -> int | None:
+    """``PlannerMulti.avail_time_next`` as Fluxion runs it (see :func:`one_by_one_first`)."""
+    t = pm._planners[0].avail_time_next()
+    if t is None:
+        pm.errno = pm._planners[0].errno
+        return None
+    return _one_by_one(pm, t, pm._iter_duration, [pm._iter_counts.get(typ) for typ in pm._types])
+
+
+def _one_by_one(pm: Any, t: int | None, duration: int, counts: list[Any]) -> int | None:
+    ps = pm._planners
+    if len(ps) == 1:
+        if t is None:
+            pm.errno = ps[0].errno
+        return t
+    while t is not None:
+        for i in range(1, len(ps)):
+            if counts[i] is None:
+                pm.errno = "EINVAL"
+                return None
+            if not ps[i].avail_during(t, duration, counts[i]):
+                break
+        else:
+            return t
+        t = ps[0].avail_time_next()
+    pm.errno = ps[0].errno
+    return None

@@ -21,45 +21,7 @@ import pytest
 
 from fluxlite.errors import PlannerError
 from fluxlite.planner import Planner, PlannerMulti
-
-
-def _ref_first(pm: PlannerMulti, ooa: int, d: int, counts: list[int]) -> int | None:
-    ps = pm._planners
-    if len(counts) != len(ps):
-        return None
-    for typ, c in zip(pm._types, counts):
-        pm._iter_counts[typ] = c
-    pm._iter_on_or_after, pm._iter_duration = ooa, d
-    t = ps[0].avail_time_first(ooa, d, counts[0])
-    return _ref_loop(pm, t, d, counts)
-
-
-def _ref_loop(pm: PlannerMulti, t: int | None, d: int, counts: list[int | None]) -> int | None:
-    ps = pm._planners
-    if len(ps) == 1:
-        pm.errno = ps[0].errno if t is None else pm.errno
-        return t
-    while t is not None:
-        for i in range(1, len(ps)):
-            if counts[i] is None:
-                pm.errno = "EINVAL"
-                return None
-            if not ps[i].avail_during(t, d, counts[i]):
-                break
-        else:
-            return t
-        t = ps[0].avail_time_next()
-    pm.errno = ps[0].errno
-    return None
-
-
-def _ref_next(pm: PlannerMulti) -> int | None:
-    ps = pm._planners
-    t = ps[0].avail_time_next()
-    if t is None:
-        pm.errno = ps[0].errno
-        return None
-    return _ref_loop(pm, t, pm._iter_duration, [pm._iter_counts.get(typ) for typ in pm._types])
+from tests.fluxlite.helpers import one_by_one_first, one_by_one_next
 
 
 def _iter_state(pm: PlannerMulti) -> tuple:
@@ -107,7 +69,7 @@ def test_multi_search_equals_one_by_one(seed: int) -> None:
             counts = [rng.randint(0, t + 1) for t in pm._totals]
             ref = copy.deepcopy(pm)
             got = [pm.avail_time_first(ooa, d, counts)]
-            want = [_ref_first(ref, ooa, d, counts)]
+            want = [one_by_one_first(ref, ooa, d, counts)]
             assert (got, pm.errno) == (want, ref.errno)
             assert _iter_state(pm) == _iter_state(ref)
             for k in range(rng.randint(0, 8)):
@@ -116,7 +78,7 @@ def test_multi_search_equals_one_by_one(seed: int) -> None:
                     for m in (pm, ref):
                         m.update([*m._totals, 5][: len(types)], types)
                 got.append(pm.avail_time_next())
-                want.append(_ref_next(ref))
+                want.append(one_by_one_next(ref))
                 assert (got, pm.errno) == (want, ref.errno)
                 assert _iter_state(pm) == _iter_state(ref)
                 checked += 1

@@ -13,8 +13,6 @@ early ends (the ``bench-pass`` setup, scaled down).
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 import fluxlite.queue._queue as queue_mod
@@ -24,41 +22,8 @@ from fluxlite.sim.batch.model import SpeedupModel
 from fluxlite.sim.batch.passbench import _setup
 from fluxlite.sim.batch.sim import BatchConfig, BatchSim
 from fluxlite.sim.batch.workloads import SimJob, Workload
-
-
-def _one_by_one_first(self, on_or_after, duration, counts):
-    ps = self._planners
-    if len(ps) < 1 or len(counts) != len(ps):
-        self.errno = "EINVAL"
-        return None
-    self._iter_on_or_after, self._iter_duration = on_or_after, duration
-    for typ, c in zip(self._types, counts):
-        self._iter_counts[typ] = c
-    return _one_by_one(self, ps[0].avail_time_first(on_or_after, duration, counts[0]), duration, list(counts))
-
-
-def _one_by_one_next(self):
-    t = self._planners[0].avail_time_next()
-    if t is None:
-        self.errno = self._planners[0].errno
-        return None
-    return _one_by_one(self, t, self._iter_duration, [self._iter_counts.get(typ) for typ in self._types])
-
-
-def _one_by_one(self, t, duration, counts):
-    ps = self._planners
-    while t is not None:
-        for i in range(1, len(ps)):
-            if counts[i] is None:
-                self.errno = "EINVAL"
-                return None
-            if not ps[i].avail_during(t, duration, counts[i]):
-                break
-        else:
-            return t
-        t = ps[0].avail_time_next()
-    self.errno = ps[0].errno
-    return None
+from tests.fluxlite.helpers import one_by_one_first, one_by_one_next
+from tests.fluxlite.queue.test_fast_paths import _trace
 
 
 @pytest.fixture
@@ -66,8 +31,8 @@ def reference(monkeypatch):
     """Switch to the one-by-one search and plain span scans (call it to turn them on)."""
 
     def on():
-        monkeypatch.setattr(PlannerMulti, "avail_time_first", _one_by_one_first)
-        monkeypatch.setattr(PlannerMulti, "avail_time_next", _one_by_one_next)
+        monkeypatch.setattr(PlannerMulti, "avail_time_first", one_by_one_first)
+        monkeypatch.setattr(PlannerMulti, "avail_time_next", one_by_one_next)
         monkeypatch.setattr(queue_mod, "SpanIndex", lambda tr: None)
 
     return on
@@ -76,18 +41,6 @@ def reference(monkeypatch):
 def _plan(q) -> list:
     """Every pending job's reservation (time, nodes) in priority order."""
     return [(j.jobid, j.resv_at, q.held(j) if j.resv_at is not None else None) for j in q.ordered_pending()]
-
-
-def _trace(n: int, nodes: int, seed: int) -> list[tuple[int, int, int, int]]:
-    rng = random.Random(seed)
-    rows, t = [], 0
-    for _ in range(n):
-        t += rng.choice((0, 0, 0, 1, 3, 20, 200))
-        wall = rng.choice((60, 120, 300, 900, 1800))
-        size = rng.randint(1, 3) if rng.random() < 0.5 else rng.randint(1, nodes // 2)
-        run = wall if rng.random() < 0.2 else max(1, int(wall * rng.uniform(0.05, 1.0)))
-        rows.append((size, run, wall, t))
-    return rows
 
 
 def _run_sim(rows, nodes: int, queue: str) -> tuple[list, list]:
@@ -115,7 +68,7 @@ def _run_sim(rows, nodes: int, queue: str) -> tuple[list, list]:
 
 
 @pytest.mark.parametrize(("queue", "nodes", "seed", "n"), [
-    ("conservative", 24, 11, 80), ("conservative", 128, 12, 70), ("easy", 24, 13, 80), ("hybrid", 64, 14, 70),
+    ("conservative", 24, 11, 60), ("conservative", 96, 12, 40), ("easy", 24, 13, 80), ("hybrid", 64, 14, 70),
 ])  # fmt: skip
 def test_sim_plans_identical_to_one_by_one_search(reference, queue, nodes, seed, n):
     rows = _trace(n, nodes, seed)

@@ -44,6 +44,9 @@ __all__ = [
 
 #: static grid allocators usable as match policies (registered in fluxlite.match.policies.PLACEMENTS)
 GRID_POLICIES = tuple(ALLOCATORS)
+_EMPTY = np.zeros(0, dtype=np.int64)
+_EMPTY.setflags(write=False)
+
 #: grow/shrink strategies (registered in fluxlite.match.policies.PLACEMENTS)
 LEAK_STRATEGIES = ("leak", "leak-noncontig")
 
@@ -310,28 +313,55 @@ class GridOps:
         self._entry = 0
         #: jobid -> LeakJob
         self.leak_jobs: dict[int, LeakJob] = {}
+        # _spans's cache, checked against the engine at every call: per grid index, a copy of
+        # the node's xspans dict when last read and its windows' starts and ends; then all
+        # nodes' windows as (grid index, start, end)
+        self._seen: list[dict[int, tuple[int, int]] | None] = [None] * gi.n
+        self._node_s: list[np.ndarray] = [_EMPTY] * gi.n
+        self._node_e: list[np.ndarray] = [_EMPTY] * gi.n
+        self._flat: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     # ------------------------------------------------------------ state, read from the engine
     def _spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(grid index, start, end) of every job window on every node (from ``xspans``).
+        """(grid index, start, end) of every job window on every node (from ``xspans``), read-only arrays.
 
-        Read afresh at every call (no copy of the state is kept); the windows are gathered by
-        ``np.fromiter`` over chained iterators, so the loop over every span runs in C.
+        Read from the engine at every call, node by node: a node's windows are
+        flattened again only when its ``xspans`` dict differs from the copy taken
+        the last time (``dict ==`` in C, no Python loop over the spans), and the
+        three arrays are concatenated again only when some node changed.  The
+        copies are a cache checked against the engine each time, never a second
+        source of truth: whatever changed the engine (a match, a cancel, a
+        restore) shows as a differing dict.  The order of the windows within a
+        node is not meaningful.
         """
         xspans = self.eng.traverser.xspans
-        per_node = [xspans[v] for v in self._node_vid]
-        n = len(per_node)
-        counts = np.fromiter((len(xs) if xs else 0 for xs in per_node), dtype=np.int64, count=n)
-        total = int(counts.sum())
-        if total == 0:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty.copy(), empty.copy()
-        flat = np.fromiter(
-            chain.from_iterable(chain.from_iterable(xs.values() for xs in per_node if xs)),
-            dtype=np.int64,
-            count=2 * total,
-        )
-        return np.repeat(np.arange(n, dtype=np.int64), counts), flat[0::2].copy(), flat[1::2].copy()
+        seen = self._seen
+        changed = False
+        for i, v in enumerate(self._node_vid):
+            xs = xspans[v]
+            old = seen[i]
+            if xs:
+                if old is not None and old == xs:
+                    continue
+                seen[i] = dict(xs)
+                flat = np.fromiter(chain.from_iterable(xs.values()), dtype=np.int64, count=2 * len(xs))
+                self._node_s[i] = flat[0::2]
+                self._node_e[i] = flat[1::2]
+            else:
+                if old is None:
+                    continue
+                seen[i] = None
+                self._node_s[i] = self._node_e[i] = _EMPTY
+            changed = True
+        if changed or self._flat is None:
+            counts = np.fromiter(map(len, self._node_s), dtype=np.int64, count=len(self._node_s))
+            idx = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+            s = np.concatenate(self._node_s)
+            e = np.concatenate(self._node_e)
+            for a in (idx, s, e):
+                a.setflags(write=False)
+            self._flat = (idx, s, e)
+        return self._flat
 
     def _down(self) -> np.ndarray:
         st = self.eng.graph.v_status

@@ -313,10 +313,11 @@ class GridOps:
         self._entry = 0
         #: jobid -> LeakJob
         self.leak_jobs: dict[int, LeakJob] = {}
-        # _spans's cache, checked against the engine at every call: per grid index, a copy of
-        # the node's xspans dict when last read and its windows' starts and ends; then all
-        # nodes' windows as (grid index, start, end)
-        self._seen: list[dict[int, tuple[int, int]] | None] = [None] * gi.n
+        # _spans's cache, checked against the engine at every call: per grid index, the node's
+        # xspans dict when last read with the vertex's change counter and the dict's length, and
+        # its windows' starts and ends; then all nodes' windows as (grid index, start, end)
+        self._cols: list[Any] | None = None
+        self._stamps: list[tuple[Any, int, int] | None] = [None] * gi.n
         self._node_s: list[np.ndarray] = [_EMPTY] * gi.n
         self._node_e: list[np.ndarray] = [_EMPTY] * gi.n
         self._flat: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -326,31 +327,39 @@ class GridOps:
         """(grid index, start, end) of every job window on every node (from ``xspans``), read-only arrays.
 
         Read from the engine at every call, node by node: a node's windows are
-        flattened again only when its ``xspans`` dict differs from the copy taken
-        the last time (``dict ==`` in C, no Python loop over the spans), and the
-        three arrays are concatenated again only when some node changed.  The
-        copies are a cache checked against the engine each time, never a second
-        source of truth: whatever changed the engine (a match, a cancel, a
-        restore) shows as a differing dict.  The order of the windows within a
-        node is not meaningful.
+        flattened again only when the engine changed its ``xspans`` since the
+        last read, and the three arrays are concatenated again only when some
+        node changed.  A change is seen through the traverser's per-vertex
+        change counter (``_epoch``: bumped by every update and release walk
+        through the vertex, and by every purge of a vertex's job state), the
+        identity of the node's dict (a vertex added or removed, a restore) and
+        its length.  The arrays are a cache checked against the engine at each
+        call, never a second source of truth.  The order of the windows within
+        a node is not meaningful.
         """
-        xspans = self.eng.traverser.xspans
-        seen = self._seen
+        tr = self.eng.traverser
+        xspans = tr.xspans
+        ep = tr._epoch
+        stamps = self._stamps
+        if xspans is not self._cols:  # another traverser or column: read everything again
+            self._cols = xspans
+            stamps[:] = [None] * len(stamps)
+            self._flat = None
         changed = False
         for i, v in enumerate(self._node_vid):
             xs = xspans[v]
-            old = seen[i]
+            st = stamps[i]
+            e = ep.get(v, 0)
+            if st is not None and st[0] is xs and st[1] == e and (xs is None or st[2] == len(xs)):
+                continue
             if xs:
-                if old is not None and old == xs:
-                    continue
-                seen[i] = dict(xs)
+                # the stamp holds the dict itself: its id cannot be reused while it is compared
+                stamps[i] = (xs, e, len(xs))
                 flat = np.fromiter(chain.from_iterable(xs.values()), dtype=np.int64, count=2 * len(xs))
                 self._node_s[i] = flat[0::2]
                 self._node_e[i] = flat[1::2]
             else:
-                if old is None:
-                    continue
-                seen[i] = None
+                stamps[i] = (xs, e, 0)
                 self._node_s[i] = self._node_e[i] = _EMPTY
             changed = True
         if changed or self._flat is None:
@@ -358,8 +367,8 @@ class GridOps:
             idx = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
             s = np.concatenate(self._node_s)
             e = np.concatenate(self._node_e)
-            for a in (idx, s, e):
-                a.setflags(write=False)
+            for arr in (idx, s, e):
+                arr.setflags(write=False)
             self._flat = (idx, s, e)
         return self._flat
 

@@ -366,6 +366,8 @@ class ReleaseStage:
 
     def _purge_vertex(self, u: int, jobid: int) -> tuple[int, int, int] | None:
         """Remove every piece of ``jobid``'s state on ``u``; return its own span as (amount, start, end)."""
+        ep = self._epoch  # a change to the vertex, as in the release walk (readers compare it)
+        ep[u] = ep.get(u, 0) + 1
         for col in (self.tags, self.xspans):
             d = col[u]
             if d is not None and jobid in d:

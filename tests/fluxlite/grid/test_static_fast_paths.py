@@ -16,6 +16,7 @@ import pytest
 from fluxlite.api import Engine
 from fluxlite.grid.ops import GridOps
 from fluxlite.match._vplan import overlaps
+from fluxlite.match.release import ReleaseStage
 from fluxlite.match.update import UpdateStage
 from fluxlite.sim.deadline.placement import Machine
 from fluxlite.sim.deadline.sim import simulate
@@ -77,12 +78,12 @@ def test_the_static_fast_paths_give_every_job_the_straightforward_outcome(
     assert any(p[3] for p in fast[4])
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_update_allocate_refuses_exactly_what_the_span_by_span_check_refuses(seed: int) -> None:
+def _session(seed: int) -> list[tuple]:
     """Random exact allocations (whole nodes, single cores, grows, reservations ahead), cancels and
     partial releases on a grid whose nodes and cores hold many windows: each allocation is refused,
     with the same vertex and reason, exactly when the check of every item's spans refuses it, a
-    refusal changes nothing, and ``GridOps._spans`` always gives every node's windows."""
+    refusal changes nothing, and ``GridOps._spans`` always gives every node's windows.  Returns the
+    engine's state after every step."""
     import random
 
     from fluxlite.errors import StateError
@@ -94,6 +95,7 @@ def test_update_allocate_refuses_exactly_what_the_span_by_span_check_refuses(see
     tr = eng.traverser
     ops = eng.grid
     kinds = {"ok": 0, "refused": 0}
+    steps = []
     for jobid in range(1, 400):
         at = rng.randrange(0, 2000)
         d = rng.randrange(1, 300)
@@ -136,4 +138,22 @@ def test_update_allocate_refuses_exactly_what_the_span_by_span_check_refuses(see
         # the windows GridOps reads are the engine's, whatever changed it
         fast, ref = ops._spans(), _reference_spans(ops)
         assert sorted(zip(*map(list, fast))) == sorted(zip(*map(list, ref)))
+        steps.append(snapshot(eng))
     assert kinds["ok"] > 50 and kinds["refused"] > 50, kinds
+    return steps
+
+
+def _reference_mod_kids(self: ReleaseStage, out: list[int], jobid: int) -> int:
+    """The release walk's rule for a vertex's children, one recursive call each."""
+    return sum(self._mod_dfv(self.g.e_dst[e], jobid) for e in out)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_update_allocate_and_release_give_what_the_straightforward_rules_give(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = _session(seed)
+    with monkeypatch.context() as mp:
+        mp.setattr(ReleaseStage, "_mod_kids", _reference_mod_kids)
+        slow = _session(seed)
+    assert fast == slow

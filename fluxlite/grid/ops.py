@@ -44,6 +44,9 @@ __all__ = [
 
 #: static grid allocators usable as match policies (registered in fluxlite.match.policies.PLACEMENTS)
 GRID_POLICIES = tuple(ALLOCATORS)
+_EMPTY = np.zeros(0, dtype=np.int64)
+_EMPTY.setflags(write=False)
+
 #: grow/shrink strategies (registered in fluxlite.match.policies.PLACEMENTS)
 LEAK_STRATEGIES = ("leak", "leak-noncontig")
 
@@ -310,28 +313,64 @@ class GridOps:
         self._entry = 0
         #: jobid -> LeakJob
         self.leak_jobs: dict[int, LeakJob] = {}
+        # _spans's cache, checked against the engine at every call: per grid index, the node's
+        # xspans dict when last read with the vertex's change counter and the dict's length, and
+        # its windows' starts and ends; then all nodes' windows as (grid index, start, end)
+        self._cols: list[Any] | None = None
+        self._stamps: list[tuple[Any, int, int] | None] = [None] * gi.n
+        self._node_s: list[np.ndarray] = [_EMPTY] * gi.n
+        self._node_e: list[np.ndarray] = [_EMPTY] * gi.n
+        self._flat: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     # ------------------------------------------------------------ state, read from the engine
     def _spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(grid index, start, end) of every job window on every node (from ``xspans``).
+        """(grid index, start, end) of every job window on every node (from ``xspans``), read-only arrays.
 
-        Read afresh at every call (no copy of the state is kept); the windows are gathered by
-        ``np.fromiter`` over chained iterators, so the loop over every span runs in C.
+        Read from the engine at every call, node by node: a node's windows are
+        flattened again only when the engine changed its ``xspans`` since the
+        last read, and the three arrays are concatenated again only when some
+        node changed.  A change is seen through the traverser's per-vertex
+        change counter (``_epoch``: bumped by every update and release walk
+        through the vertex, and by every purge of a vertex's job state), the
+        identity of the node's dict (a vertex added or removed, a restore) and
+        its length.  The arrays are a cache checked against the engine at each
+        call, never a second source of truth.  The order of the windows within
+        a node is not meaningful.
         """
-        xspans = self.eng.traverser.xspans
-        per_node = [xspans[v] for v in self._node_vid]
-        n = len(per_node)
-        counts = np.fromiter((len(xs) if xs else 0 for xs in per_node), dtype=np.int64, count=n)
-        total = int(counts.sum())
-        if total == 0:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty.copy(), empty.copy()
-        flat = np.fromiter(
-            chain.from_iterable(chain.from_iterable(xs.values() for xs in per_node if xs)),
-            dtype=np.int64,
-            count=2 * total,
-        )
-        return np.repeat(np.arange(n, dtype=np.int64), counts), flat[0::2].copy(), flat[1::2].copy()
+        tr = self.eng.traverser
+        xspans = tr.xspans
+        ep = tr._epoch
+        stamps = self._stamps
+        if xspans is not self._cols:  # another traverser or column: read everything again
+            self._cols = xspans
+            stamps[:] = [None] * len(stamps)
+            self._flat = None
+        changed = False
+        for i, v in enumerate(self._node_vid):
+            xs = xspans[v]
+            st = stamps[i]
+            e = ep.get(v, 0)
+            if st is not None and st[0] is xs and st[1] == e and (xs is None or st[2] == len(xs)):
+                continue
+            if xs:
+                # the stamp holds the dict itself: its id cannot be reused while it is compared
+                stamps[i] = (xs, e, len(xs))
+                flat = np.fromiter(chain.from_iterable(xs.values()), dtype=np.int64, count=2 * len(xs))
+                self._node_s[i] = flat[0::2]
+                self._node_e[i] = flat[1::2]
+            else:
+                stamps[i] = (xs, e, 0)
+                self._node_s[i] = self._node_e[i] = _EMPTY
+            changed = True
+        if changed or self._flat is None:
+            counts = np.fromiter(map(len, self._node_s), dtype=np.int64, count=len(self._node_s))
+            idx = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+            s = np.concatenate(self._node_s)
+            e = np.concatenate(self._node_e)
+            for arr in (idx, s, e):
+                arr.setflags(write=False)
+            self._flat = (idx, s, e)
+        return self._flat
 
     def _down(self) -> np.ndarray:
         st = self.eng.graph.v_status

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from fluxlite.match._common import (
     _drop,
     _own,
+    _Shared,
 )
 
 
@@ -69,18 +70,16 @@ class ReleaseStage:
                 for v in dict.fromkeys(kids):
                     rc += self._mod_dfv(v, jobid)
                 continue
-            if len(g.out) == 1:
-                rc += self._mod_kids(out, jobid)
-                continue
-            for e in out:
-                rc += self._mod_dfv(g.e_dst[e], jobid)
+            # the walk reads and changes the dominant subsystem's state only, so the
+            # children's shortcuts hold whatever other subsystems the graph has
+            rc += self._mod_kids(out, jobid)
         self.postorder += 1
         return rc
 
     def _mod_kids(self, out: list[int], jobid: int) -> int:
         """_mod_dfv of ``u``'s children, with leaves held by ``jobid`` alone cleared inline.
 
-        Such a leaf (one subsystem, no aggregate) ends exactly as the
+        Such a leaf (no children in the dominant subsystem, no aggregate) ends exactly as the
         recursive call would leave it -- its tag, window and own span gone --
         without the calls: cancel costs O(job's vertices) with a small
         constant.
@@ -97,6 +96,8 @@ class ReleaseStage:
         # The leaves of one allocation share their four dicts (see UpdateStage._upd_dfv):
         # a leaf holding exactly the dicts the previous leaf was cleared of ends the same way.
         last = None
+        #: (the five dicts a leaf held, what _mod_dfv left it): see below
+        shared: tuple[tuple, tuple] | None = None
         for e in out:
             v = dst[e]
             if col[v]:
@@ -120,7 +121,28 @@ class ReleaseStage:
                     tags[v] = xspans[v] = table[v] = vspans[v] = None
                     continue
             if len(tg) != 1 or xs is None or len(xs) != 1 or jobid not in xs or (j2s is not None and j2s[v]):
-                rc += self._mod_dfv(v, jobid)
+                # a leaf other jobs hold too: the leaves of one allocation share their dicts
+                # (_Shared, never changed in place), and _drop's memo gives each shared dict one
+                # successor per walk, so a leaf holding the same five dicts as the leaf before it
+                # ends with that leaf's new dicts (what _mod_dfv would give it, without the calls)
+                olds = (tg, xs, allocs[v], resvs[v], vspans[v])
+                if (
+                    shared is not None
+                    and all(a is b for a, b in zip(shared[0], olds, strict=True))
+                    and not (j2s is not None and j2s[v])
+                ):
+                    ep[v] = ep.get(v, 0) + 1
+                    if self._ep_log is not None:
+                        self._ep_log.append(v)
+                    tags[v], xspans[v], allocs[v], resvs[v], vspans[v] = shared[1]
+                    pre += 1
+                    post += 1
+                    continue
+                r = self._mod_dfv(v, jobid)
+                rc += r
+                shared = None
+                if r == 0 and all(d is None or type(d) is _Shared for d in olds):
+                    shared = (olds, (tags[v], xspans[v], allocs[v], resvs[v], vspans[v]))
                 continue
             pre += 1
             ep[v] = ep.get(v, 0) + 1
@@ -366,6 +388,8 @@ class ReleaseStage:
 
     def _purge_vertex(self, u: int, jobid: int) -> tuple[int, int, int] | None:
         """Remove every piece of ``jobid``'s state on ``u``; return its own span as (amount, start, end)."""
+        ep = self._epoch  # a change to the vertex, as in the release walk (readers compare it)
+        ep[u] = ep.get(u, 0) + 1
         for col in (self.tags, self.xspans):
             d = col[u]
             if d is not None and jobid in d:

@@ -22,7 +22,7 @@ from fluxlite.match._common import (
     _own,
     _Shared,
 )
-from fluxlite.match._vplan import overlaps
+from fluxlite.match._vplan import avail_during, overlaps
 from fluxlite.planner import PlannerMulti
 from fluxlite.writers.simple import SimpleWriter
 
@@ -523,14 +523,10 @@ class UpdateStage:
         if duration <= 0 or at < self.graph_start or at + duration > self.graph_end:
             self.err_msg = f"update: invalid time window ({at}, {duration})\n"
             return -1
-        for v, units, excl in items:
-            if excl:
-                if self._avail(v, at, duration) < units:
-                    self.err_msg = f"update: {g.path(v, dom) or g.v_name[v]} is not free for the window\n"
-                    return -1
-                if overlaps(self.xspans[v], at, duration) and self.tags[v] and jobid not in self.tags[v]:
-                    self.err_msg = f"update: {g.path(v, dom) or g.v_name[v]} is in use by another job\n"
-                    return -1
+        bad = self._update_check(jobid, items, at, duration)
+        if bad is not None:
+            self.err_msg = f"update: {g.path(bad[0], dom) or g.v_name[bad[0]]} {bad[1]}\n"
+            return -1
         self._sync_edges()
         self.tick()
         token = self.token
@@ -562,6 +558,54 @@ class UpdateStage:
             jobid=jobid, at=at, now=at, duration=duration, alloc_type=AT_RESERVE if reserve else AT_ALLOC
         )
         return self.update(root, writer, meta)
+
+    def _update_check(
+        self, jobid: int, items: Sequence[tuple[int, int, bool]], at: int, duration: int
+    ) -> tuple[int, str] | None:
+        """The first exclusive item of ``update_allocate`` that cannot be had over the window, and why.
+
+        An item fails when fewer than its units are free over the window (its
+        own spans) or when another job uses it then (its ``xspans``, while the
+        job does not already hold it).  A vertex's ``xspans`` holds every job
+        that uses it or anything below it, over a window that covers the
+        windows below (a grow widens it), so when an item's parent is an item
+        whose ``xspans`` meets the window nowhere, the item's does not either
+        and is not read (the cores listed after their node: one ``xspans``
+        read per node instead of one per core).  Every item's own spans are
+        read (a grow onto a vertex the job already holds may leave a span
+        there that no ``xspans`` window covers), once per span dict: the
+        leaves of one allocation share theirs.
+        """
+        g = self.g
+        xspans, tags, vspans, vsize = self.xspans, self.tags, self.vspans, g.v_size
+        pcol = g.parent_edge[self.dom]
+        src = g.e_src
+        clear: set[int] = set()
+        # leaves of one allocation share their span dicts: each dict (and size) is read once
+        free: dict[tuple[int, int], int] = {}
+        for v, units, excl in items:
+            if not excl:
+                continue
+            pe = pcol[v]
+            if pe >= 0 and src[pe] in clear:
+                live = False
+            else:
+                live = overlaps(xspans[v], at, duration)
+            if not live:
+                clear.add(v)
+            sp = vspans[v]
+            if sp:
+                key = (id(sp), vsize[v])
+                avail = free.get(key)
+                if avail is None:
+                    avail = free[key] = avail_during(sp, vsize[v], at, duration)
+            else:
+                avail = vsize[v]
+            if avail < units:
+                return v, "is not free for the window"
+            if live and tags[v] and jobid not in tags[v]:
+                return v, "is in use by another job"
+        return None
 
     def _subtree_counts(self, ss: str, r: int) -> dict[str, int]:
         """Units of every pruning type in the subtree of ``r`` (``r`` included).  O(subtree)."""

@@ -35,6 +35,8 @@ started again; its run is redone.
 from __future__ import annotations
 
 import csv
+import dataclasses
+import functools
 import os
 import signal
 import threading
@@ -126,6 +128,37 @@ def trace_seed(seed: int, load: str, jtype: str, trace: int) -> int:
 
 
 def make_jobs(spec: RunSpec) -> list[Any]:
+    """The jobs of ``spec``'s trace (a new list; the jobs are frozen).
+
+    The trace depends only on the fields of :func:`_trace_key`, so the runs
+    of one trace (every strategy and communication style: ten runs in a
+    trace-major sweep) share one generation per process, from a small cache.
+    """
+    return list(_cached_trace(_trace_key(spec)))
+
+
+def _trace_key(spec: RunSpec) -> RunSpec:
+    """``spec`` with the fields that do not change the trace set to their defaults."""
+    return dataclasses.replace(
+        spec,
+        strategy="",
+        comm="",
+        backend="auto",
+        comm_model="",
+        leak_start="core",
+        type2_forks="leak",
+        static_shift="later",
+        manhattan_growth="free",
+        torus=False,
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_trace(spec: RunSpec) -> tuple[Any, ...]:
+    return tuple(_generate(spec))
+
+
+def _generate(spec: RunSpec) -> list[Any]:
     from fluxlite.sim.deadline.workload import from_swf, lublin_trace
 
     s = trace_seed(spec.seed, spec.load, spec.type, spec.trace)

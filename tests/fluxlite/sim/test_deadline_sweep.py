@@ -176,3 +176,26 @@ def test_cli_run_sweep_plot_and_errors(tmp_path, capsys) -> None:
         main(["run", "--grid", "0x3"])
     assert ei.value.code == 2
     assert main(["plot", str(rj)]) == 2
+
+
+def test_runs_sharing_a_cached_trace_give_the_rows_of_a_fresh_trace_each(tmp_path, monkeypatch) -> None:
+    """The runs of one trace share one generation per process (``_cached_trace``): every row equals
+    the row of a run that generates its trace afresh, and only a change of a trace field (here the
+    walltime margin) gives another trace."""
+    from fluxlite.sim.deadline import sweep as sw
+
+    specs = plan(["count", "hilbert", "leak"], ["heavy"], ["1", "2"], ["async", "sync"], 1, **SMALL)
+    sw._cached_trace.cache_clear()
+    cached = [sw.run_one(s) for s in specs]
+    info = sw._cached_trace.cache_info()
+    assert (info.misses, info.hits) == (2, len(specs) - 2)  # one trace per (load, type, trace)
+    with monkeypatch.context() as mp:
+        mp.setattr(sw, "make_jobs", sw._generate)
+        fresh = [sw.run_one(s) for s in specs]
+
+    def strip(r: dict) -> dict:
+        return {k: v for k, v in r.items() if k not in WALL_COLUMNS}
+
+    assert [strip(r) for r in cached] == [strip(r) for r in fresh]
+    other = plan(["count"], ["heavy"], ["1"], ["async"], 1, margin=0.5, **SMALL)[0]
+    assert sw.make_jobs(other) != sw.make_jobs(specs[0]) and sw.make_jobs(other) == sw._generate(other)

@@ -43,7 +43,7 @@ import orjson
 from kube.testing._hpa import sync_all as sync_all_hpas
 from kube.testing._resources import RESOURCES, Resource, resource
 from kube.testing._selectors import label_selector_from_object
-from kube.testing._store import ApiError, Store, WatchEvent, now_rfc3339
+from kube.testing._store import ApiError, Store, WatchEvent, _copy, now_rfc3339
 
 __all__ = ["Controllers", "parse_quantity"]
 
@@ -377,10 +377,9 @@ class Controllers:
         def set_status(p: dict) -> dict:
             if p["spec"].get("nodeName") != node_name or p["status"].get("phase") != "Pending":
                 raise ApiError(409, "Conflict", "pod changed")
-            p["status"] = status
-            return p
+            return status
 
-        self.store.mutate(PODS, ns, name, set_status, subresource="status")
+        self.store.set_status(PODS, ns, name, set_status)
 
     def _admit(self, pod: dict, node: dict) -> tuple[str, str]:
         """The kubelet's admission (node selector, required node affinity, resources):
@@ -446,7 +445,7 @@ class Controllers:
             if diff > 0:
                 for _ in range(diff):
                     try:
-                        created = store.create(PODS, ns, self._pod_from_template(rs))
+                        created = store.create(PODS, ns, self._pod_from_template(rs), owned=True)
                     except ApiError as err:
                         self._record(rs, "Warning", "FailedCreate", f"Error creating: {err.message}")
                         break
@@ -481,13 +480,9 @@ class Controllers:
             status = {k: v for k, v in status.items() if v or k == "replicas"}
 
             def write(r: dict) -> dict:
-                r["status"] = {
-                    **{k: v for k, v in (r.get("status") or {}).items() if k == "conditions"},
-                    **status,
-                }
-                return r
+                return {**{k: v for k, v in (r.get("status") or {}).items() if k == "conditions"}, **status}
 
-            store.mutate(RS, ns, name, write, subresource="status")
+            store.set_status(RS, ns, name, write)
 
     def _owned(self, res: Resource, ns: str, owner: dict) -> list[dict]:
         uid = owner["metadata"]["uid"]
@@ -740,7 +735,7 @@ class Controllers:
             if len(active) < want:
                 for _ in range(want - len(active)):
                     try:
-                        pod = store.create(PODS, ns, self._pod_from_template(job))
+                        pod = store.create(PODS, ns, self._pod_from_template(job), owned=True)
                     except ApiError as err:
                         self._record(job, "Warning", "FailedCreate", f"Error creating: {err.message}")
                         break
@@ -785,7 +780,7 @@ class Controllers:
         return pod
 
     def _pod_from_template(self, rs: dict, name: str | None = None) -> dict:
-        template = copy.deepcopy((rs.get("spec") or {}).get("template") or {})
+        template = _copy((rs.get("spec") or {}).get("template") or {})
         meta = template.get("metadata") or {}
         pod_meta: dict[str, Any] = {
             **({"name": name} if name else {"generateName": f"{rs['metadata']['name']}-"}),
@@ -823,7 +818,7 @@ class Controllers:
             "reportingInstance": "",
         }
         with contextlib.suppress(ApiError):
-            self.store.create(EVENTS, meta["namespace"], event)
+            self.store.create(EVENTS, meta["namespace"], event, owned=True)
 
 
 def _normal_template(template: Any, drop_hash: bool = False) -> Any:

@@ -161,7 +161,11 @@ class Store:
     """Objects of every served resource, the resourceVersion counter and watch history."""
 
     def __init__(self, watch_cache_size: int = 1000) -> None:
-        self.cond = threading.Condition(threading.RLock())
+        self._lock = threading.RLock()
+        self.cond = threading.Condition(self._lock)
+        #: (group, plural) -> the condition its watches wait on (the same lock as :attr:`cond`):
+        #: a write wakes only the watches of its resource, not every open watch
+        self._watch_conds: dict[tuple[str, str], threading.Condition] = {}
         self.rv = 0
         self.watch_cache_size = watch_cache_size
         self._objects: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
@@ -281,6 +285,22 @@ class Store:
             out.reverse()
             return out
 
+    def watch_cond(self, res: Resource) -> threading.Condition:
+        """The condition a watch of *res* waits on (under :attr:`cond`'s lock) for new events."""
+        with self.cond:
+            key = (res.group, res.plural)
+            cond = self._watch_conds.get(key)
+            if cond is None:
+                cond = self._watch_conds[key] = threading.Condition(self._lock)
+            return cond
+
+    def wake_all(self) -> None:
+        """Wake every waiting watch (the server is stopping)."""
+        with self.cond:
+            for cond in self._watch_conds.values():
+                cond.notify_all()
+            self.cond.notify_all()
+
     def compact(self) -> int:
         """Compaction: from now on a watch may start only at the current version or later
         (older ones get 410 Gone); open watches go on. Returns the current version."""
@@ -299,6 +319,9 @@ class Store:
         history.append(event)
         for listener in self.listeners:
             listener(res, event)
+        cond = self._watch_conds.get(key)
+        if cond is not None:
+            cond.notify_all()
         self.cond.notify_all()
 
     @contextlib.contextmanager
@@ -330,9 +353,12 @@ class Store:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def create(self, res: Resource, namespace: str, body: Obj) -> Obj:
-        """Store a new object (generateName, uid, timestamps, defaults); AlreadyExists on a name clash."""
-        obj = _copy(body)
+    def create(self, res: Resource, namespace: str, body: Obj, *, owned: bool = False) -> Obj:
+        """Store a new object (generateName, uid, timestamps, defaults); AlreadyExists on a name clash.
+
+        *owned*: the caller hands *body* over (freshly parsed or built, referenced by nothing
+        else): it is stored as it is, not copied."""
+        obj = body if owned else _copy(body)
         if not isinstance(obj, dict):
             raise bad_request("the request body must be a JSON object")
         meta = obj.get("metadata")
@@ -464,11 +490,21 @@ class Store:
                 raise bad_request("metadata.name: the name of the object cannot be changed by a patch")
             return self._replace(res, namespace, old, new, subresource)
 
+    def set_status(self, res: Resource, namespace: str, name: str, fn: Callable[[Obj], Obj]) -> Obj:
+        """A status subresource write computed from the stored object: *fn* reads it (and must not
+        change it) and returns the new status, a dict it shares with nothing it will change.
+        No copy of the object is made (:meth:`mutate` copies it for its *fn*)."""
+        with self.cond:
+            old = self.get(res, namespace, name)
+            return self._replace(res, namespace, old, {"status": fn(old)}, "status")
+
     def _replace(self, res: Resource, namespace: str, old: Obj, new: Obj, subresource: str | None) -> Obj:
         name = old["metadata"]["name"]
         if subresource == "status":
+            # everything but the status is the stored object's: shared, not copied (stored
+            # objects are never changed in place), with metadata of its own (written below)
             status = new.get("status")
-            new = _copy(old)
+            new = {**old, "metadata": dict(old["metadata"])}
             if status is None:
                 new.pop("status", None)
             else:
@@ -624,8 +660,9 @@ class Store:
                 raise conflict("pods/binding", name, f"pod {name} has non-empty .spec.schedulingGates")
             pod["spec"]["nodeName"] = target["name"]
             if meta.get("annotations"):
-                pod["metadata"].setdefault("annotations", {}).update(meta["annotations"])
-            status = pod.setdefault("status", {})
+                have_ann = pod["metadata"].get("annotations") or {}
+                pod["metadata"]["annotations"] = {**have_ann, **meta["annotations"]}
+            status = pod["status"]
             conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
             conditions.append(
                 {
@@ -640,7 +677,13 @@ class Store:
 
         with self.cond:
             old = self.get(pods, namespace, name)
-            new = assign(_copy(old))
+            # the parts it changes are new dicts; the rest is shared with the stored object
+            new = assign({
+                **old,
+                "metadata": dict(old["metadata"]),
+                "spec": dict(old["spec"]),
+                "status": dict(old.get("status") or {}),
+            })  # fmt: skip
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             self._commit(pods, namespace, new, old)
 

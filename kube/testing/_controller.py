@@ -117,11 +117,11 @@ def _status_only(event: WatchEvent) -> bool:
     return a == b
 
 
+_DONE = ("Succeeded", "Failed")
+
+
 def _active(pod: dict) -> bool:
-    return not pod["metadata"].get("deletionTimestamp") and (pod.get("status") or {}).get("phase") not in (
-        "Succeeded",
-        "Failed",
-    )
+    return not pod["metadata"].get("deletionTimestamp") and (pod.get("status") or {}).get("phase") not in _DONE
 
 
 def _ready(pod: dict) -> bool:
@@ -436,11 +436,22 @@ class Controllers:
             uid = rs["metadata"]["uid"]
             spec = rs.get("spec") or {}
             selects = label_selector_from_object(spec.get("selector"))
-            owned = [p for p in store.dependents(PODS, uid) if (_owner(p) or {}).get("uid") == uid]
+            # one pass over the owner index (in no order: nothing below depends on it, deletion
+            # sorts by its own total order); O(pods) per sync, so kept tight
+            active = []
+            for p in store.dependents(PODS, uid, ordered=False):
+                md = p["metadata"]
+                for ref in md.get("ownerReferences") or ():
+                    if ref.get("controller"):
+                        phase = (p.get("status") or {}).get("phase")
+                        if ref.get("uid") == uid and not md.get("deletionTimestamp") and phase not in _DONE:
+                            active.append(p)
+                        break
             orphans = [p for p in store.unowned_pods(ns) if _active(p) and selects(p)]
             for pod in orphans:
-                owned.append(store.mutate(PODS, ns, pod["metadata"]["name"], lambda p: self._adopt(p, rs)))
-            active = [p for p in owned if _active(p)]
+                adopted = store.mutate(PODS, ns, pod["metadata"]["name"], lambda p: self._adopt(p, rs))
+                if _active(adopted):
+                    active.append(adopted)
             diff = int(spec.get("replicas", 1)) - len(active)
             if diff > 0:
                 for _ in range(diff):
@@ -466,10 +477,18 @@ class Controllers:
             # ``active`` holds the current objects: read from the store's index, created or kept
             # above, all under the store lock
             labelled = ready = 0
+            wanted = template_labels.items()
+            exact = any(v is None for v in template_labels.values())  # else a view's subset test says it
             for p in active:
                 labels = p["metadata"].get("labels") or {}
-                labelled += all(labels.get(k) == v for k, v in template_labels.items())
-                ready += _ready(p)
+                if exact:
+                    labelled += all(labels.get(k) == v for k, v in wanted)
+                else:
+                    labelled += wanted <= labels.items()
+                for c in (p.get("status") or {}).get("conditions") or ():
+                    if c.get("type") == "Ready" and c.get("status") == "True":
+                        ready += 1
+                        break
             status = {
                 "replicas": len(active),
                 "fullyLabeledReplicas": labelled,

@@ -16,7 +16,8 @@ write changes only ``status``), ``generation`` bumped on spec changes, no-op upd
 neither bump the resourceVersion nor emit an event, graceful deletion of bound pods
 (``deletionTimestamp``, then removal by the node's kubelet) and finalizers.
 
-All methods are thread-safe (one re-entrant lock; watchers wait on :attr:`Store.cond`).
+All methods are thread-safe (one re-entrant lock, :attr:`Store.cond`'s; a watch waits on
+its resource's :meth:`Store.watch_cond`, which writes of that resource notify).
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime as dt
+import math
 import random
 import re
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -132,9 +135,28 @@ def expired(rv: int, floor: int) -> ApiError:
     return ApiError(410, "Expired", f"too old resource version: {rv} ({floor})")
 
 
+_rfc3339_cache: tuple[int, str] = (0, "")
+
+
 def now_rfc3339(offset: float = 0.0) -> str:
-    t = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=offset)
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    """Now (plus *offset* seconds) to the second, as the API writes timestamps; formatted
+    once per second (every write stamps one or more)."""
+    global _rfc3339_cache
+    t = math.floor(time.time() + offset)
+    cached = _rfc3339_cache
+    if cached[0] != t:
+        cached = _rfc3339_cache = (t, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)))
+    return cached[1]
+
+
+def _name_suffix() -> str:
+    """Five random characters of :data:`_SUFFIX_ALPHABET` (one random draw, not five)."""
+    n = random.randrange(len(_SUFFIX_ALPHABET) ** 5)
+    out = []
+    for _ in range(5):
+        n, i = divmod(n, len(_SUFFIX_ALPHABET))
+        out.append(_SUFFIX_ALPHABET[i])
+    return "".join(out)
 
 
 def now_micro() -> str:
@@ -214,12 +236,12 @@ class Store:
         with self.cond:
             return list(self._on_node.get(node, {}).values())
 
-    def dependents(self, res: Resource, owner_uid: str) -> list[Obj]:
+    def dependents(self, res: Resource, owner_uid: str, *, ordered: bool = True) -> list[Obj]:
         """Objects of *res* whose ``ownerReferences`` name *owner_uid*, sorted by (namespace,
-        name) (do not mutate them).  O(dependents), not O(objects)."""
+        name) unless not *ordered* (do not mutate them).  O(dependents), not O(objects)."""
         with self.cond:
             here = self._dependents.get((res.group, res.plural), {}).get(owner_uid, {})
-            return [here[k] for k in sorted(here)]
+            return [here[k] for k in sorted(here)] if ordered else list(here.values())
 
     def unowned_pods(self, namespace: str) -> list[Obj]:
         """Pods of *namespace* without a controller reference, sorted by name."""
@@ -230,6 +252,19 @@ class Store:
     def _index_owners(self, res: Resource, namespace: str, name: str, prev: Obj | None, obj: Obj | None) -> None:
         key = (namespace, name)
         by_owner = self._dependents.setdefault((res.group, res.plural), {})
+        refs = obj["metadata"].get("ownerReferences") if obj is not None else None
+        if prev is not None and refs is not None and refs is prev["metadata"].get("ownerReferences"):
+            # the same references (a write that shares them with the stored object): the index
+            # keeps its entries, pointing at the new object
+            for ref in refs:
+                here = by_owner.get(ref.get("uid"))
+                if here is not None and key in here:
+                    here[key] = obj
+            if res.plural == "pods" and not res.group:
+                free = self._unowned_pods.get(namespace)
+                if free is not None and name in free:
+                    free[name] = obj
+            return
         was = {r.get("uid") for r in (prev or {}).get("metadata", {}).get("ownerReferences") or ()}
         now = {r.get("uid") for r in (obj or {}).get("metadata", {}).get("ownerReferences") or ()}
         for uid in was - now:
@@ -322,7 +357,6 @@ class Store:
         cond = self._watch_conds.get(key)
         if cond is not None:
             cond.notify_all()
-        self.cond.notify_all()
 
     @contextlib.contextmanager
     def dry_run(self) -> Iterator[None]:
@@ -395,7 +429,7 @@ class Store:
                         ],
                     )
                 for _ in range(8):
-                    name = base[:58] + "".join(random.choices(_SUFFIX_ALPHABET, k=5))
+                    name = base[:58] + _name_suffix()
                     if (namespace, name) not in self._bucket(res):
                         break
                 meta["name"] = name

@@ -488,13 +488,16 @@ class KubeScheduler:
     # ------------------------------------------------------------------ the loop
     def _loop(self) -> None:
         while not self._stop.is_set():
-            due = min((p.next_try for p in self.pending.values() if p.next_try > 0), default=None)
-            now = time.monotonic()
-            timeout = 1.0 if due is None else max(0.0, min(1.0, due - now))
             try:
-                first = self._q.get(timeout=timeout)
+                first = self._q.get_nowait()  # work queued: when backoffs end does not matter yet
             except queue.Empty:
-                first = None
+                due = min((p.next_try for p in self.pending.values() if p.next_try > 0), default=None)
+                now = time.monotonic()
+                timeout = 1.0 if due is None else max(0.0, min(1.0, due - now))
+                try:
+                    first = self._q.get(timeout=timeout)
+                except queue.Empty:
+                    first = None
             batch = [first] if first is not None else []
             while True:
                 try:

@@ -118,6 +118,8 @@ def _status_only(event: WatchEvent) -> bool:
 
 
 _DONE = ("Succeeded", "Failed")
+_SPAM_BURST = 25  # client-go tools/record: defaultSpamBurst
+_SPAM_REFILL_S = 300.0  # 1 / defaultSpamQPS
 
 
 def _active(pod: dict) -> bool:
@@ -143,6 +145,8 @@ class Controllers:
         #: seconds between two syncs of every HorizontalPodAutoscaler (kube-controller-manager: 15)
         self.hpa_interval = 1.0
         self._next_hpa = 0.0
+        #: (source, involved object) -> (tokens, monotonic time) of the event spam filter
+        self._event_tokens: dict[tuple[str, ...], tuple[float, float]] = {}
         #: workload -> (monotonic start, duration) of its last pod-triggered sync
         self._synced: dict[tuple[str, str, str], tuple[float, float]] = {}
         store.listeners.append(lambda res, event: self._queue.put((res, event)))
@@ -503,6 +507,21 @@ class Controllers:
 
             store.set_status(RS, ns, name, write)
 
+    def _event_allowed(self, key: tuple[str, ...]) -> bool:
+        """client-go's event spam filter (``EventSourceObjectSpamFilter``, tools/record/events_cache.go),
+        which kube-controller-manager's recorders use: per source and involved object a token
+        bucket of 25 events refilled at one per 300 s.  A 10,000-pod ReplicaSet records 25
+        ``SuccessfulCreate`` events, as on a real cluster, not 10,000.  (client-go's aggregation of
+        similar events into one "combined from similar events" Event is not done.)"""
+        now = time.monotonic()
+        tokens, last = self._event_tokens.pop(key, (_SPAM_BURST, now))
+        tokens = min(_SPAM_BURST, tokens + (now - last) / _SPAM_REFILL_S)
+        allowed = tokens >= 1
+        self._event_tokens[key] = (tokens - 1 if allowed else tokens, now)  # most recent last
+        if len(self._event_tokens) > 4096:  # client-go keeps an LRU of 4,096 objects
+            del self._event_tokens[next(iter(self._event_tokens))]
+        return allowed
+
     def _owned(self, res: Resource, ns: str, owner: dict) -> list[dict]:
         uid = owner["metadata"]["uid"]
         return [
@@ -813,8 +832,10 @@ class Controllers:
 
     def _record(self, rs: dict, type_: str, reason: str, message: str) -> None:
         meta = rs["metadata"]
-        now = now_rfc3339()
         component = _COMPONENTS.get(rs["kind"], "kube-controller-manager")
+        if not self._event_allowed((component, rs["kind"], meta["namespace"], meta["name"], meta["uid"])):
+            return
+        now = now_rfc3339()
         event = {
             "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
             "involvedObject": {

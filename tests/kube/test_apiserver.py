@@ -1078,3 +1078,21 @@ def test_request_head_limits(server):
     ]:  # fmt: skip
         out = _raw_exchange(server, head.encode())
         assert out[9:12] == code, (head[:60], out[:120])
+
+
+def test_controller_events_pass_client_gos_spam_filter(server, v1, apps):
+    """A ReplicaSet creating 40 pods records 25 SuccessfulCreate Events (client-go's spam
+    filter: a burst of 25 per source and object), not 40."""
+    rs = {
+        "metadata": {"name": "many"},
+        "spec": {
+            "replicas": 40,
+            "selector": {"matchLabels": {"app": "many"}},
+            "template": {"metadata": {"labels": {"app": "many"}}, "spec": pod_body("x")["spec"]},
+        },
+    }
+    apps.create_namespaced_replica_set("default", rs)
+    wait_for(lambda: len(v1.list_namespaced_pod("default", label_selector="app=many").items) == 40)
+    wait_for(lambda: apps.read_namespaced_replica_set("many", "default").status.replicas == 40)
+    events = v1.list_namespaced_event("default", field_selector="involvedObject.name=many").items
+    assert len(events) == 25 and {e.reason for e in events} == {"SuccessfulCreate"}

@@ -155,19 +155,20 @@ def test_binding_over_tls_to_the_standin_verifies_like_the_client(tmp_path) -> N
     from kube.objects import node_object, pod_object
     from kube.scheduler import ClusterApi
     from kube.testing import ApiServer
+    from kube.testing._resources import resource
     from kube.testing._tls import make_serving_cert
 
     with ApiServer(controllers=False) as srv:
         api = srv.api_client()
-        v1 = client.CoreV1Api(api)
-        v1.create_node(node_object("n0"))
+        pods = resource("", "v1", "pods")
+        srv.store.create(resource("", "v1", "nodes"), "", node_object("n0"))
         for name in ("a", "b"):
-            v1.create_namespaced_pod("default", pod_object(name, cpu="1", memory="1Gi"))
+            srv.store.create(pods, "default", pod_object(name, cpu="1", memory="1Gi"))
         capi = ClusterApi(api)
         assert capi._poster is not None  # the lean path is the one in use
         capi.bind("default", "a", "n0", {"k": "v"})
-        pod = v1.read_namespaced_pod("a", "default")
-        assert pod.spec.node_name == "n0" and pod.metadata.annotations == {"k": "v"}
+        pod = srv.store.get(pods, "default", "a")
+        assert pod["spec"]["nodeName"] == "n0" and pod["metadata"]["annotations"] == {"k": "v"}
         with pytest.raises(ApiException) as exc:  # already bound: the server's 409, as from the client
             capi.bind("default", "a", "n0", {})
         assert exc.value.status == 409 and "already assigned" in exc.value.body
@@ -189,4 +190,4 @@ def test_binding_over_tls_to_the_standin_verifies_like_the_client(tmp_path) -> N
             bad.bind("default", "b", "n0", {})
         assert exc.value.status == 401
         bad.close()
-        assert v1.read_namespaced_pod("b", "default").spec.node_name is None
+        assert "nodeName" not in srv.store.get(pods, "default", "b")["spec"]

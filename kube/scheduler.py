@@ -57,6 +57,7 @@ from fluxlite.errors import BusyError, FluxliteError, InputError, StateError, Un
 from fluxlite.gcpolicy import upkeep
 from kube._affinity import candidates, has_rules, pod_meta
 from kube._core import KubeCore, Placement
+from kube._http import JsonPoster
 from kube._model import GroupKey, PodRequest, node_info, pod_constraint, pod_group, pod_key, pod_request
 from kube.config import ANNOTATION_GROUP, ANNOTATION_RESOURCES, KubeConfig
 
@@ -126,6 +127,7 @@ class ClusterApi:
         self.v1 = client.CoreV1Api(api_client)
         self.namespace = namespace
         self._client = client
+        self._poster = JsonPoster(api_client) if JsonPoster.usable(api_client) else None
 
     @staticmethod
     def _json(resp: Any) -> Any:
@@ -162,10 +164,12 @@ class ClusterApi:
         return self.v1.list_pod_for_all_namespaces(**kw)
 
     def bind(self, namespace: str, name: str, node: str, annotations: dict[str, str]) -> None:
-        """POST the pod's Binding.  The hot path of a burst (one per pod), so it goes through the
-        client's ``param_serialize``/``call_api`` with a plain dict body: the same request as
-        ``create_namespaced_pod_binding`` (path, bearer token, TLS, connection pool) without
-        building and validating the V1Binding model on every call."""
+        """POST the pod's Binding.  The hot path of a burst (one per pod): the same request as
+        ``create_namespaced_pod_binding`` (path, headers and bearer token from the client's
+        ``param_serialize``, TLS from a connection of the client's own pool), sent over a
+        per-thread keep-alive connection by :class:`kube._http.JsonPoster` without the client's
+        model, REST and pool layers (0.8 ms of CPU per Binding through them, 0.1 ms here).
+        Through a proxy it goes through the client as any other call."""
         from kubernetes.client.exceptions import ApiException
 
         body = {
@@ -174,11 +178,18 @@ class ClusterApi:
             "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
+        path = "/api/v1/namespaces/{namespace}/pods/{name}/binding"
+        params = {"namespace": namespace, "name": name}
+        if self._poster is not None:
+            r = self._poster.request("POST", path, params, orjson.dumps(body))
+            if not 200 <= r.status < 300:
+                raise ApiException(r.status, r.reason, body=r.body.decode(errors="replace") if r.body else None)
+            return
         api = self.api_client
         req = api.param_serialize(
             method="POST",
-            resource_path="/api/v1/namespaces/{namespace}/pods/{name}/binding",
-            path_params={"namespace": namespace, "name": name},
+            resource_path=path,
+            path_params=params,
             header_params={"Content-Type": "application/json", "Accept": "application/json"},
             body=body,
             auth_settings=["BearerToken"],
@@ -190,6 +201,11 @@ class ClusterApi:
             resp.response.release_conn()
         if not 200 <= resp.status < 300:
             raise ApiException(resp.status, resp.reason, body=data.decode(errors="replace") if data else None)
+
+    def close(self) -> None:
+        """Close the Binding connections (the client's own pool is the caller's)."""
+        if self._poster is not None:
+            self._poster.close()
 
     def evict(self, namespace: str, name: str, dry_run: bool = False) -> None:
         """POST the pod's Eviction (policy/v1): the API server refuses it (429) when a budget forbids."""
@@ -397,6 +413,7 @@ class KubeScheduler:
             t.join(timeout=5)
         self._threads.clear()
         self._binder.shutdown(wait=True, cancel_futures=True)
+        self.api.close()
 
     def run_forever(self) -> None:
         self.start()
@@ -471,13 +488,16 @@ class KubeScheduler:
     # ------------------------------------------------------------------ the loop
     def _loop(self) -> None:
         while not self._stop.is_set():
-            due = min((p.next_try for p in self.pending.values() if p.next_try > 0), default=None)
-            now = time.monotonic()
-            timeout = 1.0 if due is None else max(0.0, min(1.0, due - now))
             try:
-                first = self._q.get(timeout=timeout)
+                first = self._q.get_nowait()  # work queued: when backoffs end does not matter yet
             except queue.Empty:
-                first = None
+                due = min((p.next_try for p in self.pending.values() if p.next_try > 0), default=None)
+                now = time.monotonic()
+                timeout = 1.0 if due is None else max(0.0, min(1.0, due - now))
+                try:
+                    first = self._q.get(timeout=timeout)
+                except queue.Empty:
+                    first = None
             batch = [first] if first is not None else []
             while True:
                 try:

@@ -66,6 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    # a process of its own: its stored objects (every pod, the watch history) are long-lived, so
+    # the collector's full passes would rescan them ever more; fluxlite.gcpolicy's upkeep
+    # freezes what survives instead, off the request threads (stored objects form no cycles)
+    from fluxlite.gcpolicy import upkeep
+
+    gc_upkeep = upkeep()
+    gc_upkeep.gc.settle()
+    server.store.listeners.append(lambda _res, _event: gc_upkeep.poke())
     if args.kubeconfig:
         server.write_kubeconfig(args.kubeconfig)
     print(server.url, flush=True)

@@ -43,7 +43,7 @@ import orjson
 from kube.testing._hpa import sync_all as sync_all_hpas
 from kube.testing._resources import RESOURCES, Resource, resource
 from kube.testing._selectors import label_selector_from_object
-from kube.testing._store import ApiError, Store, WatchEvent, now_rfc3339
+from kube.testing._store import ApiError, Store, WatchEvent, _copy, now_rfc3339
 
 __all__ = ["Controllers", "parse_quantity"]
 
@@ -117,11 +117,13 @@ def _status_only(event: WatchEvent) -> bool:
     return a == b
 
 
+_DONE = ("Succeeded", "Failed")
+_SPAM_BURST = 25  # client-go tools/record: defaultSpamBurst
+_SPAM_REFILL_S = 300.0  # 1 / defaultSpamQPS
+
+
 def _active(pod: dict) -> bool:
-    return not pod["metadata"].get("deletionTimestamp") and (pod.get("status") or {}).get("phase") not in (
-        "Succeeded",
-        "Failed",
-    )
+    return not pod["metadata"].get("deletionTimestamp") and (pod.get("status") or {}).get("phase") not in _DONE
 
 
 def _ready(pod: dict) -> bool:
@@ -143,6 +145,8 @@ class Controllers:
         #: seconds between two syncs of every HorizontalPodAutoscaler (kube-controller-manager: 15)
         self.hpa_interval = 1.0
         self._next_hpa = 0.0
+        #: (source, involved object) -> (tokens, monotonic time) of the event spam filter
+        self._event_tokens: dict[tuple[str, ...], tuple[float, float]] = {}
         #: workload -> (monotonic start, duration) of its last pod-triggered sync
         self._synced: dict[tuple[str, str, str], tuple[float, float]] = {}
         store.listeners.append(lambda res, event: self._queue.put((res, event)))
@@ -377,10 +381,9 @@ class Controllers:
         def set_status(p: dict) -> dict:
             if p["spec"].get("nodeName") != node_name or p["status"].get("phase") != "Pending":
                 raise ApiError(409, "Conflict", "pod changed")
-            p["status"] = status
-            return p
+            return status
 
-        self.store.mutate(PODS, ns, name, set_status, subresource="status")
+        self.store.set_status(PODS, ns, name, set_status)
 
     def _admit(self, pod: dict, node: dict) -> tuple[str, str]:
         """The kubelet's admission (node selector, required node affinity, resources):
@@ -437,16 +440,27 @@ class Controllers:
             uid = rs["metadata"]["uid"]
             spec = rs.get("spec") or {}
             selects = label_selector_from_object(spec.get("selector"))
-            owned = [p for p in store.dependents(PODS, uid) if (_owner(p) or {}).get("uid") == uid]
+            # one pass over the owner index (in no order: nothing below depends on it, deletion
+            # sorts by its own total order); O(pods) per sync, so kept tight
+            active = []
+            for p in store.dependents(PODS, uid, ordered=False):
+                md = p["metadata"]
+                for ref in md.get("ownerReferences") or ():
+                    if ref.get("controller"):
+                        phase = (p.get("status") or {}).get("phase")
+                        if ref.get("uid") == uid and not md.get("deletionTimestamp") and phase not in _DONE:
+                            active.append(p)
+                        break
             orphans = [p for p in store.unowned_pods(ns) if _active(p) and selects(p)]
             for pod in orphans:
-                owned.append(store.mutate(PODS, ns, pod["metadata"]["name"], lambda p: self._adopt(p, rs)))
-            active = [p for p in owned if _active(p)]
+                adopted = store.mutate(PODS, ns, pod["metadata"]["name"], lambda p: self._adopt(p, rs))
+                if _active(adopted):
+                    active.append(adopted)
             diff = int(spec.get("replicas", 1)) - len(active)
             if diff > 0:
                 for _ in range(diff):
                     try:
-                        created = store.create(PODS, ns, self._pod_from_template(rs))
+                        created = store.create(PODS, ns, self._pod_from_template(rs), owned=True)
                     except ApiError as err:
                         self._record(rs, "Warning", "FailedCreate", f"Error creating: {err.message}")
                         break
@@ -467,10 +481,18 @@ class Controllers:
             # ``active`` holds the current objects: read from the store's index, created or kept
             # above, all under the store lock
             labelled = ready = 0
+            wanted = template_labels.items()
+            exact = any(v is None for v in template_labels.values())  # else a view's subset test says it
             for p in active:
                 labels = p["metadata"].get("labels") or {}
-                labelled += all(labels.get(k) == v for k, v in template_labels.items())
-                ready += _ready(p)
+                if exact:
+                    labelled += all(labels.get(k) == v for k, v in wanted)
+                else:
+                    labelled += wanted <= labels.items()
+                for c in (p.get("status") or {}).get("conditions") or ():
+                    if c.get("type") == "Ready" and c.get("status") == "True":
+                        ready += 1
+                        break
             status = {
                 "replicas": len(active),
                 "fullyLabeledReplicas": labelled,
@@ -481,13 +503,24 @@ class Controllers:
             status = {k: v for k, v in status.items() if v or k == "replicas"}
 
             def write(r: dict) -> dict:
-                r["status"] = {
-                    **{k: v for k, v in (r.get("status") or {}).items() if k == "conditions"},
-                    **status,
-                }
-                return r
+                return {**{k: v for k, v in (r.get("status") or {}).items() if k == "conditions"}, **status}
 
-            store.mutate(RS, ns, name, write, subresource="status")
+            store.set_status(RS, ns, name, write)
+
+    def _event_allowed(self, key: tuple[str, ...]) -> bool:
+        """client-go's event spam filter (``EventSourceObjectSpamFilter``, tools/record/events_cache.go),
+        which kube-controller-manager's recorders use: per source and involved object a token
+        bucket of 25 events refilled at one per 300 s.  A 10,000-pod ReplicaSet records 25
+        ``SuccessfulCreate`` events, as on a real cluster, not 10,000.  (client-go's aggregation of
+        similar events into one "combined from similar events" Event is not done.)"""
+        now = time.monotonic()
+        tokens, last = self._event_tokens.pop(key, (_SPAM_BURST, now))
+        tokens = min(_SPAM_BURST, tokens + (now - last) / _SPAM_REFILL_S)
+        allowed = tokens >= 1
+        self._event_tokens[key] = (tokens - 1 if allowed else tokens, now)  # most recent last
+        if len(self._event_tokens) > 4096:  # client-go keeps an LRU of 4,096 objects
+            del self._event_tokens[next(iter(self._event_tokens))]
+        return allowed
 
     def _owned(self, res: Resource, ns: str, owner: dict) -> list[dict]:
         uid = owner["metadata"]["uid"]
@@ -740,7 +773,7 @@ class Controllers:
             if len(active) < want:
                 for _ in range(want - len(active)):
                     try:
-                        pod = store.create(PODS, ns, self._pod_from_template(job))
+                        pod = store.create(PODS, ns, self._pod_from_template(job), owned=True)
                     except ApiError as err:
                         self._record(job, "Warning", "FailedCreate", f"Error creating: {err.message}")
                         break
@@ -785,7 +818,7 @@ class Controllers:
         return pod
 
     def _pod_from_template(self, rs: dict, name: str | None = None) -> dict:
-        template = copy.deepcopy((rs.get("spec") or {}).get("template") or {})
+        template = _copy((rs.get("spec") or {}).get("template") or {})
         meta = template.get("metadata") or {}
         pod_meta: dict[str, Any] = {
             **({"name": name} if name else {"generateName": f"{rs['metadata']['name']}-"}),
@@ -799,8 +832,10 @@ class Controllers:
 
     def _record(self, rs: dict, type_: str, reason: str, message: str) -> None:
         meta = rs["metadata"]
-        now = now_rfc3339()
         component = _COMPONENTS.get(rs["kind"], "kube-controller-manager")
+        if not self._event_allowed((component, rs["kind"], meta["namespace"], meta["name"], meta["uid"])):
+            return
+        now = now_rfc3339()
         event = {
             "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
             "involvedObject": {
@@ -823,7 +858,7 @@ class Controllers:
             "reportingInstance": "",
         }
         with contextlib.suppress(ApiError):
-            self.store.create(EVENTS, meta["namespace"], event)
+            self.store.create(EVENTS, meta["namespace"], event, owned=True)
 
 
 def _normal_template(template: Any, drop_hash: bool = False) -> Any:

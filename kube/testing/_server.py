@@ -62,6 +62,7 @@ import contextlib
 import hmac
 import http.server
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -204,6 +205,33 @@ def _flag(query: dict[str, str], key: str) -> bool:
     return query.get(key, "").lower() in ("true", "1")
 
 
+#: kube-apiserver's ``MaxRequestBodyBytes``: a longer body is 413 and is not read
+MAX_BODY = 3 * 1024 * 1024
+_DISCARD = 256 * 1024  # an unauthenticated caller's body discarded after the 401, at most
+_MAX_HEADER_LINE = 65536  # http.client's limits, kept by the header reader below
+_MAX_HEADERS = 100
+_VERSION_RE = re.compile(r"HTTP/(\d{1,10})\.(\d{1,10})")
+_date_cache: tuple[int, str] = (0, "")
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Headers(dict):
+    """Request headers by lower-case name; a repeated header keeps its first value (as
+    ``email.message.Message.get``), and a repeated framing or credential header is refused."""
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        return dict.get(self, name.lower(), default)
+
+    def __getitem__(self, name: str) -> Any:
+        return dict.get(self, name.lower())
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and dict.__contains__(self, name.lower())
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "kube-apiserver-standin"
@@ -212,6 +240,78 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The ``Date`` header, formatted once per second (not once per answer)."""
+        global _date_cache
+        if timestamp is not None:
+            return super().date_time_string(timestamp)
+        now = int(time.time())
+        if _date_cache[0] != now:
+            _date_cache = (now, super().date_time_string(now))
+        return _date_cache[1]
+
+    def parse_request(self) -> bool:
+        """``http.server``'s request parsing with the headers read directly instead of through
+        the ``email`` package (which was a third of the server's CPU per Binding): the same
+        request-line checks (HTTP/0.9 requests are refused, as kube-apiserver refuses them), at
+        most 100 header lines of at most 64 KiB each (else 431, as there), ``Connection`` and
+        ``Expect: 100-continue`` as there."""
+        self.command = None
+        self.request_version = "HTTP/1.0"  # error answers carry a status line (no HTTP/0.9 here)
+        self.close_connection = True
+        requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        self.requestline = requestline
+        words = requestline.split()
+        if not words:
+            return False
+        if len(words) != 3:
+            self.send_error(400, f"Bad request syntax ({requestline[:200]!r})")
+            return False
+        command, path, version = words
+        m = _VERSION_RE.fullmatch(version)
+        if m is None:
+            self.send_error(400, f"Bad request version ({version[:40]!r})")
+            return False
+        number = int(m.group(1)), int(m.group(2))
+        if number >= (2, 0):
+            self.send_error(505, f"Invalid HTTP version ({version[5:40]})")
+            return False
+        if number >= (1, 1):
+            self.close_connection = False
+        self.request_version = version
+        self.command, self.path = command, ("/" + path.lstrip("/") if path.startswith("//") else path)
+        headers = _Headers()
+        while True:
+            line = self.rfile.readline(_MAX_HEADER_LINE + 1)
+            if len(line) > _MAX_HEADER_LINE:
+                self.send_error(431, "Line too long", "header line longer than 65536 bytes")
+                return False
+            if line in (b"\r\n", b"\n", b""):
+                break
+            if len(headers) >= _MAX_HEADERS:
+                self.send_error(431, "Too many headers", f"got more than {_MAX_HEADERS} headers")
+                return False
+            name, sep, value = line.decode("iso-8859-1").partition(":")
+            key = name.lower()
+            if not sep or not key or key != key.strip():
+                self.send_error(400, f"Bad header line ({line[:80]!r})")
+                return False
+            if key in headers:
+                if key in ("content-length", "transfer-encoding", "authorization", "host"):
+                    self.send_error(400, f"Repeated header {name[:40]!r}")
+                    return False
+                continue
+            dict.__setitem__(headers, key, value.strip())
+        self.headers = headers  # type: ignore[assignment]
+        conntype = headers.get("connection", "").lower()
+        if conntype == "close":
+            self.close_connection = True
+        elif conntype == "keep-alive":
+            self.close_connection = False
+        if headers.get("expect", "").lower() == "100-continue" and number >= (1, 1):
+            return self.handle_expect_100()
+        return True
 
     def setup(self) -> None:
         """The TLS handshake runs here, on the connection's own thread (not in accept)."""
@@ -232,27 +332,38 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-cache, private")
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self._headers_buffer.append(b"\r\n" + data)  # headers and body in one send
         self.flush_headers()
 
     def _error(self, err: ApiError) -> None:
         self._send(err.code, err.status())
 
+    def _chunked(self) -> bool:
+        return "chunked" in (self.headers.get("Transfer-Encoding") or "").lower()
+
     def _read_body(self) -> None:
-        """Read the whole request body first, whatever the answer: an unread body would be
-        taken for the next request on this keep-alive connection."""
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            chunks = []
+        """Read the whole request body (at most :data:`MAX_BODY` bytes, else :class:`_TooLarge`)
+        before answering: an unread body would be taken for the next request on this keep-alive
+        connection.  Only for an authenticated caller (see :meth:`_dispatch`)."""
+        if self._chunked():
+            chunks, total = [], 0
             while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                size = int(self.rfile.readline(1024).split(b";")[0].strip() or b"0", 16)
                 if size == 0:
-                    self.rfile.readline()
+                    self.rfile.readline(1024)
                     break
+                total += size
+                if total > MAX_BODY:
+                    raise _TooLarge
                 chunks.append(self.rfile.read(size))
-                self.rfile.readline()
+                self.rfile.readline(1024)
             self._raw = b"".join(chunks)
         else:
             length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_BODY:
+                raise _TooLarge
             self._raw = self.rfile.read(length) if length > 0 else b""
 
     def _has_body(self) -> bool:
@@ -267,17 +378,41 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             raise bad_request(f"the request body is not valid JSON: {exc}") from exc
 
     def _dispatch(self, method: str) -> None:
-        try:
-            self._read_body()
-        except (ValueError, OSError):
-            self.close_connection = True
-            return
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         parts = [p for p in url.path.split("/") if p]
         self.api._count(method, parts, query)
+        self._raw = b""
         try:
+            # who is asking, before reading what they send: an unauthenticated caller's body is
+            # never read (the connection closes after the 401 instead)
             self._authenticate(method, parts)
+        except ApiError as err:
+            # as Go's net/http behind kube-apiserver: after the answer, a short unread body
+            # (at most 256 KiB) is discarded so the connection can go on; a longer or chunked
+            # one is never read and the connection closes
+            try:
+                length = -1 if self._chunked() else int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                length = -1
+            if not 0 <= length <= _DISCARD:
+                self.close_connection = True
+            self._error(err)
+            if length > 0 and not self.close_connection:
+                self.rfile.read(length)
+            return
+        try:
+            self._read_body()
+        except _TooLarge:
+            self.close_connection = True
+            self._error(
+                ApiError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}", {})
+            )
+            return
+        except (ValueError, OSError):
+            self.close_connection = True
+            return
+        try:
             if method == "GET" and parts and parts[0] in ("healthz", "livez", "readyz") and len(parts) == 1:
                 self._send(200, b"ok", "text/plain; charset=utf-8")
                 return
@@ -607,6 +742,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _watch(self, res: Resource, ns: str | None, query: dict[str, str]) -> None:
         store, api = self.api.store, self.api
+        wake = store.watch_cond(res)  # notified by writes of this resource only
         match = self._selector(res, query)
         self._as_table = self._table()
         self._table_cols = True
@@ -662,7 +798,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     except ApiError:
                         events = None
                     if events == []:
-                        store.cond.wait(min(deadline, next_bookmark) - now if bookmarks else deadline - now)
+                        wake.wait(min(deadline, next_bookmark) - now if bookmarks else deadline - now)
                         stopping = api._stopping.is_set()
                         events = [] if stopping else store.events_since(res, last, open_watch=True)
                     current = store.rv
@@ -906,8 +1042,7 @@ class ApiServer(_ClientSide):
     def stop(self) -> None:
         """Stop serving: end open watches, stop the controllers, close the socket. Idempotent."""
         self._stopping.set()
-        with self.store.cond:
-            self.store.cond.notify_all()
+        self.store.wake_all()
         if self._controller is not None:
             self._controller.join()
         if self._httpd is not None:

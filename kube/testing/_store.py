@@ -16,7 +16,8 @@ write changes only ``status``), ``generation`` bumped on spec changes, no-op upd
 neither bump the resourceVersion nor emit an event, graceful deletion of bound pods
 (``deletionTimestamp``, then removal by the node's kubelet) and finalizers.
 
-All methods are thread-safe (one re-entrant lock; watchers wait on :attr:`Store.cond`).
+All methods are thread-safe (one re-entrant lock, :attr:`Store.cond`'s; a watch waits on
+its resource's :meth:`Store.watch_cond`, which writes of that resource notify).
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime as dt
+import math
 import random
 import re
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -132,9 +135,28 @@ def expired(rv: int, floor: int) -> ApiError:
     return ApiError(410, "Expired", f"too old resource version: {rv} ({floor})")
 
 
+_rfc3339_cache: tuple[int, str] = (0, "")
+
+
 def now_rfc3339(offset: float = 0.0) -> str:
-    t = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=offset)
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    """Now (plus *offset* seconds) to the second, as the API writes timestamps; formatted
+    once per second (every write stamps one or more)."""
+    global _rfc3339_cache
+    t = math.floor(time.time() + offset)
+    cached = _rfc3339_cache
+    if cached[0] != t:
+        cached = _rfc3339_cache = (t, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)))
+    return cached[1]
+
+
+def _name_suffix() -> str:
+    """Five random characters of :data:`_SUFFIX_ALPHABET` (one random draw, not five)."""
+    n = random.randrange(len(_SUFFIX_ALPHABET) ** 5)
+    out = []
+    for _ in range(5):
+        n, i = divmod(n, len(_SUFFIX_ALPHABET))
+        out.append(_SUFFIX_ALPHABET[i])
+    return "".join(out)
 
 
 def now_micro() -> str:
@@ -161,7 +183,11 @@ class Store:
     """Objects of every served resource, the resourceVersion counter and watch history."""
 
     def __init__(self, watch_cache_size: int = 1000) -> None:
-        self.cond = threading.Condition(threading.RLock())
+        self._lock = threading.RLock()
+        self.cond = threading.Condition(self._lock)
+        #: (group, plural) -> the condition its watches wait on (the same lock as :attr:`cond`):
+        #: a write wakes only the watches of its resource, not every open watch
+        self._watch_conds: dict[tuple[str, str], threading.Condition] = {}
         self.rv = 0
         self.watch_cache_size = watch_cache_size
         self._objects: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
@@ -210,12 +236,12 @@ class Store:
         with self.cond:
             return list(self._on_node.get(node, {}).values())
 
-    def dependents(self, res: Resource, owner_uid: str) -> list[Obj]:
+    def dependents(self, res: Resource, owner_uid: str, *, ordered: bool = True) -> list[Obj]:
         """Objects of *res* whose ``ownerReferences`` name *owner_uid*, sorted by (namespace,
-        name) (do not mutate them).  O(dependents), not O(objects)."""
+        name) unless not *ordered* (do not mutate them).  O(dependents), not O(objects)."""
         with self.cond:
             here = self._dependents.get((res.group, res.plural), {}).get(owner_uid, {})
-            return [here[k] for k in sorted(here)]
+            return [here[k] for k in sorted(here)] if ordered else list(here.values())
 
     def unowned_pods(self, namespace: str) -> list[Obj]:
         """Pods of *namespace* without a controller reference, sorted by name."""
@@ -226,6 +252,19 @@ class Store:
     def _index_owners(self, res: Resource, namespace: str, name: str, prev: Obj | None, obj: Obj | None) -> None:
         key = (namespace, name)
         by_owner = self._dependents.setdefault((res.group, res.plural), {})
+        refs = obj["metadata"].get("ownerReferences") if obj is not None else None
+        if prev is not None and refs is not None and refs is prev["metadata"].get("ownerReferences"):
+            # the same references (a write that shares them with the stored object): the index
+            # keeps its entries, pointing at the new object
+            for ref in refs:
+                here = by_owner.get(ref.get("uid"))
+                if here is not None and key in here:
+                    here[key] = obj
+            if res.plural == "pods" and not res.group:
+                free = self._unowned_pods.get(namespace)
+                if free is not None and name in free:
+                    free[name] = obj
+            return
         was = {r.get("uid") for r in (prev or {}).get("metadata", {}).get("ownerReferences") or ()}
         now = {r.get("uid") for r in (obj or {}).get("metadata", {}).get("ownerReferences") or ()}
         for uid in was - now:
@@ -281,6 +320,22 @@ class Store:
             out.reverse()
             return out
 
+    def watch_cond(self, res: Resource) -> threading.Condition:
+        """The condition a watch of *res* waits on (under :attr:`cond`'s lock) for new events."""
+        with self.cond:
+            key = (res.group, res.plural)
+            cond = self._watch_conds.get(key)
+            if cond is None:
+                cond = self._watch_conds[key] = threading.Condition(self._lock)
+            return cond
+
+    def wake_all(self) -> None:
+        """Wake every waiting watch (the server is stopping)."""
+        with self.cond:
+            for cond in self._watch_conds.values():
+                cond.notify_all()
+            self.cond.notify_all()
+
     def compact(self) -> int:
         """Compaction: from now on a watch may start only at the current version or later
         (older ones get 410 Gone); open watches go on. Returns the current version."""
@@ -299,7 +354,9 @@ class Store:
         history.append(event)
         for listener in self.listeners:
             listener(res, event)
-        self.cond.notify_all()
+        cond = self._watch_conds.get(key)
+        if cond is not None:
+            cond.notify_all()
 
     @contextlib.contextmanager
     def dry_run(self) -> Iterator[None]:
@@ -330,9 +387,12 @@ class Store:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def create(self, res: Resource, namespace: str, body: Obj) -> Obj:
-        """Store a new object (generateName, uid, timestamps, defaults); AlreadyExists on a name clash."""
-        obj = _copy(body)
+    def create(self, res: Resource, namespace: str, body: Obj, *, owned: bool = False) -> Obj:
+        """Store a new object (generateName, uid, timestamps, defaults); AlreadyExists on a name clash.
+
+        *owned*: the caller hands *body* over (freshly parsed or built, referenced by nothing
+        else): it is stored as it is, not copied."""
+        obj = body if owned else _copy(body)
         if not isinstance(obj, dict):
             raise bad_request("the request body must be a JSON object")
         meta = obj.get("metadata")
@@ -369,7 +429,7 @@ class Store:
                         ],
                     )
                 for _ in range(8):
-                    name = base[:58] + "".join(random.choices(_SUFFIX_ALPHABET, k=5))
+                    name = base[:58] + _name_suffix()
                     if (namespace, name) not in self._bucket(res):
                         break
                 meta["name"] = name
@@ -464,11 +524,21 @@ class Store:
                 raise bad_request("metadata.name: the name of the object cannot be changed by a patch")
             return self._replace(res, namespace, old, new, subresource)
 
+    def set_status(self, res: Resource, namespace: str, name: str, fn: Callable[[Obj], Obj]) -> Obj:
+        """A status subresource write computed from the stored object: *fn* reads it (and must not
+        change it) and returns the new status, a dict it shares with nothing it will change.
+        No copy of the object is made (:meth:`mutate` copies it for its *fn*)."""
+        with self.cond:
+            old = self.get(res, namespace, name)
+            return self._replace(res, namespace, old, {"status": fn(old)}, "status")
+
     def _replace(self, res: Resource, namespace: str, old: Obj, new: Obj, subresource: str | None) -> Obj:
         name = old["metadata"]["name"]
         if subresource == "status":
+            # everything but the status is the stored object's: shared, not copied (stored
+            # objects are never changed in place), with metadata of its own (written below)
             status = new.get("status")
-            new = _copy(old)
+            new = {**old, "metadata": dict(old["metadata"])}
             if status is None:
                 new.pop("status", None)
             else:
@@ -624,8 +694,9 @@ class Store:
                 raise conflict("pods/binding", name, f"pod {name} has non-empty .spec.schedulingGates")
             pod["spec"]["nodeName"] = target["name"]
             if meta.get("annotations"):
-                pod["metadata"].setdefault("annotations", {}).update(meta["annotations"])
-            status = pod.setdefault("status", {})
+                have_ann = pod["metadata"].get("annotations") or {}
+                pod["metadata"]["annotations"] = {**have_ann, **meta["annotations"]}
+            status = pod["status"]
             conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
             conditions.append(
                 {
@@ -640,7 +711,13 @@ class Store:
 
         with self.cond:
             old = self.get(pods, namespace, name)
-            new = assign(_copy(old))
+            # the parts it changes are new dicts; the rest is shared with the stored object
+            new = assign({
+                **old,
+                "metadata": dict(old["metadata"]),
+                "spec": dict(old["spec"]),
+                "status": dict(old.get("status") or {}),
+            })  # fmt: skip
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             self._commit(pods, namespace, new, old)
 

@@ -1015,3 +1015,84 @@ def test_openapi_v2_protobuf_to_a_raw_client() -> None:
         resp.read()
         assert resp.status == 406
         conn.close()
+
+
+def _raw_exchange(srv, data: bytes) -> bytes:
+    """Send raw bytes over TLS and read the answer until the server closes or 15 s pass (a
+    server waiting for a body that never comes answers nothing)."""
+    import socket
+
+    raw = socket.create_connection(("127.0.0.1", srv.port), timeout=15)
+    with raw, _tls(srv).wrap_socket(raw, server_hostname="127.0.0.1") as s:
+        s.sendall(data)
+        out = b""
+        try:
+            while chunk := s.recv(65536):
+                out += chunk
+                if b"\r\n\r\n" in out and b"Connection: close" not in out:
+                    break
+        except TimeoutError:
+            pass
+        return out
+
+
+def test_body_is_not_read_before_authentication_and_is_bounded(server):
+    """A caller with a wrong token is answered 401 without the server reading its body (a huge
+    Content-Length, no body sent: the answer comes at once and the connection closes); an
+    authenticated body over 3 MiB is 413 unread; a short body after a 401 is discarded and the
+    keep-alive connection goes on."""
+    pods = "/api/v1/namespaces/default/pods"
+    out = _raw_exchange(server, f"POST {pods} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\n"
+                                "Content-Type: application/json\r\nContent-Length: 100000000\r\n\r\n".encode())  # fmt: skip
+    assert out.startswith(b"HTTP/1.1 401 ") and b"Connection: close" in out, out[:200]
+    out = _raw_exchange(server, f"POST {pods} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {server.token}\r\n"
+                                "Content-Type: application/json\r\nContent-Length: 4194304\r\n\r\n".encode())  # fmt: skip
+    assert out.startswith(b"HTTP/1.1 413 ") and b"RequestEntityTooLarge" in out, out[:300]
+    # the first create through HTTP builds the OpenAPI schemas (field validation): slow under load
+    conn = http.client.HTTPSConnection("127.0.0.1", server.port, timeout=60, context=_tls(server))
+    try:
+        body = orjson.dumps(pod_body("sneaky"))
+        conn.request("POST", pods, body=body, headers={"Authorization": "Bearer wrong"})
+        resp = conn.getresponse()
+        assert resp.status == 401 and json.loads(resp.read())["reason"] == "Unauthorized"
+        conn.request("POST", pods, body=body, headers={"Authorization": f"Bearer {server.token}"})
+        resp = conn.getresponse()
+        assert resp.status == 201 and json.loads(resp.read())["metadata"]["name"] == "sneaky"
+    finally:
+        conn.close()
+
+
+def test_request_head_limits(server):
+    """The header reader keeps http.server's limits and refuses ambiguous framing."""
+    auth = f"Authorization: Bearer {server.token}\r\n"
+    many = "".join(f"X-{i}: y\r\n" for i in range(101))
+    for head, code in [
+        (f"GET /version HTTP/1.1\r\n{many}\r\n", b"431"),
+        (f"GET /version HTTP/1.1\r\nX: {'y' * 70000}\r\n\r\n", b"431"),
+        (f"POST /api/v1/namespaces/default/pods HTTP/1.1\r\n{auth}Content-Length: 2\r\nContent-Length: 9\r\n\r\n{{}}",
+         b"400"),
+        ("GET /version HTTP/2.0\r\n\r\n", b"505"),
+        ("GET /version\r\n\r\n", b"400"),
+        ("GET /version HTTP/1.1\r\nno colon here\r\n\r\n", b"400"),
+        (f"GET /version HTTP/1.1\r\n{auth}x-custom: 1\r\n\r\n", b"200"),
+    ]:  # fmt: skip
+        out = _raw_exchange(server, head.encode())
+        assert out[9:12] == code, (head[:60], out[:120])
+
+
+def test_controller_events_pass_client_gos_spam_filter(server, v1, apps):
+    """A ReplicaSet creating 40 pods records 25 SuccessfulCreate Events (client-go's spam
+    filter: a burst of 25 per source and object), not 40."""
+    rs = {
+        "metadata": {"name": "many"},
+        "spec": {
+            "replicas": 40,
+            "selector": {"matchLabels": {"app": "many"}},
+            "template": {"metadata": {"labels": {"app": "many"}}, "spec": pod_body("x")["spec"]},
+        },
+    }
+    apps.create_namespaced_replica_set("default", rs)
+    wait_for(lambda: len(v1.list_namespaced_pod("default", label_selector="app=many").items) == 40)
+    wait_for(lambda: apps.read_namespaced_replica_set("many", "default").status.replicas == 40)
+    events = v1.list_namespaced_event("default", field_selector="involvedObject.name=many").items
+    assert len(events) == 25 and {e.reason for e in events} == {"SuccessfulCreate"}

@@ -55,11 +55,9 @@ from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
 
-from fluxlite.errors import PlannerError
 from fluxlite.graph import UP
-from fluxlite.match._common import AT_ALLOC, JobMeta, _Shared
+from fluxlite.match._common import JobMeta, _Shared
 from fluxlite.match._scoring import MATCH_MET, Dfu
-from fluxlite.match._vplan import avail_during, overlaps
 from fluxlite.writers.simple import SimpleWriter
 
 #: subtrees with fewer vertices are walked plainly (a replay would not pay for its checks)
@@ -329,56 +327,6 @@ class FreshStage:
                 return False
         return True
 
-    def _window_free(self, shape: _Shape, b: int, meta: JobMeta) -> bool:
-        """Does ``b``'s subtree look fresh to a select over ``meta``'s window, though it holds state?
-
-        Everything the select walks read of a subtree's state gives a fresh
-        subtree's answers when: every vertex is up; no vertex's span takes a
-        unit during the window, and no exclusive window meets it; for an
-        allocation, no vertex holds one (``_by_excl``, ``_leaf_units``); and
-        every aggregate has all its units free throughout the window (its
-        prune then passes exactly when a fresh one's does: the same totals
-        and plan end).  A busy graph's reservation search meets such nodes at
-        every candidate time (jobs that end before it).  False sends the
-        subtree to the plain walk.  O(subtree).
-        """
-        n = shape.n
-        hi = b + n
-        at, dur = meta.at, meta.duration
-        sub = self.subplan.get(self.dom)
-        if sub is not None:
-            for i in shape.internal:
-                p = sub[b + i]
-                if p is None or not p.span_size:
-                    continue
-                for pl in p._planners:
-                    if pl._times is None:
-                        continue
-                    try:
-                        if pl.avail_resources_during(at, dur) != pl._total:
-                            return False
-                    except PlannerError:
-                        return False
-        if self.g.v_status[b:hi].count(UP) != n:
-            return False
-        if meta.alloc_type == AT_ALLOC and any(self.allocs[b:hi]):
-            return False
-        vs = self.g.v_size
-        seen: Any = None
-        for xs in self.xspans[b:hi]:
-            if xs is not None and xs is not seen:
-                if overlaps(xs, at, dur):
-                    return False
-                seen = xs  # leaves of one job share their dicts
-        seen = None
-        size_seen = 0
-        for v, sp in enumerate(self.vspans[b:hi], b):
-            if sp is not None and (sp is not seen or vs[v] != size_seen):
-                if avail_during(sp, vs[v], at, dur) != vs[v]:
-                    return False
-                seen, size_seen = sp, vs[v]
-        return True
-
     def _fresh_ready(self, meta: JobMeta, resources: Sequence[Any]) -> bool:
         """May this select pass use templates?  (Single subsystem, no constraint, id-monotone scores,
         and a request with requests below it.)"""
@@ -416,23 +364,17 @@ class FreshStage:
             tmpls[key] = _NOPE
 
     # ------------------------------------------------------------ select
-    def _sel_clean(self, shape: _Shape, b: int, e0: int, meta: JobMeta | None = None) -> bool:
-        """Fresh (with ``meta``: free during its window, see :meth:`_window_free`), and no edge of
-        the subtree marked by this select pass yet."""
-        if self.token in self.e_token[e0 : e0 + shape.m]:
-            return False
-        return self._fresh_state(shape, b) if meta is None else self._window_free(shape, b, meta)
+    def _sel_clean(self, shape: _Shape, b: int, e0: int) -> bool:
+        """Fresh, and no edge of the subtree marked by this select pass yet."""
+        return self.token not in self.e_token[e0 : e0 + shape.m] and self._fresh_state(shape, b)
 
     def _fresh_dfv(
         self, meta: JobMeta, u: int, resources: Sequence[Any], pristine: bool, excl: bool, to_parent: Dfu
     ) -> tuple[int, bool] | None:
         """``_dom_dfv`` of ``u`` from a template (or recording one); None: take the plain walk."""
         g = self.g
-        if not g.out[self.dom][u]:
-            return None
-        # a job uses u or something below it: replayed if the subtree is free during the
-        # window, never recorded in update's "fresh" set (its update walk is the plain one)
-        held = meta if self.tags[u] is not None else None
+        if self.tags[u] is not None or not g.out[self.dom][u]:
+            return None  # a job uses u or something below it (cheap test before any other)
         key = (id(resources), pristine, excl)
         tms = self._fsel.get(key)
         if tms is _NOPE:
@@ -441,15 +383,12 @@ class FreshStage:
             twins, e0 = self._fresh_twins(tms, u)
             if twins:
                 shape = twins[0].shape
-                if not self._sel_clean(shape, u, e0, held):
+                if not self._sel_clean(shape, u, e0):
                     return None
                 weights = self.e_weight[e0 : e0 + shape.m]
                 for tm in twins:
                     if tm.weights == weights:
-                        got = self._sel_replay(tm, u, e0, to_parent)
-                        if held is not None:
-                            self._fok.discard(u)
-                        return got
+                        return self._sel_replay(tm, u, e0, to_parent)
             if len(tms) >= _TMPLS_MAX:
                 return None
         t = g.v_type[u]
@@ -459,14 +398,11 @@ class FreshStage:
         if got is None:
             return None
         shape, e0 = got
-        if not self._sel_clean(shape, u, e0, held) or any(
+        if not self._sel_clean(shape, u, e0) or any(
             g.v_type[u + i] in self.factors for i in range(1, shape.n)
         ):
             return None
-        got = self._sel_record(meta, u, resources, pristine, excl, to_parent, key, shape, e0)
-        if held is not None:
-            self._fok.discard(u)
-        return got
+        return self._sel_record(meta, u, resources, pristine, excl, to_parent, key, shape, e0)
 
     def _sel_record(
         self,

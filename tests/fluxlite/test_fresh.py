@@ -144,7 +144,7 @@ def test_big_match_on_a_free_graph_is_replayed_and_identical() -> None:
 
 
 def test_busy_subtrees_are_walked_plainly() -> None:
-    """Nodes busy during the window (a job, a reservation) or down are walked plainly; results agree."""
+    """A node holding anything (a job, a reservation, a down status) is never replayed, and results agree."""
     fast, plain = engine("first"), engine("first", fresh=False)
     for eng in (fast, plain):
         eng.match(CORES)  # 15 cores on the first nodes
@@ -154,34 +154,6 @@ def test_busy_subtrees_are_walked_plainly() -> None:
         a, b = fast.match(BIG, op="allocate_orelse_reserve"), plain.match(BIG, op="allocate_orelse_reserve")
         assert (a.ok, a.at, a.text) == (b.ok, b.at, b.text)
         assert full_state(fast) == full_state(plain)
-
-
-def test_held_nodes_free_during_the_window_are_replayed_in_select() -> None:
-    """A reservation after jobs that hold every node: its select replays nodes free during its window.
-
-    The nodes carry those jobs' state (tags, spans, aggregate spans), so the
-    update walk stays plain; output and the whole state are the plain walk's.
-    One core taken for longer (a job that overlaps the window) keeps its node
-    on the plain walk.
-    """
-    long_core = jobspec(
-        "  - type: slot\n    count: 1\n    label: default\n    with:\n      - type: core\n        count: 1\n",
-        duration=7200,
-    )
-    for policy in ("first", "low"):
-        fast, plain = engine(policy, nodes=8), engine(policy, nodes=8, fresh=False)
-        for eng in (fast, plain):
-            eng.match(long_core)
-            for _ in range(8):
-                assert eng.match(ONE).ok or eng.match(ONE, op="allocate_orelse_reserve").ok
-        before = replays(fast)
-        for req in (nodes_req(3), nodes_req(6), SOCKET):
-            a, b = fast.match(req, op="allocate_orelse_reserve"), plain.match(req, op="allocate_orelse_reserve")
-            assert a.ok and (a.at > 0 or req is SOCKET)  # node0's second socket is free now
-            assert (a.ok, a.jobid, a.at, a.text) == (b.ok, b.jobid, b.at, b.text), (policy, req)
-            assert full_state(fast) == full_state(plain), (policy, req)
-        assert replays(fast)[0] > before[0], (policy, replays(fast), before)
-        assert replays(fast)[1] == before[1]  # the update walk of held nodes is the plain one
 
 
 def test_after_cancel_and_partial_release_nodes_are_fresh_again() -> None:

@@ -31,6 +31,10 @@ def avail_during(spans: dict[int, tuple[int, int, int]] | None, size: int, at: i
         return size
     if len(live) == 1:
         return size - live[0][2]
+    if len(live) == 2:
+        # intervals that meet the window and each other share a point inside it (Helly, 1-D)
+        (s1, e1, a1), (s2, e2, a2) = live
+        return size - (a1 + a2 if s1 < e2 and s2 < e1 else (a1 if a1 > a2 else a2))
     worst = 0
     for t in {at, *(s for s, _, _ in live if s > at)}:
         used = 0

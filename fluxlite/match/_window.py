@@ -102,12 +102,15 @@ class WindowIndex:
         ok = self._ends >= end
         for k, c in need:
             times = self._times[k]
-            rem = self._rem[k]
             ok &= self._totals[k] >= c
-            last = (times <= at).sum(axis=1) - 1  # the point whose state covers ``at`` (-1: before the first)
-            first = np.take_along_axis(rem, np.maximum(last, 0)[:, None], axis=1)[:, 0]
-            inside = (times > at) & (times < end)
-            low = np.where(inside, rem, _PAD).min(axis=1)
-            ok &= (last < 0) | ((first >= c) & (low >= c))
+            # the points whose state the window sees: the last one at or before ``at`` and those
+            # inside (times ascend, padding is past any end): a point before ``end`` not followed
+            # by another at or before ``at``
+            le = times <= at
+            cover = times < end
+            cover[:, :-1] &= ~le[:, 1:]
+            short = ((self._rem[k] < c) & cover).any(axis=1)
+            # a window before a row's first point passes (Fluxion's planner)
+            ok &= ~le[:, 0] | ~short
         ok |= nop
         return ok

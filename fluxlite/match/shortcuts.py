@@ -463,8 +463,10 @@ class ShortcutsStage:
             if not leaves and len(eids) >= self._SKIP_MIN:
                 alive = self._alive(meta, u, self.dom, r, eids)
                 if alive is not None:
-                    src = eids
-                    eids = (src[i] for i in (alive[::-1] if desc else alive))  # type: ignore[assignment]
+                    idx = alive.tolist()  # Python ints: indexing with numpy scalars is slow
+                    if desc:
+                        idx.reverse()
+                    eids = [eids[i] for i in idx]
                 elif desc:
                     eids = eids[::-1]
             elif desc:

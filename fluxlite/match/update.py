@@ -155,12 +155,19 @@ class UpdateStage:
             # the general loop below without its per-child tests
             tx = lt in xtypes
             units = 0
+            # leaves already holding state: those whose four dicts are the ones the last such
+            # leaf had take the same new dicts (_upd_leaf's memo, read here without the call)
+            ext = self._leaf_ext
+            got = None
+            p0 = p1 = p2 = p3 = None
+            pnd = -1
             for e in g.out[dom][u]:
                 if e_token[e] != token or not (e_excl[e] or tx):
                     continue
                 tgt = dst[e]
                 nd = e_needs[e]
-                if tags[tgt] is None and xspans[tgt] is None and vspans[tgt] is None and table[tgt] is None:
+                o0, o1, o2, o3 = vspans[tgt], table[tgt], tags[tgt], xspans[tgt]
+                if o0 is None and o1 is None and o2 is None and o3 is None:
                     if nd != shared_nd:
                         shared = leaf_shared.get(nd)
                         if shared is None:
@@ -176,7 +183,22 @@ class UpdateStage:
                     units += vsize[tgt]
                     add_line(f"{prefix}{vname[tgt]}[{nd}:x]\n")
                 else:
-                    self._upd_leaf(tgt, writer, nd, meta, full, acc, prefix)
+                    if got is None or o0 is not p0 or o1 is not p1 or o2 is not p2 or o3 is not p3 or nd != pnd:
+                        # the memo's dicts are alive, so equal ids are these very dicts
+                        got = ext.get((id(o0), id(o1), id(o2), id(o3), nd, record))
+                        if got is None:
+                            self._upd_leaf(tgt, writer, nd, meta, full, acc, prefix)
+                            n_plans += 1
+                            continue
+                        p0, p1, p2, p3, pnd = o0, o1, o2, o3, nd
+                    if record:
+                        vspans[tgt] = got[0]
+                        table[tgt] = got[1]
+                    tags[tgt] = got[2]
+                    xspans[tgt] = got[3]
+                    jv_add(tgt)
+                    units += vsize[tgt]
+                    add_line(f"{prefix}{vname[tgt]}[{nd}:x]\n")
                 n_plans += 1
             if units and lt in total:
                 acc[lt] = acc.get(lt, 0) + units

@@ -132,8 +132,9 @@ def test_random_grow_sessions_leave_the_reference_state(seed: int, monkeypatch: 
     assert job == job2
     same(fast, slow)
     jobs = [job]
-    attached = 0
-    for _step in range(10):
+    attached = removed = 0
+    grown: list[tuple[int, list[int]]] = []
+    for _step in range(14):
         op = rng.random()
         if op < 0.55:
             try:
@@ -152,7 +153,26 @@ def test_random_grow_sessions_leave_the_reference_state(seed: int, monkeypatch: 
                     except FluxliteError as exc:
                         got.append(type(exc))
             assert got[0] == got[1]
-            attached += isinstance(got[0], list) and len(got[0]) > 0
+            if isinstance(got[0], list) and got[0]:
+                attached += 1
+                grown.append((target, got[0]))
+        elif op < 0.65 and grown:
+            # give a grown subtree back and remove it: the next attach reuses the handles (holes)
+            target, new = grown.pop(rng.randrange(len(grown)))
+            g = fast.graph
+            newset = set(new)
+            tops = [g.path(v, fast.dom) for v in new if g.parent(v, fast.dom) not in newset]
+            outs = []
+            for eng in (fast, slow):
+                try:
+                    eng.shrink(target, paths=tops)
+                    for p in tops:
+                        eng.remove_subgraph(path=p)
+                    outs.append(True)
+                except FluxliteError as exc:
+                    outs.append(type(exc))
+            assert outs[0] == outs[1]
+            removed += outs[0] is True
         elif op < 0.75:
             js = _js(rng, False, shape)
             outs = []
@@ -167,8 +187,14 @@ def test_random_grow_sessions_leave_the_reference_state(seed: int, monkeypatch: 
                 jobs.append(outs[0][0])
         elif op < 0.9 and len(jobs) > 1:
             victim = jobs.pop(rng.randrange(len(jobs)))
-            fast.cancel(victim)
-            slow.cancel(victim)
+            outs = []
+            for eng in (fast, slow):
+                try:
+                    eng.cancel(victim)
+                    outs.append(True)
+                except FluxliteError as exc:
+                    outs.append(type(exc))
+            assert outs[0] == outs[1]
         else:
             js = _js(rng, False, shape)
             outs = []
@@ -180,5 +206,5 @@ def test_random_grow_sessions_leave_the_reference_state(seed: int, monkeypatch: 
             assert outs[0] == outs[1]
         same(fast, slow)
         assert recount_errors(fast) == []
-    print("attached", attached)
+    print("attached", attached, "removed", removed)
     assert attached >= 2

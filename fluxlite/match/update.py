@@ -706,12 +706,18 @@ class UpdateStage:
             t = vt[v]
             kids = kids_of.get(v)
             if kids is None:
-                counts[v] = {t: vs[v]}
+                if (pe := g.parent_edge[ss][v]) < 0 or g.e_src[pe] not in newset:
+                    counts[v] = {t: vs[v]}  # a new root that is a leaf (other leaves count in their parent)
                 continue
             dfv: dict[str, int] = {}
             for k in kids:
-                for tt, c in counts[k].items():
-                    dfv[tt] = dfv.get(tt, 0) + c
+                got = counts.get(k)
+                if got is None:  # a leaf: its own units (tracked, checked above)
+                    tt = vt[k]
+                    dfv[tt] = dfv.get(tt, 0) + vs[k]
+                else:
+                    for tt, c in got.items():
+                        dfv[tt] = dfv.get(tt, 0) + c
             mine = {t: vs[v]} if t in total else {}
             for tt, c in dfv.items():
                 mine[tt] = mine.get(tt, 0) + c

@@ -273,19 +273,20 @@ def _fluxion_edges(cols: Columns, data: bytes, e0: int, e1: int, keys: list[str]
 #: one node exactly as fluxlite's match writer (writers.jgf.vertex_json) lays out a vertex whose
 #: basename is its type, whose name is basename+id, without properties and with one containment
 #: path: the whole element (for the tiling check), id key, type, id, rank, unit, exclusive, size, path
+#: (matched in the document decoded as ASCII, so that the groups are str and offsets are bytes)
 _WRITER_NODE = re.compile(
-    rb'(\{"id": "(0|[1-9][0-9]{0,17})", "metadata": \{"type": "([A-Za-z_][A-Za-z0-9_.:-]*)", '
-    rb'"id": (0|[1-9][0-9]{0,17}), "rank": (-1|0|[1-9][0-9]{0,17})'
-    rb'(?:, "unit": "([A-Za-z0-9_.:-]*)")?(, "exclusive": true)?(?:, "size": (0|[1-9][0-9]{0,17}))?'
-    rb', "paths": \{"containment": "(/[^"\\\x00-\x1f]*)"\}\}\})(?:, |\Z)'
+    r'(\{"id": "(0|[1-9][0-9]{0,17})", "metadata": \{"type": "([A-Za-z_][A-Za-z0-9_.:-]*)", '
+    r'"id": (0|[1-9][0-9]{0,17}), "rank": (-1|0|[1-9][0-9]{0,17})'
+    r'(?:, "unit": "([A-Za-z0-9_.:-]*)")?(, "exclusive": true)?(?:, "size": (0|[1-9][0-9]{0,17}))?'
+    r', "paths": \{"containment": "(/[^"\\\x00-\x1f]*)"\}\}\})(?:, |\Z)'
 )
 #: one edge as the match writer lays out a containment edge (writers.jgf.edge_json)
-_WRITER_EDGE = re.compile(rb'\{"source": "(0|[1-9][0-9]{0,17})", "target": "(0|[1-9][0-9]{0,17})"\}(?:, |\Z)')
-_WRITER_EDGE_LEN = len(b'{"source": "", "target": ""}')
+_WRITER_EDGE = re.compile(r'\{"source": "(0|[1-9][0-9]{0,17})", "target": "(0|[1-9][0-9]{0,17})"\}(?:, |\Z)')
+_WRITER_EDGE_LEN = len('{"source": "", "target": ""}')
 
 
 def _writer_nodes(cols: Columns, data: bytes, n0: int, n1: int, keys_out: list[str]) -> bool:
-    """Read the nodes ``data[n0:n1]`` straight from the bytes when they are laid out as the match writer does.
+    """Read the nodes ``data[n0:n1]`` straight from the text when they are laid out as the match writer does.
 
     The columns are those :func:`_add_nodes` gives for the same nodes
     (:func:`_sparse_columns`' defaults: basename = type, name = basename +
@@ -293,40 +294,36 @@ def _writer_nodes(cols: Columns, data: bytes, n0: int, n1: int, keys_out: list[s
     :func:`_fluxion_edges` is: the matches do not overlap and lie inside
     the range, so when their lengths (each with its separator) add up to
     the range's, they are exactly the range's elements.  Returns False
-    (nothing added) for any other layout.  O(nodes).
+    (nothing added) for any other layout or a document that is not ASCII.
+    O(nodes).
     """
     while n0 < n1 and data[n0 : n0 + 1].isspace():
         n0 += 1
-    if n1 <= n0 or cols.type:
+    if n1 <= n0 or cols.type or not data.isascii():
         return False
-    found = _WRITER_NODE.findall(data, n0, n1)
+    text = data.decode("ascii")
+    found = _WRITER_NODE.findall(text, n0, n1)
     n = len(found)
     if n == 0:
         return False
-    whole, key, t, rid, rk, un, ex, sz, ps = zip(*found)
+    whole, key, t, rid, rk, un, ex, sz, paths = zip(*found)
     if sum(map(len, whole)) + 2 * (n - 1) != n1 - n0:
         return False
     del whole
-    keys = [k.decode() for k in key]
-    types = cols.interned([x.decode() for x in t])
-    ids = list(map(int, rid))
-    try:
-        paths = [p.decode() for p in ps]
-    except UnicodeDecodeError:
-        return False
-    keys_out.extend(keys)
+    types = cols.interned(t)
+    keys_out.extend(key)
     cols.type.extend(types)
     cols.basename.extend(types)
-    cols.name.extend(map("{}{}".format, types, ids))
-    cols.id.extend(ids)
+    cols.name.extend([f"{a}{b}" for a, b in zip(types, rid)])  # ids have no leading zeros: str(int(b)) == b
+    cols.id.extend(map(int, rid))
     cols.uniq_id.extend(map(int, key))
     cols.rank.extend(map(int, rk))
-    cols.size.extend(1 if not x else int(x) for x in sz)
-    cols.unit.extend(cols.interned([x.decode() for x in un]))
+    cols.size.extend([1 if not x else int(x) for x in sz])
+    cols.unit.extend(cols.interned(un))
     cols.exclusive.extend(map(bool, ex))
     cols.status.extend(repeat(0, n))
     ss = "containment"
-    cols.paths[ss] = paths
+    cols.paths[ss] = list(paths)
     counts = list(map(str.count, paths, repeat("/")))
     if 1 in counts:
         cols.roots.extend((k, ss) for k, c in enumerate(counts) if c == 1)
@@ -334,7 +331,7 @@ def _writer_nodes(cols: Columns, data: bytes, n0: int, n1: int, keys_out: list[s
 
 
 def _writer_edges(cols: Columns, data: bytes, e0: int, e1: int, ref: dict[str, int]) -> bool:
-    """Read the edges ``data[e0:e1]`` from the bytes when laid out as the match writer does (no metadata).
+    """Read the edges ``data[e0:e1]`` from the text when laid out as the match writer does (no metadata).
 
     Endpoints are looked up in ``ref`` (node id -> position); the tiling
     argument is :func:`_fluxion_edges`'.  Returns False (nothing added) for
@@ -343,9 +340,9 @@ def _writer_edges(cols: Columns, data: bytes, e0: int, e1: int, ref: dict[str, i
     """
     while e0 < e1 and data[e0 : e0 + 1].isspace():
         e0 += 1
-    if e1 <= e0:
+    if e1 <= e0 or not data.isascii():
         return False
-    pairs = _WRITER_EDGE.findall(data, e0, e1)
+    pairs = _WRITER_EDGE.findall(data.decode("ascii"), e0, e1)
     k = len(pairs)
     if k == 0:
         return False
@@ -353,8 +350,8 @@ def _writer_edges(cols: Columns, data: bytes, e0: int, e1: int, ref: dict[str, i
     if k * _WRITER_EDGE_LEN + sum(map(len, src)) + sum(map(len, dst)) + 2 * (k - 1) != e1 - e0:
         return False
     get = ref.__getitem__
-    s = list(map(get, map(bytes.decode, src)))  # KeyError: not a node id
-    d = list(map(get, map(bytes.decode, dst)))
+    s = list(map(get, src))  # KeyError: not a node id
+    d = list(map(get, dst))
     ss = cols.interned(["containment"])[0]
     cols.e_src.extend(s)
     cols.e_dst.extend(d)

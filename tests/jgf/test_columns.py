@@ -376,6 +376,7 @@ def _node_range(text: bytes) -> tuple[bytes, int, int]:
         (b'"}}}, {"id"', b'"}, "x": 1}}, {"id"'),  # an extra key
         (b'"target": "', b'"target": "9999'),  # an edge to no node
         (b'"type": "core"', b'"type": "co\\u0072e"'),  # an escape
+        (b'"type": "core"', '"type": "cor\u00e9"'.encode()),  # not ASCII
     ],
 )
 def test_documents_off_the_writers_layout_give_the_general_paths_answer(

@@ -10,7 +10,9 @@ each pruning type under every vertex), the order of out-edges, and
 from __future__ import annotations
 
 import bisect
+from collections import deque
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 from fluxlite.graph import UP
@@ -54,13 +56,10 @@ class GraphStateStage:
         for col in cols:
             if len(col) <= hi:
                 col.extend([None] * (hi + 1 - len(col)))
-            for v in vids:
-                if col[v] is not None:
-                    col[v] = None
+            deque(map(col.__setitem__, vids, repeat(None)), maxlen=0)  # a reused handle starts empty
         oe = self._outedges
         if oe:
-            for v in vids:
-                oe.pop(v, None)
+            deque(map(oe.pop, vids, repeat(None)), maxlen=0)
 
     def vertex_removed(self, vid: int) -> None:
         self.memo_clear()

@@ -585,6 +585,9 @@ class ResourceGraph:
                 (self.e_seq, range(seq0, seq0 + m)),
             ):
                 deque(map(col.__setitem__, got, vals), maxlen=0)
+        if ss_col.count(ss_col[0]) == m and self._link_runs(ss_col[0], got, sources, targets):
+            self.version += 1
+            return got
         last_ss = None
         col: list[Any] = []
         pcol: list[int] = []
@@ -602,6 +605,33 @@ class ResourceGraph:
                 pcol[d] = e
         self.version += 1
         return got
+
+    def _link_runs(self, ss: str, got: list[int], sources: Sequence[int], targets: Sequence[int]) -> bool:
+        """Out-edge lists and parent edges of new edges of one subsystem, a run of equal sources at a time.
+
+        What the per-edge loop of :meth:`add_edges_bulk` does, when every
+        target is distinct and has no parent edge yet (the edges of attached
+        subtrees): each source's list grows by its run, each target's parent
+        is its edge.  Returns False (nothing changed) otherwise.  O(m), with
+        Python work per run of equal sources only.
+        """
+        m = len(got)
+        tg = targets if isinstance(targets, list) else list(targets)
+        pcol = self.parent_edge[ss]
+        if len(set(tg)) != m or list(map(pcol.__getitem__, tg)).count(-1) != m:
+            return False
+        col = self.out[ss]
+        src = sources if isinstance(sources, list) else list(sources)
+        cuts = [0, *compress(range(1, m), map(ne, src[1:], src[:-1])), m]
+        for a, b in pairwise(cuts):
+            s = src[a]
+            lst = col[s]
+            if lst is _EMPTY:
+                col[s] = got[a:b]
+            else:
+                lst.extend(got[a:b])
+        deque(map(pcol.__setitem__, tg, got), maxlen=0)
+        return True
 
     def _ensure_subsystem(self, ss: str) -> None:
         if ss not in self.out:

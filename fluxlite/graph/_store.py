@@ -26,9 +26,8 @@ vertices so their own columns stay aligned.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import compress, pairwise, repeat
+from itertools import compress, pairwise
 from operator import ne
 from typing import Any, Protocol
 
@@ -369,11 +368,11 @@ class ResourceGraph:
             else:
                 vids = expected
         else:
-            # holes left by removals: rustworkx hands them out again, exactly as add_node one at a time would
-            vids = list(self.rx.add_nodes_from(expected))
-            for v, want in zip(vids, expected):
-                if v != want:
-                    self.rx[v] = v
+            vids = []
+            for _ in range(n):
+                v = self.rx.add_node(None)
+                self.rx[v] = v
+                vids.append(v)
         tcol = _interned_column(types, intern)
         bcol = _interned_column(basenames, intern)
         ucol = _interned_column(units, intern)
@@ -394,37 +393,41 @@ class ResourceGraph:
             for pcol in self.parent_edge.values():
                 pcol.extend([-1] * n)
         else:
-            # reused holes and new handles past the end: the columns grow to the highest handle,
-            # then every column is written at the handles in one C-level pass
-            grow = max(vids) + 1 - len(self.v_type)
-            if grow > 0:
-                for col in (self.v_type, self.v_basename, self.v_name, self.v_unit):
-                    col.extend([""] * grow)
-                for col in (self.v_id, self.v_uniq, self.v_rank, self.v_size, self.v_status):
-                    col.extend([0] * grow)
-                self._live.extend([False] * grow)
-                for col in self.out.values():
-                    col.extend([_EMPTY] * grow)
-                for pcol in self.parent_edge.values():
-                    pcol.extend([-1] * grow)
-            for col, vals in (
-                (self.v_type, tcol),
-                (self.v_basename, bcol),
-                (self.v_name, names),
-                (self.v_id, ids),
-                (self.v_uniq, uniq_ids),
-                (self.v_rank, ranks),
-                (self.v_size, sizes),
-                (self.v_unit, ucol),
-                (self.v_status, scol),
-            ):
-                deque(map(col.__setitem__, vids, vals), maxlen=0)
-            live = self._live
-            deque(map(live.__setitem__, vids, repeat(True)), maxlen=0)
-            for col in self.out.values():
-                deque(map(col.__setitem__, vids, repeat(_EMPTY)), maxlen=0)
-            for pcol in self.parent_edge.values():
-                deque(map(pcol.__setitem__, vids, repeat(-1)), maxlen=0)
+            uq = list(uniq_ids)
+            for k, vid in enumerate(vids):
+                row = (tcol[k], bcol[k], names[k], ids[k], uq[k], ranks[k], sizes[k], ucol[k], scol[k])
+                if vid == len(self.v_type):
+                    self.v_type.append(row[0])
+                    self.v_basename.append(row[1])
+                    self.v_name.append(row[2])
+                    self.v_id.append(row[3])
+                    self.v_uniq.append(row[4])
+                    self.v_rank.append(row[5])
+                    self.v_size.append(row[6])
+                    self.v_unit.append(row[7])
+                    self.v_status.append(row[8])
+                    self._live.append(True)
+                    for col in self.out.values():
+                        col.append(_EMPTY)
+                    for pcol in self.parent_edge.values():
+                        pcol.append(-1)
+                else:
+                    (
+                        self.v_type[vid],
+                        self.v_basename[vid],
+                        self.v_name[vid],
+                        self.v_id[vid],
+                        self.v_uniq[vid],
+                        self.v_rank[vid],
+                        self.v_size[vid],
+                        self.v_unit[vid],
+                        self.v_status[vid],
+                    ) = row
+                    self._live[vid] = True
+                    for col in self.out.values():
+                        col[vid] = _EMPTY
+                    for pcol in self.parent_edge.values():
+                        pcol[vid] = -1
         if top >= self._next_uniq:
             self._next_uniq = top + 1
         if properties:
@@ -554,13 +557,13 @@ class ResourceGraph:
             self._ensure_subsystem(ss)
         e0 = len(self.e_src)
         expected = list(range(e0, e0 + m))
-        # with holes left by removals rustworkx hands them out again (as add_edge one at a time would);
-        # an edge's weight is its handle, so only those that did not get the expected one are fixed
-        got = list(self.rx.add_edges_from(list(zip(sources, targets, expected))))
+        if self.rx.num_edges() == e0:  # no holes: new handles are e0.. in order
+            got = list(self.rx.add_edges_from(list(zip(sources, targets, expected))))
+        else:
+            got = list(self.rx.add_edges_from_no_data(list(zip(sources, targets))))
         if got != expected:
-            for e, want in zip(got, expected):
-                if e != want:
-                    self.rx.update_edge_by_index(e, e)
+            for e in got:
+                self.rx.update_edge_by_index(e, e)
         seq0 = self._eseq
         self._eseq += m
         if got == expected:
@@ -570,24 +573,19 @@ class ResourceGraph:
             self.e_rel.extend(rel_col)
             self.e_seq.extend(range(seq0, seq0 + m))
         else:
-            grow = max(got) + 1 - len(self.e_src)
-            if grow > 0:
-                self.e_src.extend([-1] * grow)
-                self.e_dst.extend([-1] * grow)
-                self.e_ss.extend([None] * grow)
-                self.e_rel.extend([None] * grow)
-                self.e_seq.extend([0] * grow)
-            for col, vals in (
-                (self.e_src, sources),
-                (self.e_dst, targets),
-                (self.e_ss, ss_col),
-                (self.e_rel, rel_col),
-                (self.e_seq, range(seq0, seq0 + m)),
-            ):
-                deque(map(col.__setitem__, got, vals), maxlen=0)
-        if ss_col.count(ss_col[0]) == m and self._link_runs(ss_col[0], got, sources, targets):
-            self.version += 1
-            return got
+            for k, (e, s, d, ss, rel) in enumerate(zip(got, sources, targets, ss_col, rel_col)):
+                if e == len(self.e_src):
+                    self.e_src.append(s)
+                    self.e_dst.append(d)
+                    self.e_ss.append(ss)
+                    self.e_rel.append(rel)
+                    self.e_seq.append(seq0 + k)
+                else:
+                    self.e_src[e] = s
+                    self.e_dst[e] = d
+                    self.e_ss[e] = ss
+                    self.e_rel[e] = rel
+                    self.e_seq[e] = seq0 + k
         last_ss = None
         col: list[Any] = []
         pcol: list[int] = []
@@ -605,33 +603,6 @@ class ResourceGraph:
                 pcol[d] = e
         self.version += 1
         return got
-
-    def _link_runs(self, ss: str, got: list[int], sources: Sequence[int], targets: Sequence[int]) -> bool:
-        """Out-edge lists and parent edges of new edges of one subsystem, a run of equal sources at a time.
-
-        What the per-edge loop of :meth:`add_edges_bulk` does, when every
-        target is distinct and has no parent edge yet (the edges of attached
-        subtrees): each source's list grows by its run, each target's parent
-        is its edge.  Returns False (nothing changed) otherwise.  O(m), with
-        Python work per run of equal sources only.
-        """
-        m = len(got)
-        tg = targets if isinstance(targets, list) else list(targets)
-        pcol = self.parent_edge[ss]
-        if len(set(tg)) != m or list(map(pcol.__getitem__, tg)).count(-1) != m:
-            return False
-        col = self.out[ss]
-        src = sources if isinstance(sources, list) else list(sources)
-        cuts = [0, *compress(range(1, m), map(ne, src[1:], src[:-1])), m]
-        for a, b in pairwise(cuts):
-            s = src[a]
-            lst = col[s]
-            if lst is _EMPTY:
-                col[s] = got[a:b]
-            else:
-                lst.extend(got[a:b])
-        deque(map(pcol.__setitem__, tg, got), maxlen=0)
-        return True
 
     def _ensure_subsystem(self, ss: str) -> None:
         if ss not in self.out:

@@ -10,9 +10,7 @@ each pruning type under every vertex), the order of out-edges, and
 from __future__ import annotations
 
 import bisect
-from collections import deque
 from collections.abc import Sequence
-from itertools import repeat
 from typing import Any
 
 from fluxlite.graph import UP
@@ -56,10 +54,13 @@ class GraphStateStage:
         for col in cols:
             if len(col) <= hi:
                 col.extend([None] * (hi + 1 - len(col)))
-            deque(map(col.__setitem__, vids, repeat(None)), maxlen=0)  # a reused handle starts empty
+            for v in vids:
+                if col[v] is not None:
+                    col[v] = None
         oe = self._outedges
         if oe:
-            deque(map(oe.pop, vids, repeat(None)), maxlen=0)
+            for v in vids:
+                oe.pop(v, None)
 
     def vertex_removed(self, vid: int) -> None:
         self.memo_clear()

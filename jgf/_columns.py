@@ -225,6 +225,25 @@ _FLUXION_EDGE = re.compile(
 _FLUXION_EDGE_LEN = len(b'{"source": "", "target": "", "metadata": {"subsystem": "containment"}}')
 
 
+def _tiled_pairs(pattern: re.Pattern[Any], fixed: int, data: Any, begin: int, end: int) -> tuple[Any, Any] | None:
+    """(sources, targets) of the edges ``data[begin:end]`` if ``pattern``'s matches tile the range exactly.
+
+    ``pattern`` matches one edge with its ", " separator (none after the
+    last) and captures its two endpoints; ``fixed`` is an edge's length
+    without them.  The matches do not overlap and lie inside the range, so
+    when their lengths add up to the range's they are exactly its elements.
+    None for any other layout.  O(edges).
+    """
+    pairs = pattern.findall(data, begin, end)
+    k = len(pairs)
+    if k == 0:
+        return None
+    src, dst = zip(*pairs)
+    if k * fixed + sum(map(len, src)) + sum(map(len, dst)) + 2 * (k - 1) != end - begin:
+        return None
+    return src, dst
+
+
 def _fluxion_edges(cols: Columns, data: bytes, e0: int, e1: int, keys: list[str]) -> bool:
     """Read the edges ``data[e0:e1]`` straight from the bytes when they are laid out as Fluxion writes them.
 
@@ -247,13 +266,10 @@ def _fluxion_edges(cols: Columns, data: bytes, e0: int, e1: int, keys: list[str]
     for begin, end in _pieces(data, e0, e1):  # a piece at a time: a small transient parse of bytes
         if not data.endswith(b"}}", begin, end):
             return False
-        pairs = _FLUXION_EDGE.findall(data, begin, end)
-        k = len(pairs)
-        if k == 0:
+        got = _tiled_pairs(_FLUXION_EDGE, _FLUXION_EDGE_LEN, data, begin, end)
+        if got is None:
             return False
-        src, dst = zip(*pairs)
-        if k * _FLUXION_EDGE_LEN + sum(map(len, src)) + sum(map(len, dst)) + 2 * (k - 1) != end - begin:
-            return False
+        src, dst = got
         si = list(map(int, src))
         di = list(map(int, dst))
         if max(si) >= n or max(di) >= n:
@@ -342,13 +358,11 @@ def _writer_edges(cols: Columns, data: bytes, e0: int, e1: int, ref: dict[str, i
         e0 += 1
     if e1 <= e0 or not data.isascii():
         return False
-    pairs = _WRITER_EDGE.findall(data.decode("ascii"), e0, e1)
-    k = len(pairs)
-    if k == 0:
+    got = _tiled_pairs(_WRITER_EDGE, _WRITER_EDGE_LEN, data.decode("ascii"), e0, e1)
+    if got is None:
         return False
-    src, dst = zip(*pairs)
-    if k * _WRITER_EDGE_LEN + sum(map(len, src)) + sum(map(len, dst)) + 2 * (k - 1) != e1 - e0:
-        return False
+    src, dst = got
+    k = len(src)
     get = ref.__getitem__
     s = list(map(get, src))  # KeyError: not a node id
     d = list(map(get, dst))

@@ -239,9 +239,8 @@ def _single_worker(mode: str, bench: Path, reps: int) -> dict[str, Any]:
 
     from fluxlite.api import Engine
     from fluxlite.jobspec import load_jobspec
-    from fluxlite.readers import load_graph
+    from fluxlite.readers import graph_to_jgf, load_graph
     from hierarchy._jgfsub import jgf_counts
-    from hierarchy._release import release_exact
 
     t8 = load_jobspec(bench / "jobspecs" / "T8.yaml")
     graph = bench / "graphs" / "L4.graphml"
@@ -272,16 +271,17 @@ def _single_worker(mode: str, bench: Path, reps: int) -> dict[str, Any]:
             return r.text
 
         def reset() -> None:
-            g = eng.graph
-            release_exact(eng, job, g.subtree(g.vertex_by_path(state["sock"])))
+            eng.shrink(job, paths=[state["sock"]])
 
     elif mode == "attach":
-        # the socket a parent would send, and a child whose graph is the node's other socket, all allocated
+        # the socket a parent would send, and a child whose graph is the rest of the node, all allocated
+        # (whichever socket the policy picks for the grow on this graph)
         sub = eng.grow(eng.allocate(t8, fmt="jgf").jobid, t8, fmt="jgf").text
-        keep = Engine.from_file(graph, format="grug", policy="first").allocate(t8, fmt="jgf")
-        child = Engine(load_graph(keep.text.encode(), format="jgf"), policy="first")
-        cjob = child.allocate(t8, fmt="jgf").jobid
         sock = _socket_of(sub)
+        rest = Engine.from_file(graph, format="grug", policy="first")
+        rest.remove_subgraph(path=sock)
+        child = Engine(load_graph(graph_to_jgf(rest.graph), format="jgf"), policy="first")
+        cjob = child.allocate(t8, fmt="jgf").jobid
 
         def op() -> str:
             t0 = time.perf_counter()
@@ -291,7 +291,8 @@ def _single_worker(mode: str, bench: Path, reps: int) -> dict[str, Any]:
             return sub
 
         def reset() -> None:
-            release_exact(child, cjob, state["new"])
+            # by path: below the node, vertices carry rank -1 (as Fluxion writes them)
+            child.shrink(cjob, paths=[sock])
             child.remove_subgraph(path=sock)
 
     else:

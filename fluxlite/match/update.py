@@ -695,8 +695,8 @@ class UpdateStage:
                 order.extend(kids)
             elif vt[v] not in total:
                 return None
-        if len(order) != len(newset):
-            return None
+        if len(order) != len(newset) or len(set(order)) != len(order):
+            return None  # a vertex with two parents, or new vertices no new root reaches
         counts: dict[int, dict[str, int]] = {}
         types_for = self.prune.types_for
         plans = self.subplan[ss]

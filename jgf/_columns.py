@@ -301,6 +301,11 @@ _WRITER_EDGE = re.compile(r'\{"source": "(0|[1-9][0-9]{0,17})", "target": "(0|[1
 _WRITER_EDGE_LEN = len('{"source": "", "target": ""}')
 
 
+def _probe(data: bytes, begin: int, end: int) -> str:
+    """The first kB of ``data[begin:end]`` as text (a first element too long for it just fails to match)."""
+    return data[begin : min(end, begin + 1024)].decode("ascii", "replace")
+
+
 def _writer_nodes(cols: Columns, data: bytes, n0: int, n1: int, keys_out: list[str]) -> bool:
     """Read the nodes ``data[n0:n1]`` straight from the text when they are laid out as the match writer does.
 
@@ -315,10 +320,13 @@ def _writer_nodes(cols: Columns, data: bytes, n0: int, n1: int, keys_out: list[s
     """
     while n0 < n1 and data[n0 : n0 + 1].isspace():
         n0 += 1
-    if n1 <= n0 or cols.type or not data.isascii():
+    if n1 <= n0 or cols.type or _WRITER_NODE.match(_probe(data, n0, n1)) is None:
+        return False  # another layout (a whole graph's): neither a copy nor a scan of the document
+    chunk = data[n0:n1]
+    if not chunk.isascii():
         return False
-    text = data.decode("ascii")
-    found = _WRITER_NODE.findall(text, n0, n1)
+    found = _WRITER_NODE.findall(chunk.decode("ascii"))
+    del chunk
     n = len(found)
     if n == 0:
         return False
@@ -356,9 +364,12 @@ def _writer_edges(cols: Columns, data: bytes, e0: int, e1: int, ref: dict[str, i
     """
     while e0 < e1 and data[e0 : e0 + 1].isspace():
         e0 += 1
-    if e1 <= e0 or not data.isascii():
+    if e1 <= e0 or _WRITER_EDGE.match(_probe(data, e0, e1)) is None:
         return False
-    got = _tiled_pairs(_WRITER_EDGE, _WRITER_EDGE_LEN, data.decode("ascii"), e0, e1)
+    chunk = data[e0:e1]
+    if not chunk.isascii():
+        return False
+    got = _tiled_pairs(_WRITER_EDGE, _WRITER_EDGE_LEN, chunk.decode("ascii"), 0, e1 - e0)
     if got is None:
         return False
     src, dst = got

@@ -390,3 +390,24 @@ def test_documents_off_the_writers_layout_give_the_general_paths_answer(
         m.setattr(columns, "_writer_nodes", lambda *_a: False)
         m.setattr(columns, "_writer_edges", lambda *_a: False)
         assert got == jgf.read_columns(changed)
+
+
+def test_a_whole_graph_is_not_copied_or_scanned_by_the_writer_layout_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A document in another layout is turned away by a probe of its first element, before any copy."""
+    text = graph_to_jgf(generate_graph(nodes=4, sockets=2, cores=2))
+    data = text.encode() if isinstance(text, str) else text
+    scanned: list[int] = []
+    real = columns._WRITER_NODE
+
+    class Spy:
+        def match(self, s: str) -> Any:
+            assert len(s) <= 1024
+            return real.match(s)
+
+        def findall(self, s: str) -> Any:
+            scanned.append(len(s))
+            return real.findall(s)
+
+    monkeypatch.setattr(columns, "_WRITER_NODE", Spy())
+    assert jgf.read_columns(data) is not None
+    assert scanned == []

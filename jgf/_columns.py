@@ -193,16 +193,19 @@ def _read(data: bytes) -> Columns:
     cols = Columns(free_ranks=doc.free_ranks)
     index = 0
     keys: list[str] = []
-    for begin, end in _pieces(data, n0, n1):
-        elems = _parse(data, begin, end)
-        _add_nodes(cols, elems, index, keys)
-        index += len(elems)
+    if not _writer_nodes(cols, data, n0, n1, keys):
+        for begin, end in _pieces(data, n0, n1):
+            elems = _parse(data, begin, end)
+            _add_nodes(cols, elems, index, keys)
+            index += len(elems)
     if _fluxion_edges(cols, data, e0, e1, keys):
         return cols
     ref = dict(zip(keys, range(len(keys))))
     if len(ref) != len(keys):
         raise _Fallback  # duplicate node ids: jgf.read names them
     del keys
+    if _writer_edges(cols, data, e0, e1, ref):
+        return cols
     get = ref.__getitem__
     index = 0
     for begin, end in _pieces(data, e0, e1):
@@ -220,6 +223,25 @@ _FLUXION_EDGE = re.compile(
     rb'"metadata": \{"subsystem": "containment"\}\}(?:, |\Z)'
 )
 _FLUXION_EDGE_LEN = len(b'{"source": "", "target": "", "metadata": {"subsystem": "containment"}}')
+
+
+def _tiled_pairs(pattern: re.Pattern[Any], fixed: int, data: Any, begin: int, end: int) -> tuple[Any, Any] | None:
+    """(sources, targets) of the edges ``data[begin:end]`` if ``pattern``'s matches tile the range exactly.
+
+    ``pattern`` matches one edge with its ", " separator (none after the
+    last) and captures its two endpoints; ``fixed`` is an edge's length
+    without them.  The matches do not overlap and lie inside the range, so
+    when their lengths add up to the range's they are exactly its elements.
+    None for any other layout.  O(edges).
+    """
+    pairs = pattern.findall(data, begin, end)
+    k = len(pairs)
+    if k == 0:
+        return None
+    src, dst = zip(*pairs)
+    if k * fixed + sum(map(len, src)) + sum(map(len, dst)) + 2 * (k - 1) != end - begin:
+        return None
+    return src, dst
 
 
 def _fluxion_edges(cols: Columns, data: bytes, e0: int, e1: int, keys: list[str]) -> bool:
@@ -244,13 +266,10 @@ def _fluxion_edges(cols: Columns, data: bytes, e0: int, e1: int, keys: list[str]
     for begin, end in _pieces(data, e0, e1):  # a piece at a time: a small transient parse of bytes
         if not data.endswith(b"}}", begin, end):
             return False
-        pairs = _FLUXION_EDGE.findall(data, begin, end)
-        k = len(pairs)
-        if k == 0:
+        got = _tiled_pairs(_FLUXION_EDGE, _FLUXION_EDGE_LEN, data, begin, end)
+        if got is None:
             return False
-        src, dst = zip(*pairs)
-        if k * _FLUXION_EDGE_LEN + sum(map(len, src)) + sum(map(len, dst)) + 2 * (k - 1) != end - begin:
-            return False
+        src, dst = got
         si = list(map(int, src))
         di = list(map(int, dst))
         if max(si) >= n or max(di) >= n:
@@ -264,6 +283,105 @@ def _fluxion_edges(cols: Columns, data: bytes, e0: int, e1: int, keys: list[str]
     cols.e_dst.extend(d)
     cols.e_ss.extend(repeat(ss, len(s)))
     cols.e_rel.extend(repeat(None, len(s)))
+    return True
+
+
+#: one node exactly as fluxlite's match writer (writers.jgf.vertex_json) lays out a vertex whose
+#: basename is its type, whose name is basename+id, without properties and with one containment
+#: path: the whole element (for the tiling check), id key, type, id, rank, unit, exclusive, size, path
+#: (matched in the document decoded as ASCII, so that the groups are str and offsets are bytes)
+_WRITER_NODE = re.compile(
+    r'(\{"id": "(0|[1-9][0-9]{0,17})", "metadata": \{"type": "([A-Za-z_][A-Za-z0-9_.:-]*)", '
+    r'"id": (0|[1-9][0-9]{0,17}), "rank": (-1|0|[1-9][0-9]{0,17})'
+    r'(?:, "unit": "([A-Za-z0-9_.:-]*)")?(, "exclusive": true)?(?:, "size": (0|[1-9][0-9]{0,17}))?'
+    r', "paths": \{"containment": "(/[^"\\\x00-\x1f]*)"\}\}\})(?:, |\Z)'
+)
+#: one edge as the match writer lays out a containment edge (writers.jgf.edge_json)
+_WRITER_EDGE = re.compile(r'\{"source": "(0|[1-9][0-9]{0,17})", "target": "(0|[1-9][0-9]{0,17})"\}(?:, |\Z)')
+_WRITER_EDGE_LEN = len('{"source": "", "target": ""}')
+
+
+def _probe(data: bytes, begin: int, end: int) -> str:
+    """The first kB of ``data[begin:end]`` as text (a first element too long for it just fails to match)."""
+    return data[begin : min(end, begin + 1024)].decode("ascii", "replace")
+
+
+def _writer_nodes(cols: Columns, data: bytes, n0: int, n1: int, keys_out: list[str]) -> bool:
+    """Read the nodes ``data[n0:n1]`` straight from the text when they are laid out as the match writer does.
+
+    The columns are those :func:`_add_nodes` gives for the same nodes
+    (:func:`_sparse_columns`' defaults: basename = type, name = basename +
+    id, uniq id = the node's id key, status up, no properties).  Sound as
+    :func:`_fluxion_edges` is: the matches do not overlap and lie inside
+    the range, so when their lengths (each with its separator) add up to
+    the range's, they are exactly the range's elements.  Returns False
+    (nothing added) for any other layout or a document that is not ASCII.
+    O(nodes).
+    """
+    while n0 < n1 and data[n0 : n0 + 1].isspace():
+        n0 += 1
+    if n1 <= n0 or cols.type or _WRITER_NODE.match(_probe(data, n0, n1)) is None:
+        return False  # another layout (a whole graph's): neither a copy nor a scan of the document
+    chunk = data[n0:n1]
+    if not chunk.isascii():
+        return False
+    found = _WRITER_NODE.findall(chunk.decode("ascii"))
+    del chunk
+    n = len(found)
+    if n == 0:
+        return False
+    whole, key, t, rid, rk, un, ex, sz, paths = zip(*found)
+    if sum(map(len, whole)) + 2 * (n - 1) != n1 - n0:
+        return False
+    del whole
+    types = cols.interned(t)
+    keys_out.extend(key)
+    cols.type.extend(types)
+    cols.basename.extend(types)
+    cols.name.extend([f"{a}{b}" for a, b in zip(types, rid)])  # ids have no leading zeros: str(int(b)) == b
+    cols.id.extend(map(int, rid))
+    cols.uniq_id.extend(map(int, key))
+    cols.rank.extend(map(int, rk))
+    cols.size.extend([1 if not x else int(x) for x in sz])
+    cols.unit.extend(cols.interned(un))
+    cols.exclusive.extend(map(bool, ex))
+    cols.status.extend(repeat(0, n))
+    ss = "containment"
+    cols.paths[ss] = list(paths)
+    counts = list(map(str.count, paths, repeat("/")))
+    if 1 in counts:
+        cols.roots.extend((k, ss) for k, c in enumerate(counts) if c == 1)
+    return True
+
+
+def _writer_edges(cols: Columns, data: bytes, e0: int, e1: int, ref: dict[str, int]) -> bool:
+    """Read the edges ``data[e0:e1]`` from the text when laid out as the match writer does (no metadata).
+
+    Endpoints are looked up in ``ref`` (node id -> position); the tiling
+    argument is :func:`_fluxion_edges`'.  Returns False (nothing added) for
+    any other layout; raises KeyError for an endpoint that is not a node.
+    O(edges).
+    """
+    while e0 < e1 and data[e0 : e0 + 1].isspace():
+        e0 += 1
+    if e1 <= e0 or _WRITER_EDGE.match(_probe(data, e0, e1)) is None:
+        return False
+    chunk = data[e0:e1]
+    if not chunk.isascii():
+        return False
+    got = _tiled_pairs(_WRITER_EDGE, _WRITER_EDGE_LEN, chunk.decode("ascii"), 0, e1 - e0)
+    if got is None:
+        return False
+    src, dst = got
+    k = len(src)
+    get = ref.__getitem__
+    s = list(map(get, src))  # KeyError: not a node id
+    d = list(map(get, dst))
+    ss = cols.interned(["containment"])[0]
+    cols.e_src.extend(s)
+    cols.e_dst.extend(d)
+    cols.e_ss.extend(repeat(ss, k))
+    cols.e_rel.extend(repeat(None, k))
     return True
 
 

@@ -690,14 +690,18 @@ class UpdateStage:
             pcol = g.parent_edge.get(ss)
             # each existing ancestor's totals rise once, by what all the new subtrees below it bring
             shifts: dict[int, dict[str, int]] = {}
+            primed = self._prime_new(ss, new, newset)
             for v in new:
                 pe = pcol[v] if pcol is not None else -1
                 parent = g.e_src[pe] if pe >= 0 else None
                 if parent is not None and parent in newset:
                     continue
-                self._colors = {}
-                contrib: dict[str, int] = {}
-                self._prime(ss, v, contrib, None)
+                if primed is not None:
+                    contrib = primed[v]
+                else:
+                    self._colors = {}
+                    contrib = {}
+                    self._prime(ss, v, contrib, None)
                 for a in g.ancestors(v, ss):
                     d = shifts.get(a)
                     if d is None:
@@ -708,16 +712,88 @@ class UpdateStage:
             for a, d in shifts.items():
                 self._shift_totals(ss, a, d, +1)
         self._reset_color()
-        for v in new:
-            if g.v_type[v] == "node" and g.v_status[v] == UP:
-                self.nodes_up += 1
+        vt, st = g.v_type, g.v_status
+        self.nodes_up += sum(1 for v in new if vt[v] == "node" and st[v] == UP)
         if self._outedges_built:
+            oe = self._outedges
             for v in new:
-                self._outedges.pop(v, None)
-                for ss in g.out:
-                    p = g.parent(v, ss)
-                    if p is not None:
-                        self._outedges.pop(p, None)
+                oe.pop(v, None)
+            # the parents that are not new themselves (those were dropped just above)
+            for ss in g.out:
+                pcol = g.parent_edge.get(ss)
+                if pcol is None:
+                    continue
+                src = g.e_src
+                for v in new:
+                    pe = pcol[v]
+                    if pe >= 0 and src[pe] not in newset:
+                        oe.pop(src[pe], None)
+
+    def _prime_new(self, ss: str, new: Sequence[int], newset: set[int]) -> dict[int, dict[str, int]] | None:
+        """:meth:`_prime` of every new subtree at once, children before parents, without recursion.
+
+        Sets the aggregates of the new internal vertices exactly as
+        :meth:`_prime` would and returns each new vertex's counts (what it
+        gives its parent).  Returns None, having set nothing, off the simple
+        case: another subsystem, a new vertex with an existing child, or a
+        leaf type not tracked yet (which :meth:`_prime` starts tracking
+        mid-walk).  O(new).
+        """
+        g = self.g
+        if len(g.out) != 1 or ss not in g.out:
+            return None
+        col = g.out[ss]
+        dst, vt, vs = g.e_dst, g.v_type, g.v_size
+        total = self.prune.total
+        # breadth-first from the new roots: every parent before its children
+        order = [v for v in new if (pe := g.parent_edge[ss][v]) < 0 or g.e_src[pe] not in newset]
+        kids_of: dict[int, list[int]] = {}
+        i = 0
+        while i < len(order):
+            v = order[i]
+            i += 1
+            out = col[v]
+            if out:
+                kids = [dst[e] for e in out]
+                if not newset.issuperset(kids):
+                    return None
+                kids_of[v] = kids
+                order.extend(kids)
+            elif vt[v] not in total:
+                return None
+        if len(order) != len(newset) or len(set(order)) != len(order):
+            return None  # a vertex with two parents, or new vertices no new root reaches
+        counts: dict[int, dict[str, int]] = {}
+        types_for = self.prune.types_for
+        plans = self.subplan[ss]
+        start, length = self.graph_start, self.graph_end - self.graph_start
+        made: list[tuple[int, PlannerMulti]] = []
+        for v in reversed(order):
+            t = vt[v]
+            kids = kids_of.get(v)
+            if kids is None:
+                if (pe := g.parent_edge[ss][v]) < 0 or g.e_src[pe] not in newset:
+                    counts[v] = {t: vs[v]}  # a new root that is a leaf (other leaves count in their parent)
+                continue
+            dfv: dict[str, int] = {}
+            for k in kids:
+                got = counts.get(k)
+                if got is None:  # a leaf: its own units (tracked, checked above)
+                    tt = vt[k]
+                    dfv[tt] = dfv.get(tt, 0) + vs[k]
+                else:
+                    for tt, c in got.items():
+                        dfv[tt] = dfv.get(tt, 0) + c
+            mine = {t: vs[v]} if t in total else {}
+            for tt, c in dfv.items():
+                mine[tt] = mine.get(tt, 0) + c
+            counts[v] = mine
+            ptypes = types_for(t)
+            if ptypes:
+                made.append((v, PlannerMulti(start, length, [dfv.get(pt, 0) for pt in ptypes], ptypes)))
+        for v, p in made:
+            plans[v] = p
+        return counts
 
     def account_removal(self, roots: Sequence[int]) -> None:
         """Lower ancestors' aggregate totals for subtrees about to be removed.  O(subtrees + depth)."""

@@ -12,6 +12,7 @@ The other modules of this package add behaviour as mixins over it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import logging
 import os
@@ -38,6 +39,15 @@ _log = logging.getLogger("fluxlite.instance")
 
 #: Largest jobspec a call may carry (YAML parsing costs about 2 s per MB: a bigger one is refused unread).
 MAX_JOBSPEC_BYTES = 1 << 20
+#: requests up to this size are parsed once per distinct text (every level of a nested grow parses
+#: the same bytes; a parsed jobspec is immutable, and the matcher keeps its primed counts per object)
+_PARSED_MAX_BYTES = 16 << 10
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_request(jobspec: bytes | str) -> Jobspec:
+    """:func:`parse_jobspec` of a request, remembered (errors are not: they are raised every time)."""
+    return parse_jobspec(jobspec, source="request jobspec")
 
 
 def _now() -> float:
@@ -216,6 +226,8 @@ class InstanceCore:
                 f"request jobspec is {len(jobspec)} bytes; the limit is {MAX_JOBSPEC_BYTES} "
                 "(a jobspec describes a request, not the resources themselves)"
             )
+        if type(jobspec) in (bytes, str) and len(jobspec) <= _PARSED_MAX_BYTES:
+            return _parse_request(jobspec)
         return parse_jobspec(jobspec, source="request jobspec")
 
     def _job_window(self, js: Jobspec) -> tuple[int, int]:

@@ -102,3 +102,39 @@ def test_bulk_equals_one_at_a_time(seed: int) -> None:
             one.remove_vertices(dead)
             bulk.remove_vertices(dead)
         assert state(bulk) == state(one)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tree_edges_in_bulk_equal_one_at_a_time(seed: int) -> None:
+    """Edges of attached subtrees (distinct targets without a parent), sources in runs, after holes."""
+    rng = random.Random(seed)
+    one, bulk = ResourceGraph(), ResourceGraph()
+    start = 0
+    for step in range(4):
+        rows = batch(rng, start, rng.randrange(2, 30), ["containment"])
+        start += len(rows)
+        for g in (one, bulk):
+            before = set(g.rx.node_indices())
+            for r in rows:
+                g.add_vertex(r["type"], r["type"], r["name"], r["id"], rank=r["rank"], paths=r["paths"])
+        new = sorted(set(one.rx.node_indices()) - before)
+        live = sorted(one.rx.node_indices())
+        # each new vertex gets one parent among the vertices before it (runs of one source), a few stay roots
+        edges = []
+        src = rng.choice(live)
+        for d in new:
+            if rng.random() < 0.1:
+                continue
+            if rng.random() < 0.3 or src == d:
+                src = rng.choice([v for v in live if v != d])
+            edges.append((src, d))
+        if not edges:
+            continue
+        for s, d in edges:
+            one.add_edge(s, d)
+        bulk.add_edges_bulk([e[0] for e in edges], [e[1] for e in edges])
+        if step == 1:
+            dead = rng.sample(new, min(3, len(new)))
+            one.remove_vertices(dead)
+            bulk.remove_vertices(dead)
+        assert state(bulk) == state(one)

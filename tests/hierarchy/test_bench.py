@@ -89,3 +89,14 @@ def test_a_baseline_git_does_not_know_is_one_line(tmp_path: Path, capsys: pytest
     assert main(["--baseline", "no-such-revision-xyz", "--requests", "T8", "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--baseline no-such-revision-xyz" in err[0]
+
+
+@pytest.mark.parametrize("mode", ["allocate", "grow", "attach"])
+def test_single_level_workers_run_and_reset(mode: str, tmp_path: Path) -> None:
+    """Each single-level measurement runs its operation and puts the engine back between repetitions
+    (the attach worker gives the socket back by path: below the node, vertices carry rank -1)."""
+    from hierarchy.bench import _single_worker
+
+    got = _single_worker(mode, generate_inputs(tmp_path), 2)
+    assert got["n"] == 19 + 18
+    assert (got["attach_ms"] if mode == "attach" else got["match_ms"]) > 0

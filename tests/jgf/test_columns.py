@@ -7,6 +7,7 @@ with pieces of a few bytes too, so that cutting the arrays is exercised.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import pytest
 
 import jgf
 import jgf._columns as columns
-from fluxlite.errors import GraphFormatError
+from fluxlite.errors import FluxliteError, GraphFormatError
 from fluxlite.graph import ResourceGraph
 from fluxlite.readers import load_graph
 from fluxlite.readers.generate import generate_graph
@@ -304,3 +305,109 @@ def test_edges_off_fluxion_layout_give_the_reference_answer(
     same_outcome(text, monkeypatch)
     if valid:
         same_as_reference(text, monkeypatch, columns.CHUNK)
+
+
+def _writer_documents() -> list[bytes]:
+    """Match writers' JGF (what a MatchGrow hands down): random requests on random graphs, memory with units."""
+    import random
+
+    from fluxlite.api import Engine
+    from fluxlite.jobspec import parse_jobspec
+
+    rng = random.Random(19)
+    out = []
+    for _ in range(6):
+        g = generate_graph(
+            nodes=rng.randint(2, 5), sockets=rng.randint(1, 2), cores=rng.randint(1, 4), memory=4
+        )
+        eng = Engine(g, policy=rng.choice(["first", "low", "high"]))
+        for _ in range(3):
+            cores = rng.randint(1, 2)
+            mem = f", {{type: memory, count: {rng.randint(1, 3)}}}" if rng.random() < 0.5 else ""
+            node = (
+                f"type: node, count: 1, exclusive: {str(rng.random() < 0.5).lower()}, "
+                if rng.random() < 0.5
+                else ""
+            )
+            slot = f"{{type: slot, count: 1, label: s, with: [{{type: core, count: {cores}}}{mem}]}}"
+            res = f"[{{{node}with: [{slot}]}}]" if node else f"[{slot}]"
+            js = parse_jobspec(
+                f"version: 1\nresources: {res}\nattributes: {{system: {{duration: 3600}}}}\n"
+                "tasks: [{command: [app], slot: s, count: {per_slot: 1}}]\n"
+            )
+            with contextlib.suppress(FluxliteError):  # a full graph: fewer documents
+                out.append(eng.allocate(js, fmt="jgf").text.encode())
+    # sizes other than 1 (a writer writes "size" where a vertex's needs are not 1)
+    out.append(out[-1].replace(b'"exclusive": true, "paths"', b'"exclusive": true, "size": 4, "paths"', 3))
+    return out
+
+
+def test_a_match_writers_layout_is_read_from_the_bytes_as_the_general_path_reads_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    docs = _writer_documents()
+    assert len(docs) >= 10
+    seen_units = seen_sizes = False
+    for text in docs:
+        fast = jgf.read_columns(text)
+        assert fast is not None
+        assert columns._writer_nodes(columns.Columns(), *_node_range(text), []), "the byte path declined"
+        with monkeypatch.context() as m:
+            m.setattr(columns, "_writer_nodes", lambda *_a: False)
+            m.setattr(columns, "_writer_edges", lambda *_a: False)
+            slow = jgf.read_columns(text)
+        assert fast == slow
+        seen_units = seen_units or "GB" in fast.unit
+        seen_sizes = seen_sizes or any(s != 1 for s in fast.size)
+    assert seen_units and seen_sizes
+
+
+def _node_range(text: bytes) -> tuple[bytes, int, int]:
+    n0 = columns._PREFIX.match(text).end()  # type: ignore[union-attr]
+    return text, n0, columns._NODES_END.search(text, n0).start()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        (b'"rank": -1', b'"rank": -2'),  # off the writer's values: the general path
+        (b'"exclusive": true', b'"exclusive": false'),
+        (b'{"id": "', b'{"id" : "'),  # other spacing
+        (b'"}}}, {"id"', b'"}, "x": 1}}, {"id"'),  # an extra key
+        (b'"target": "', b'"target": "9999'),  # an edge to no node
+        (b'"type": "core"', b'"type": "co\\u0072e"'),  # an escape
+        (b'"type": "core"', '"type": "cor\u00e9"'.encode()),  # not ASCII
+    ],
+)
+def test_documents_off_the_writers_layout_give_the_general_paths_answer(
+    edit: tuple[bytes, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = _writer_documents()[0]
+    assert edit[0] in text
+    changed = text.replace(edit[0], edit[1], 1)
+    got = jgf.read_columns(changed)
+    with monkeypatch.context() as m:
+        m.setattr(columns, "_writer_nodes", lambda *_a: False)
+        m.setattr(columns, "_writer_edges", lambda *_a: False)
+        assert got == jgf.read_columns(changed)
+
+
+def test_a_whole_graph_is_not_copied_or_scanned_by_the_writer_layout_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A document in another layout is turned away by a probe of its first element, before any copy."""
+    text = graph_to_jgf(generate_graph(nodes=4, sockets=2, cores=2))
+    data = text.encode() if isinstance(text, str) else text
+    scanned: list[int] = []
+    real = columns._WRITER_NODE
+
+    class Spy:
+        def match(self, s: str) -> Any:
+            assert len(s) <= 1024
+            return real.match(s)
+
+        def findall(self, s: str) -> Any:
+            scanned.append(len(s))
+            return real.findall(s)
+
+    monkeypatch.setattr(columns, "_WRITER_NODE", Spy())
+    assert jgf.read_columns(data) is not None
+    assert scanned == []

@@ -1,0 +1,210 @@
+"""Attach + allocate leaves exactly the engine state the reference path leaves, on random sessions.
+
+The reference is the path before the grow-path work: every new subtree
+primed by the recursive ``_prime`` (``attach_update``), then the ordinary
+``update_allocate`` walk.  The fast paths (the column-wise priming of new
+subtrees, ``_prime_new``; the fused attach + allocate, ``attach_allocate``)
+are switched off for the reference engine.  Two engines run the same random
+session (grows of random shapes attached to a child, shrinks, cancels,
+matches on the grown graph) and their whole state is compared after every
+step: per-vertex spans, tags and windows (and which vertices share one
+dict), every aggregate planner, job spans, orderings, counters, the jobs.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from fluxlite.api import Engine
+from fluxlite.check import recount_errors
+from fluxlite.errors import FluxliteError
+from fluxlite.jobspec import parse_jobspec
+from fluxlite.match.update import UpdateStage
+from fluxlite.readers import load_graph
+from fluxlite.readers.generate import generate_graph
+
+
+def _js(rng: random.Random, node: bool, shape: dict[str, int]) -> Any:
+    """A random request of the shapes a grow asks for (nodes, sockets, cores, memory, gpus)."""
+    cores = rng.randint(1, shape["cores"])
+    extra = ""
+    if shape["memory"] and rng.random() < 0.4:
+        extra += f", {{type: memory, count: {rng.randint(1, 2)}}}"
+    if shape["gpus"] and rng.random() < 0.5:
+        extra += ", {type: gpu, count: 1}"
+    inner = f"{{type: core, count: {cores}}}{extra}"
+    if rng.random() < 0.4:
+        inner = f"{{type: socket, count: 1, with: [{inner}]}}"
+    slot = f"{{type: slot, count: {rng.randint(1, shape['sockets'])}, label: s, with: [{inner}]}}"
+    if node:
+        excl = "exclusive: true, " if rng.random() < 0.5 else ""
+        res = f"[{{type: node, count: {rng.randint(1, 2)}, {excl}with: [{slot}]}}]"
+    else:
+        res = f"[{slot}]"
+    return _spec(res)
+
+
+def _spec(res: str) -> Any:
+    return parse_jobspec(
+        f"version: 1\nresources: {res}\nattributes: {{system: {{duration: 3600}}}}\n"
+        "tasks: [{command: [app], slot: s, count: {per_slot: 1}}]\n"
+    )
+
+
+def _ids(col: list[Any]) -> list[int]:
+    """Which vertices share one dict: each dict numbered by its first vertex."""
+    first: dict[int, int] = {}
+    return [-1 if d is None else first.setdefault(id(d), v) for v, d in enumerate(col)]
+
+
+def fingerprint(eng: Engine) -> dict[str, Any]:
+    tr = eng.traverser
+    out: dict[str, Any] = {
+        "graph": eng.save_state(),
+        "jobs": (dict(eng.jobs), dict(eng.job_at)),
+        "nodes_up": tr.nodes_up,
+        "prune": str(tr.prune),
+        "span_seq": tr._span_seq,
+        "e_weight": list(tr.e_weight),
+        "outedges": (tr._outedges_built, {k: list(v) for k, v in tr._outedges.items()}),
+        "wide": {k: None if v is None else sorted(v) for k, v in tr._wide_kids.items()},
+        "extra": dict(tr._extra_spans),
+        "job_vtx": {j: sorted(set(v)) for j, v in tr.job_vtx.items()},
+    }
+    for name in ("vspans", "allocs", "resvs", "tags", "xspans"):
+        col = getattr(tr, name)
+        out[name] = [None if d is None else dict(d) for d in col]
+        out[name + "_shared"] = _ids(col)
+    for ss, col in tr.job2span.items():
+        out["job2span " + ss] = [None if d is None else dict(d) for d in col]
+    for ss, col in tr.subplan.items():
+        out["subplan " + ss] = [
+            None if p is None else (p.resource_types, [p.resource_total_at(i) for i in range(len(p))])
+            for p in col
+        ]
+    return out
+
+
+def same(a: Engine, b: Engine) -> None:
+    fa, fb = fingerprint(a), fingerprint(b)
+    for k in fa:
+        assert fa[k] == fb[k], k
+    for ss, col in a.traverser.subplan.items():
+        other = b.traverser.subplan[ss]
+        for v, p in enumerate(col):
+            assert (p is None) == (other[v] is None), v
+            if p is not None:
+                assert p.equals(other[v]), (ss, v)
+
+
+def _reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(UpdateStage, "_prime_new", lambda *_a: None)
+    if hasattr(UpdateStage, "attach_allocate"):
+        monkeypatch.setattr(UpdateStage, "attach_allocate", lambda *_a, **_k: None)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_grow_sessions_leave_the_reference_state(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(seed)
+    shape = {
+        "nodes": rng.randint(8, 12),
+        "sockets": rng.randint(1, 2),
+        "cores": rng.randint(2, 4),
+        "memory": rng.choice([0, 2]),
+        "gpus": rng.choice([0, 0, 1]),
+    }
+    policy = rng.choice(["first", "low", "high", "lonode"])
+    parent = Engine(generate_graph(**shape), policy=policy)
+    # the child's lease: one whole node; its first job: one core
+    whole = f"{{type: core, count: {shape['cores']}}}"
+    whole = f"[{{type: node, count: 1, with: [{{type: slot, count: 1, label: s, with: [{{type: socket, count: {shape['sockets']}, with: [{whole}]}}]}}]}}]"
+    one = "[{type: slot, count: 1, label: s, with: [{type: core, count: 1}]}]"
+    lease = parent.allocate(_spec(whole), fmt="jgf").text.encode()
+    engines = []
+    for _ref in (False, True):
+        eng = Engine(load_graph(lease, format="jgf"), policy=policy)
+        job = eng.allocate(_spec(one), fmt="jgf").jobid
+        engines.append((eng, job))
+    (fast, job), (slow, job2) = engines
+    assert job == job2
+    same(fast, slow)
+    jobs = [job]
+    attached = removed = 0
+    grown: list[tuple[int, list[int]]] = []
+    for _step in range(14):
+        op = rng.random()
+        if op < 0.55:
+            try:
+                sub = parent.allocate(_js(rng, rng.random() < 0.7, shape), fmt="jgf").text.encode()
+            except FluxliteError:
+                continue
+            target = rng.choice(jobs)
+            at = rng.choice([0, 0, 10])
+            got = []
+            for eng, ref in ((fast, False), (slow, True)):
+                with monkeypatch.context() as m:
+                    if ref:
+                        _reference(m)
+                    try:
+                        got.append(eng.attach(sub, allocate_to=target, at=at, duration=3600))
+                    except FluxliteError as exc:
+                        got.append(type(exc))
+            assert got[0] == got[1]
+            if isinstance(got[0], list) and got[0]:
+                attached += 1
+                grown.append((target, got[0]))
+        elif op < 0.65 and grown:
+            # give a grown subtree back and remove it: the next attach reuses the handles (holes)
+            target, new = grown.pop(rng.randrange(len(grown)))
+            g = fast.graph
+            newset = set(new)
+            tops = [g.path(v, fast.dom) for v in new if g.parent(v, fast.dom) not in newset]
+            outs = []
+            for eng in (fast, slow):
+                try:
+                    eng.shrink(target, paths=tops)
+                    for p in tops:
+                        eng.remove_subgraph(path=p)
+                    outs.append(True)
+                except FluxliteError as exc:
+                    outs.append(type(exc))
+            assert outs[0] == outs[1]
+            removed += outs[0] is True
+        elif op < 0.75:
+            js = _js(rng, False, shape)
+            outs = []
+            for eng in (fast, slow):
+                try:
+                    r = eng.allocate(js, fmt="simple")
+                    outs.append((r.jobid, r.text))
+                except FluxliteError as exc:
+                    outs.append(type(exc))
+            assert outs[0] == outs[1]
+            if isinstance(outs[0], tuple):
+                jobs.append(outs[0][0])
+        elif op < 0.9 and len(jobs) > 1:
+            victim = jobs.pop(rng.randrange(len(jobs)))
+            outs = []
+            for eng in (fast, slow):
+                try:
+                    eng.cancel(victim)
+                    outs.append(True)
+                except FluxliteError as exc:
+                    outs.append(type(exc))
+            assert outs[0] == outs[1]
+        else:
+            js = _js(rng, False, shape)
+            outs = []
+            for eng in (fast, slow):
+                try:
+                    outs.append(eng.allocate_orelse_reserve(js, fmt="simple").text)
+                except FluxliteError as exc:
+                    outs.append(type(exc))
+            assert outs[0] == outs[1]
+        same(fast, slow)
+        assert recount_errors(fast) == []
+    print("attached", attached, "removed", removed)
+    assert attached >= 2

@@ -554,16 +554,34 @@ def test_kill_9_and_restart_double_books_nothing(kc: Kubectl, ns: str) -> None:
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
 
+    import threading
+
+    def collect(p: subprocess.Popen[str], into: list[str]) -> threading.Thread:
+        t = threading.Thread(target=lambda: into.extend(p.stderr or ()), daemon=True)
+        t.start()
+        return t
+
+    def bound(lines: list[str]) -> int:
+        return sum(1 for line in list(lines) if " INFO " in line and "bound " in line)
+
     proc = start()
+    lines: list[str] = []
+    reader = collect(proc, lines)
     try:
         got = _placement(kc, ns, "k9", 6, timeout=30)
         assert sum(1 for v in got.values() if v) == 6
+        # A pod shows as bound once the API has the Binding; the scheduler logs it right after the
+        # answer. Kill it only when it has logged all six (or after 10 s: then the assertion says so).
+        deadline = time.monotonic() + 10
+        while bound(lines) < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
-        log = proc.stderr.read() if proc.stderr else ""
-        assert sum(1 for line in log.splitlines() if " INFO " in line and "bound " in line) == 6, log
+        reader.join(timeout=10)
+        assert bound(lines) == 6, "".join(lines)
         kc("scale", "deploy/k9", "-n", ns, "--replicas=9")  # one more than the cores: one stays Pending
         proc = start()
+        reader = collect(proc, [])
         got = _placement(kc, ns, "k9", 8, timeout=30)
         time.sleep(0.5)
         got = _placement(kc, ns, "k9", 9, timeout=0)
@@ -572,5 +590,6 @@ def test_kill_9_and_restart_double_books_nothing(kc: Kubectl, ns: str) -> None:
     finally:
         proc.kill()  # its state is in the cluster: nothing to lose
         proc.wait()
+        reader.join(timeout=10)
         if proc.stderr:
             proc.stderr.close()

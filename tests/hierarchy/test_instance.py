@@ -139,6 +139,28 @@ def test_release_exact_any_granularity() -> None:
     assert recount_errors(eng) == [] and job.jobid not in eng.jobs
 
 
+def test_release_exact_on_a_graph_read_from_jgf(tmp_path: Path) -> None:
+    """A graph read from a match writer's JGF (as a child's is) has rank -1 below its nodes, as Fluxion
+    writes them: releasing one socket still releases it, and leaves the rest held and exact."""
+    from fluxlite.check import recount_errors
+    from fluxlite.jobspec import parse_jobspec
+
+    parent = Engine(generate_graph(nodes=2, sockets=2, cores=CORES), policy="first")
+    (tmp_path / "g.json").write_text(parent.allocate(parse_jobspec(nodes_jobspec(1)), fmt="jgf").text)
+    eng = Engine.from_file(tmp_path / "g.json", format="jgf", policy="first")
+    g = eng.graph
+    node = next(v for v in range(len(g.v_rank)) if g.v_rank[v] >= 0)
+    s0, s1 = (v for v in g.subtree(node) if g.parent(v, eng.dom) == node)
+    assert g.v_rank[s0] == -1 and g.v_rank[s1] == -1
+    job = eng.allocate(parse_jobspec(nodes_jobspec(1)))
+    assert not release_exact(eng, job.jobid, g.subtree(s0))
+    held = eng.holders(g.subtree(node)).get(job.jobid, [])
+    assert s0 not in held and s1 in held and node in held
+    assert recount_errors(eng) == []
+    assert release_exact(eng, job.jobid, g.subtree(s1))
+    assert job.jobid not in eng.jobs and recount_errors(eng) == []
+
+
 def test_shrink_by_path_and_foreign_path() -> None:
     """A child's shrink by path releases its subtree; a path it does not hold is refused."""
     root = _root(4)

@@ -22,11 +22,9 @@ cell that does not finish in it is reported with the time it ran.
 from __future__ import annotations
 
 import json
-import os
 import random
 import statistics
 import subprocess
-import sys
 import time
 from typing import Any
 
@@ -119,15 +117,10 @@ def baseline_cell(tree: str, policy: str, depth: int, nodes: int, passes: int, l
     did not finish, ``{"timeout_s": limit}``; the process is stopped then.
     """
     args = json.dumps({"policy": policy, "depth": depth, "nodes": nodes, "passes": passes, "seed": seed})
-    env = {**os.environ, "PYTHONPATH": tree}
+    from fluxlite.revision import run_in_tree
+
     t = time.perf_counter()
     try:
-        r = subprocess.run([sys.executable, "-c", _BASELINE_CODE, args], capture_output=True, text=True,
-                           cwd=tree, env=env, timeout=limit)  # fmt: skip
+        return run_in_tree(tree, _BASELINE_CODE, args, timeout=limit)
     except subprocess.TimeoutExpired:
         return {"timeout_s": limit, "ran_s": time.perf_counter() - t}
-    if r.returncode != 0:
-        from fluxlite.errors import CommandError
-
-        raise CommandError(f"the baseline run failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])

@@ -25,8 +25,6 @@ import json
 import multiprocessing as mp
 import resource
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -122,20 +120,9 @@ print(json.dumps(r))
 
 def _baseline_one(tree: str, args: list[Any]) -> dict[str, Any]:
     """One run of the baseline's ``_one`` in a fresh interpreter whose ``fluxlite`` is ``tree``'s."""
-    env = {**__import__("os").environ, "PYTHONPATH": tree}
-    r = subprocess.run(
-        [sys.executable, "-c", _BASELINE_CODE, json.dumps(args)],
-        capture_output=True,
-        text=True,
-        cwd=tree,
-        env=env,
-        timeout=3600,
-    )
-    if r.returncode != 0:
-        from fluxlite.errors import CommandError
+    from fluxlite.revision import run_in_tree
 
-        raise CommandError(f"the baseline run failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return run_in_tree(tree, _BASELINE_CODE, json.dumps(args), timeout=3600)
 
 
 def _row(s: str, runs: list[dict[str, Any]]) -> dict[str, Any]:

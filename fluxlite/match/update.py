@@ -605,9 +605,30 @@ class UpdateStage:
         clear: set[int] = set()
         # leaves of one allocation share their span dicts: each dict (and size) is read once
         free: dict[tuple[int, int], int] = {}
+        allocs, resvs, xtypes, vt = self.allocs, self.resvs, self.exclusive_types, g.v_type
+        if xtypes:
+            # the walk takes a vertex of an exclusive type whole (it and all below it, listed
+            # or not) whenever an item is it or below it: the job must not use it already
+            seen: set[int] = set()
+            for v, _units, _excl in items:
+                a = v
+                while a not in seen:
+                    seen.add(a)
+                    if vt[a] in xtypes and tags[a] and jobid in tags[a]:
+                        return a, f"is already used by job {jobid} (a job holds a vertex once; release it first)"
+                    pe = pcol[a]
+                    if pe < 0:
+                        break
+                    a = src[pe]
         for v, units, excl in items:
             if not excl:
                 continue
+            # a job holds one span per vertex (Fluxion's allocations/reservations map a
+            # jobid to one span; its update refuses a known jobid with a different R):
+            # a second span would have no table entry, so its cancel could not find it
+            a, r = allocs[v], resvs[v]
+            if (a and jobid in a) or (r and jobid in r):
+                return v, f"is already held by job {jobid} (a job holds a vertex once; release it first)"
             pe = pcol[v]
             if pe >= 0 and src[pe] in clear:
                 live = False

@@ -335,3 +335,73 @@ def test_cancel_visits_only_the_jobs_part_of_a_wide_vertex() -> None:
     assert before[0].keys() - {jobs[2]} == observable(eng, TIMES)[0].keys()
     assert eng.allocate(NODE).ok and eng.allocate(NODE).ok
     assert recount_errors(eng, TIMES) == []
+
+
+# ------------------------------------------- grow onto a vertex the job already holds
+LATER = [*TIMES, 7201, 10799, 10800]
+
+
+def _no_span_left(eng: Engine) -> list[int]:
+    tr = eng.traverser
+    return [v for v, d in enumerate(tr.vspans) if d]
+
+
+@pytest.mark.parametrize("window", [(0, 3600), (1800, 3600), (7200, 3600)])
+def test_grow_onto_a_vertex_the_job_holds_is_refused_and_changes_nothing(window: tuple[int, int]) -> None:
+    """A job holds a vertex once (Fluxion: one span per job and vertex; its update refuses a known
+    job with a different R). The second span used to lose its table entry: cancel left it behind."""
+    eng = _engine(nodes=1)
+    before = observable(eng, LATER)
+    got = eng.allocate(SOCKET, fmt="jgf")
+    job = got.jobid
+    snap = snapshot(eng)
+    at, duration = window
+    with pytest.raises(StateError, match="already held by job"):
+        eng.update_allocate(job, got.text, at=at, duration=duration)
+    assert snapshot(eng) == snap
+    assert recount_errors(eng, TIMES) == []
+    eng.cancel(job)
+    assert _no_span_left(eng) == []
+    assert recount_errors(eng, LATER) == []
+    assert observable(eng, LATER) == before
+
+
+def test_grow_under_a_node_the_job_holds_whole_is_refused() -> None:
+    """With node_exclusive a listed core takes its node whole again: refused when the job uses the node."""
+    import json
+
+    eng = Engine(generate_graph(nodes=2, sockets=2, cores=4), policy="lonodex")
+    before = observable(eng, TIMES)
+    got = eng.allocate(SOCKET, fmt="jgf")
+    job = got.jobid
+    doc = json.loads(got.text)
+    core = next(n for n in doc["graph"]["nodes"] if n["metadata"]["type"] == "core")
+    core["metadata"]["exclusive"] = False
+    doc["graph"] = {"nodes": [core], "edges": []}
+    snap = snapshot(eng)
+    with pytest.raises(StateError, match="node0 is already used by job"):
+        eng.update_allocate(job, json.dumps(doc), at=7200, duration=3600)
+    assert snapshot(eng) == snap
+    eng.cancel(job)
+    assert _no_span_left(eng) == []
+    assert recount_errors(eng, TIMES) == []
+    assert observable(eng, TIMES) == before
+
+
+def test_grow_onto_new_vertices_over_another_window_still_works() -> None:
+    """The refusal is only for vertices the job holds: socket1 over a later window is added and released."""
+    eng = _engine(nodes=1)
+    before = observable(eng, LATER)
+    job = eng.allocate(SOCKET).jobid  # socket0
+    twin = _engine(nodes=1)
+    twin.allocate(SOCKET)
+    other = twin.allocate(SOCKET, fmt="jgf").text  # socket1 and its cores, with the shared path
+    assert "socket1" in other
+    r = eng.update_allocate(job, other, at=7200, duration=3600)
+    assert r.ok
+    assert any("socket1" in p for p, _, _ in _held(eng, job))
+    assert recount_errors(eng, LATER) == []
+    eng.cancel(job)
+    assert _no_span_left(eng) == []
+    assert recount_errors(eng, LATER) == []
+    assert observable(eng, LATER) == before

@@ -37,6 +37,8 @@ def _reference_spans(self: GridOps) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 def _reference_check(self: UpdateStage, jobid: int, items, at: int, duration: int):  # type: ignore[no-untyped-def]
     for v, units, excl in items:
         if excl:
+            if jobid in (self.allocs[v] or {}) or jobid in (self.resvs[v] or {}):
+                return v, f"is already held by job {jobid} (a job holds a vertex once; release it first)"
             if self._avail(v, at, duration) < units:
                 return v, "is not free for the window"
             if overlaps(self.xspans[v], at, duration) and self.tags[v] and jobid not in self.tags[v]:

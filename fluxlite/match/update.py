@@ -593,10 +593,12 @@ class UpdateStage:
         windows below (a grow widens it), so when an item's parent is an item
         whose ``xspans`` meets the window nowhere, the item's does not either
         and is not read (the cores listed after their node: one ``xspans``
-        read per node instead of one per core).  Every item's own spans are
-        read (a grow onto a vertex the job already holds may leave a span
-        there that no ``xspans`` window covers), once per span dict: the
-        leaves of one allocation share theirs.
+        read per node instead of one per core).  Every span on a vertex lies
+        inside its job's ``xspans`` window there, because a job holds a vertex
+        once (a grow onto a vertex it holds is refused here), so an item whose
+        window is clear has all its units free and its spans are not read; the
+        others' spans are read once per span dict: the leaves of one
+        allocation share theirs.
         """
         g = self.g
         xspans, tags, vspans, vsize = self.xspans, self.tags, self.vspans, g.v_size
@@ -635,7 +637,12 @@ class UpdateStage:
             else:
                 live = overlaps(xspans[v], at, duration)
             if not live:
+                # every span on a vertex lies inside its job's xspans window there (a job
+                # holds a vertex once, so no span is left outside it): none meets the window
                 clear.add(v)
+                if vsize[v] < units:
+                    return v, "is not free for the window"
+                continue
             sp = vspans[v]
             if sp:
                 key = (id(sp), vsize[v])

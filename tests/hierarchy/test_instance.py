@@ -161,6 +161,45 @@ def test_release_exact_on_a_graph_read_from_jgf(tmp_path: Path) -> None:
     assert job.jobid not in eng.jobs and recount_errors(eng) == []
 
 
+def _mid_on_jgf(root: Instance) -> tuple[Instance, int]:
+    """A child instance (its graph read from the parent's match-writer JGF, rank -1 below its nodes) and a job on its node."""
+    mid = Instance.from_parent(Direct(root), nodes_jobspec(1).encode(), name="mid")
+    g = mid.engine.graph
+    assert any(g.v_rank[v] == -1 and "socket" in g.path(v, mid.engine.dom) for v in range(len(g.v_rank)))
+    return mid, mid.match_allocate(nodes_jobspec(1).encode()).jobid
+
+
+def test_shrink_by_socket_path_on_a_graph_read_from_jgf() -> None:
+    """A child's graph has rank -1 below its nodes: a shrink naming a socket by path releases that
+    socket and its cores (it said the job held nothing there), and the rest stays held and exact."""
+    root = _root(4)
+    mid, job = _mid_on_jgf(root)
+    g = mid.engine.graph
+    node = next(g.path(v, mid.engine.dom) for v in range(len(g.v_rank)) if g.v_rank[v] >= 0)
+    out = mid.shrink(job, paths=[node + "/socket0"])
+    assert out.released == 1 + CORES and not out.job_gone
+    assert mid.info(job)["holds"] == {"socket": 1, "core": CORES}
+    assert mid.info(recount=True)["recount_errors"] == []
+
+
+def test_hand_back_of_a_socket_from_a_graph_read_from_jgf() -> None:
+    """A child grows a node from its parent, then gives one socket of it back: the hand-back's JGF keeps
+    the socket and its cores (rank -1 in the child's graph; it had sent an empty document, which the
+    parent refused, leaving the socket pending), and the parent releases exactly them."""
+    root = _root(4)
+    mid, job = _mid_on_jgf(root)
+    grown = mid.match_grow(job, nodes_jobspec(1).encode())
+    assert grown.timings[0].outcome == "parent"
+    node = next(p for p in _node_paths(grown.jgf) if p.count("/") == 2)
+    before = root.info(mid.parent_jobid)["holds"]
+    out = mid.shrink(job, paths=[node + "/socket0"])
+    assert (out.released, out.returned, out.pending) == (1 + CORES, 1 + CORES, 0)
+    assert root.info(mid.parent_jobid)["holds"] == {"socket": before["socket"] - 1, "core": before["core"] - CORES}
+    assert root.engine.graph.vertex_by_path(node + "/socket1") is not None
+    assert mid.engine.graph.vertex_by_path(node + "/socket0") is None
+    assert root.info(recount=True)["recount_errors"] == [] and mid.info(recount=True)["recount_errors"] == []
+
+
 def test_shrink_by_path_and_foreign_path() -> None:
     """A child's shrink by path releases its subtree; a path it does not hold is refused."""
     root = _root(4)

@@ -194,10 +194,83 @@ def test_hand_back_of_a_socket_from_a_graph_read_from_jgf() -> None:
     before = root.info(mid.parent_jobid)["holds"]
     out = mid.shrink(job, paths=[node + "/socket0"])
     assert (out.released, out.returned, out.pending) == (1 + CORES, 1 + CORES, 0)
-    assert root.info(mid.parent_jobid)["holds"] == {"socket": before["socket"] - 1, "core": before["core"] - CORES}
+    assert root.info(mid.parent_jobid)["holds"] == {
+        "socket": before["socket"] - 1,
+        "core": before["core"] - CORES,
+    }
     assert root.engine.graph.vertex_by_path(node + "/socket1") is not None
     assert mid.engine.graph.vertex_by_path(node + "/socket0") is None
     assert root.info(recount=True)["recount_errors"] == [] and mid.info(recount=True)["recount_errors"] == []
+
+
+def test_partial_shrink_of_a_whole_cloud_node_read_from_jgf_is_refused(tmp_path: Path) -> None:
+    """A cloud node (``release=whole``) in a graph read from a match writer's JGF has rank -1 below it:
+    a shrink naming one of its cores (with the node, as a match writer's JGF names it) is refused
+    and changes nothing (it was taken as naming the node alone, and the whole node was released)."""
+    from fluxlite.errors import InputError
+    from hierarchy._jgfsub import subgraph_jgf
+
+    nodes: list[dict[str, Any]] = [
+        {
+            "id": "0",
+            "metadata": {
+                "type": "cluster",
+                "name": "cluster0",
+                "id": 0,
+                "rank": -1,
+                "paths": {"containment": "/cluster0"},
+            },
+        },
+        {
+            "id": "1",
+            "metadata": {
+                "type": "node",
+                "name": "i-1",
+                "id": 0,
+                "rank": 0,
+                "exclusive": True,
+                "properties": {"release": "whole"},
+                "paths": {"containment": "/cluster0/i-1"},
+            },
+        },
+    ]
+    edges = [{"source": "0", "target": "1"}]
+    for i in range(CORES):
+        path = f"/cluster0/i-1/core{i}"
+        nodes.append(
+            {
+                "id": str(2 + i),
+                "metadata": {
+                    "type": "core",
+                    "name": f"core{i}",
+                    "id": i,
+                    "rank": -1,
+                    "exclusive": True,
+                    "paths": {"containment": path},
+                },
+            }
+        )
+        edges.append({"source": "1", "target": str(2 + i)})
+    (tmp_path / "g.json").write_bytes(orjson.dumps({"graph": {"nodes": nodes, "edges": edges}}))
+    inst = Instance(Engine.from_file(tmp_path / "g.json", format="jgf", policy="first"), name="child")
+    g = inst.engine.graph
+    spec = (
+        "version: 1\nresources:\n  - type: node\n    count: 1\n    with:\n      - type: slot\n        count: 1\n"
+        f"        label: default\n        with:\n          - type: core\n            count: {CORES}\n"
+        "attributes:\n  system:\n    duration: 3600\ntasks:\n  - command: [app]\n    slot: default\n"
+        "    count:\n      per_slot: 1\n"
+    )
+    job = inst.match_allocate(spec.encode()).jobid
+    held = inst.info(job)["holds"]
+    assert held == {"core": CORES}
+    part = subgraph_jgf(
+        g, [g.vertex_by_path(p) for p in ("/cluster0", "/cluster0/i-1", "/cluster0/i-1/core0")]
+    )
+    with pytest.raises(InputError, match="whole cloud nodes"):
+        inst.shrink(job, jgf=part)
+    assert inst.info(job)["holds"] == held and inst.info(recount=True)["recount_errors"] == []
+    whole = subgraph_jgf(g, list(range(len(g.v_rank))))
+    assert inst.shrink(job, jgf=whole).job_gone
 
 
 def test_shrink_by_path_and_foreign_path() -> None:

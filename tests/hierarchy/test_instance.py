@@ -273,6 +273,28 @@ def test_partial_shrink_of_a_whole_cloud_node_read_from_jgf_is_refused(tmp_path:
     assert inst.shrink(job, jgf=whole).job_gone
 
 
+def test_silent_child_on_a_graph_read_from_jgf_logs_every_vertex_it_held(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A child lease that stops sending heartbeats is freed; the log counts every vertex it held
+    (node, sockets, cores), also on a graph read from a match writer's JGF, where only the node
+    has a rank (it counted 1)."""
+    import logging
+    import time
+
+    root = _root(4)
+    mid = Instance.from_parent(Direct(root), nodes_jobspec(1).encode(), name="mid")
+    lease = mid.match_allocate(nodes_jobspec(1).encode(), lease=True, child_name="leaf")
+    mid.jobs[lease.jobid].last_seen = (
+        time.monotonic() - mid.child_grace - 60
+    )  # silent for a minute past grace
+    with caplog.at_level(logging.WARNING, logger="fluxlite.instance"):
+        mid.tick()
+    assert lease.jobid not in mid.jobs
+    assert f"freeing the {1 + 2 + 2 * CORES} vertices it held" in caplog.text
+    assert mid.info(recount=True)["recount_errors"] == []
+
+
 def test_shrink_by_path_and_foreign_path() -> None:
     """A child's shrink by path releases its subtree; a path it does not hold is refused."""
     root = _root(4)

@@ -66,5 +66,22 @@ def release_exact(eng: Engine, jobid: int, vids: Iterable[int]) -> bool:
     want = set(node_vertices(g, dom, vids))
     if not want:
         return False
+    # A named vertex with a held child that is not named stays held (a match writer's JGF of one
+    # socket names its node too): children first, so a vertex that stays keeps its ancestors.
+    kids = {v: g.children(v, dom) for v in want}
+    unnamed = {c for cs in kids.values() for c in cs if c not in want}
+    still = vertices_held(eng, jobid, unnamed) if unnamed else set()
+    depth: dict[int, int] = {}
+    for v in want:
+        d, u = 0, g.parent(v, dom)
+        while u is not None:
+            d, u = d + 1, g.parent(u, dom)
+        depth[v] = d
+    for v in sorted(want, key=depth.__getitem__, reverse=True):
+        if any(c in still for c in kids[v]):
+            still.add(v)
+    want -= still
+    if not want:
+        return False
     tops = [v for v in want if g.parent(v, dom) not in want]
     return eng.shrink(jobid, paths=[g.path(v, dom) for v in tops])

@@ -295,6 +295,28 @@ def test_silent_child_on_a_graph_read_from_jgf_logs_every_vertex_it_held(
     assert mid.info(recount=True)["recount_errors"] == []
 
 
+def test_jgf_shrink_of_one_socket_keeps_the_node_and_the_other_socket() -> None:
+    """A shrink by a match writer's JGF of one socket names its node and cluster too (shared
+    ancestors): the named socket is released, the node and the other socket stay held (the node
+    was taken as named whole: the whole node went and the job ended)."""
+    from hierarchy._jgfsub import subgraph_jgf
+
+    root = _root(2)
+    job = root.match_allocate(nodes_jobspec(1).encode()).jobid
+    g = root.engine.graph
+    dom = root.engine.dom
+    node = next(
+        g.path(v, dom) for v in root.engine.traverser.job_vertices(job) if g.path(v, dom).count("/") == 2
+    )
+    part = ["/cluster0", node, node + "/socket0", *(f"{node}/socket0/core{i}" for i in range(CORES))]
+    out = root.shrink(job, jgf=subgraph_jgf(g, [g.vertex_by_path(p) for p in part]))
+    assert not out.job_gone
+    assert root.info(job)["holds"] == {"socket": 1, "core": CORES}
+    held = root.engine.holders([g.vertex_by_path(node), g.vertex_by_path(node + "/socket1")]).get(job, [])
+    assert len(held) == 2
+    assert root.info(recount=True)["recount_errors"] == []
+
+
 def test_shrink_by_path_and_foreign_path() -> None:
     """A child's shrink by path releases its subtree; a path it does not hold is refused."""
     root = _root(4)

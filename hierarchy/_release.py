@@ -16,7 +16,7 @@ from typing import Any
 
 from fluxlite.api import Engine
 
-__all__ = ["release_exact", "vertices_held"]
+__all__ = ["node_vertices", "release_exact", "vertices_held"]
 
 
 def vertices_held(eng: Engine, jobid: int, vids: Iterable[int]) -> set[int]:
@@ -24,19 +24,35 @@ def vertices_held(eng: Engine, jobid: int, vids: Iterable[int]) -> set[int]:
     return set(eng.holders(vids).get(jobid, ()))
 
 
-def _below_a_rank(g: Any, dom: str, v: int) -> bool:
-    """True if ``v`` or one of its ancestors has a rank: a vertex of a node's subtree.
+def node_vertices(g: Any, dom: str, vids: Iterable[int]) -> list[int]:
+    """The vertices of ``vids`` that lie in a node's subtree (a node or below it), in order.
 
-    Only the rank-less vertices above the nodes (the cluster vertex a match writer includes) are
-    left out.  A socket or core read from a JGF has rank -1 (Fluxion writes -1 below the node), so
-    the vertex's own rank alone would drop every sub-node subtree.  O(depth).
+    Leaves out only the rank-less vertices above the nodes (the cluster vertex a match writer
+    includes).  On a graph read from a match writer's JGF (a child's), sockets and cores have rank -1,
+    so a filter on the vertex's own rank would keep only the nodes.  O(len(vids) + depth), memoised
+    per vertex.
     """
-    u: int | None = v
-    while u is not None:
-        if g.v_rank[u] >= 0:
-            return True
-        u = g.parent(u, dom)
-    return False
+    seen: dict[int, bool] = {}
+    out: list[int] = []
+    for v in vids:
+        chain: list[int] = []
+        u: int | None = v
+        ok = False
+        while u is not None:
+            known = seen.get(u)
+            if known is not None:
+                ok = known
+                break
+            chain.append(u)
+            if g.v_rank[u] >= 0:
+                ok = True
+                break
+            u = g.parent(u, dom)
+        for w in chain:
+            seen[w] = ok
+        if ok:
+            out.append(v)
+    return out
 
 
 def release_exact(eng: Engine, jobid: int, vids: Iterable[int]) -> bool:
@@ -47,7 +63,24 @@ def release_exact(eng: Engine, jobid: int, vids: Iterable[int]) -> bool:
     """
     g = eng.graph
     dom = eng.dom
-    want = {v for v in vids if _below_a_rank(g, dom, v)}
+    want = set(node_vertices(g, dom, vids))
+    if not want:
+        return False
+    # A named vertex with a held child that is not named stays held (a match writer's JGF of one
+    # socket names its node too): children first, so a vertex that stays keeps its ancestors.
+    kids = {v: g.children(v, dom) for v in want}
+    unnamed = {c for cs in kids.values() for c in cs if c not in want}
+    still = vertices_held(eng, jobid, unnamed) if unnamed else set()
+    depth: dict[int, int] = {}
+    for v in want:
+        d, u = 0, g.parent(v, dom)
+        while u is not None:
+            d, u = d + 1, g.parent(u, dom)
+        depth[v] = d
+    for v in sorted(want, key=depth.__getitem__, reverse=True):
+        if any(c in still for c in kids[v]):
+            still.add(v)
+    want -= still
     if not want:
         return False
     tops = [v for v in want if g.parent(v, dom) not in want]

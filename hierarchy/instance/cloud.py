@@ -26,7 +26,7 @@ from typing import Any
 from fluxlite.api import Engine
 from fluxlite.errors import InputError
 from fluxlite.readers import read_vertices
-from hierarchy._release import release_exact, vertices_held
+from hierarchy._release import node_vertices, release_exact, vertices_held
 from hierarchy.instance.core import InstanceCore
 
 __all__ = [
@@ -69,7 +69,7 @@ def refuse_partial(eng: Engine, jobid: int, vids: Iterable[int]) -> None:
     want = set(vids)
     roots = {r for v in want if (r := whole_root(eng, v)) is not None}
     for r in sorted(roots):
-        held = vertices_held(eng, jobid, [u for u in g.subtree(r, eng.dom) if g.v_rank[u] >= 0])
+        held = vertices_held(eng, jobid, node_vertices(g, eng.dom, g.subtree(r, eng.dom)))
         missing = held - want
         if missing:
             raise InputError(

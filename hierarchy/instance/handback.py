@@ -25,7 +25,7 @@ from fluxlite.errors import (
 from fluxlite.readers import read_vertices
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, NotAuthorizedError
 from hierarchy._jgfsub import subgraph_jgf
-from hierarchy._release import release_exact, vertices_held
+from hierarchy._release import node_vertices, release_exact, vertices_held
 from hierarchy.base import LevelTiming, ReleaseOutcome, ShrinkOutcome
 from hierarchy.instance import cloud
 from hierarchy.instance.core import InstanceCore, _now
@@ -42,21 +42,27 @@ class HandBackMixin(InstanceCore):
         dom = self.engine.dom
         vids: list[int] = []
         if jgf:
+            docv: list[int] = []
             for node in read_vertices(jgf, source="shrink request"):
-                if node.rank < 0:
-                    continue  # rank-less ancestors (the cluster) are shared
                 p = node.paths.get(dom) or next(iter(node.paths.values()), "")
                 v = g.vertex_by_path(p)
+                if node.rank < 0:
+                    # Rank -1: a rank-less ancestor (the cluster, shared, left out below) or, in a
+                    # match writer's JGF (a child's hand-back), a socket or core below its node.
+                    if v is not None:
+                        docv.append(v)
+                    continue
                 if v is None or g.v_rank[v] != node.rank:
                     raise ForeignResourcesError(
                         f"job {jobid} does not hold {p}: not in the graph of {self.name}"
                     )
-                vids.append(v)
+                docv.append(v)
+            vids.extend(node_vertices(g, dom, docv))
         for p in paths:
             v = g.vertex_by_path(p)
             if v is None:
                 raise ForeignResourcesError(f"job {jobid} does not hold {p}: not in the graph of {self.name}")
-            sub = [u for u in g.subtree(v, dom) if g.v_rank[u] >= 0]
+            sub = node_vertices(g, dom, g.subtree(v, dom))
             held = vertices_held(self.engine, jobid, sub)
             if not held:
                 raise ForeignResourcesError(f"job {jobid} holds nothing at {p} in {self.name}")
@@ -208,7 +214,7 @@ class HandBackMixin(InstanceCore):
                 "request_id": secrets.token_hex(16),
                 "source": source,
                 "roots": self._paths(roots),
-                "jgf": subgraph_jgf(g, [u for u in vids if g.v_rank[u] >= 0]),
+                "jgf": subgraph_jgf(g, node_vertices(g, dom, vids)),
             }
             self.returning.append(item)
             self._persist()

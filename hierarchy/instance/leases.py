@@ -22,6 +22,7 @@ from fluxlite.errors import (
 )
 from fluxlite.readers import load_graph
 from hierarchy._errors import InstanceUnavailableError, NotAuthorizedError
+from hierarchy._release import node_vertices
 from hierarchy.base import Parent
 from hierarchy.instance.core import InstanceCore
 
@@ -111,7 +112,7 @@ class LeasesMixin(InstanceCore):
                 if rec.jobid not in self.jobs or time.monotonic() - rec.last_seen <= self.child_grace:
                     continue
                 vids = self.engine.traverser.job_vertices(rec.jobid)
-                n = sum(1 for v in vids if self.engine.graph.v_rank[v] >= 0)
+                n = len(node_vertices(self.engine.graph, self.engine.dom, vids))
                 self.log.warning(
                     "child %s (job %d, %s) sent no heartbeat for %.1fs (grace %.1fs): "
                     "freeing the %d vertices it held",

@@ -161,6 +161,162 @@ def test_release_exact_on_a_graph_read_from_jgf(tmp_path: Path) -> None:
     assert job.jobid not in eng.jobs and recount_errors(eng) == []
 
 
+def _mid_on_jgf(root: Instance) -> tuple[Instance, int]:
+    """A child instance (its graph read from the parent's match-writer JGF, rank -1 below its nodes) and a job on its node."""
+    mid = Instance.from_parent(Direct(root), nodes_jobspec(1).encode(), name="mid")
+    g = mid.engine.graph
+    assert any(g.v_rank[v] == -1 and "socket" in g.path(v, mid.engine.dom) for v in range(len(g.v_rank)))
+    return mid, mid.match_allocate(nodes_jobspec(1).encode()).jobid
+
+
+def test_shrink_by_socket_path_on_a_graph_read_from_jgf() -> None:
+    """A child's graph has rank -1 below its nodes: a shrink naming a socket by path releases that
+    socket and its cores (it said the job held nothing there), and the rest stays held and exact."""
+    root = _root(4)
+    mid, job = _mid_on_jgf(root)
+    g = mid.engine.graph
+    node = next(g.path(v, mid.engine.dom) for v in range(len(g.v_rank)) if g.v_rank[v] >= 0)
+    out = mid.shrink(job, paths=[node + "/socket0"])
+    assert out.released == 1 + CORES and not out.job_gone
+    assert mid.info(job)["holds"] == {"socket": 1, "core": CORES}
+    assert mid.info(recount=True)["recount_errors"] == []
+
+
+def test_hand_back_of_a_socket_from_a_graph_read_from_jgf() -> None:
+    """A child grows a node from its parent, then gives one socket of it back: the hand-back's JGF keeps
+    the socket and its cores (rank -1 in the child's graph; it had sent an empty document, which the
+    parent refused, leaving the socket pending), and the parent releases exactly them."""
+    root = _root(4)
+    mid, job = _mid_on_jgf(root)
+    grown = mid.match_grow(job, nodes_jobspec(1).encode())
+    assert grown.timings[0].outcome == "parent"
+    node = next(p for p in _node_paths(grown.jgf) if p.count("/") == 2)
+    before = root.info(mid.parent_jobid)["holds"]
+    out = mid.shrink(job, paths=[node + "/socket0"])
+    assert (out.released, out.returned, out.pending) == (1 + CORES, 1 + CORES, 0)
+    assert root.info(mid.parent_jobid)["holds"] == {
+        "socket": before["socket"] - 1,
+        "core": before["core"] - CORES,
+    }
+    assert root.engine.graph.vertex_by_path(node + "/socket1") is not None
+    assert mid.engine.graph.vertex_by_path(node + "/socket0") is None
+    assert root.info(recount=True)["recount_errors"] == [] and mid.info(recount=True)["recount_errors"] == []
+
+
+def test_partial_shrink_of_a_whole_cloud_node_read_from_jgf_is_refused(tmp_path: Path) -> None:
+    """A cloud node (``release=whole``) in a graph read from a match writer's JGF has rank -1 below it:
+    a shrink naming one of its cores (with the node, as a match writer's JGF names it) is refused
+    and changes nothing (it was taken as naming the node alone, and the whole node was released)."""
+    from fluxlite.errors import InputError
+    from hierarchy._jgfsub import subgraph_jgf
+
+    nodes: list[dict[str, Any]] = [
+        {
+            "id": "0",
+            "metadata": {
+                "type": "cluster",
+                "name": "cluster0",
+                "id": 0,
+                "rank": -1,
+                "paths": {"containment": "/cluster0"},
+            },
+        },
+        {
+            "id": "1",
+            "metadata": {
+                "type": "node",
+                "name": "i-1",
+                "id": 0,
+                "rank": 0,
+                "exclusive": True,
+                "properties": {"release": "whole"},
+                "paths": {"containment": "/cluster0/i-1"},
+            },
+        },
+    ]
+    edges = [{"source": "0", "target": "1"}]
+    for i in range(CORES):
+        path = f"/cluster0/i-1/core{i}"
+        nodes.append(
+            {
+                "id": str(2 + i),
+                "metadata": {
+                    "type": "core",
+                    "name": f"core{i}",
+                    "id": i,
+                    "rank": -1,
+                    "exclusive": True,
+                    "paths": {"containment": path},
+                },
+            }
+        )
+        edges.append({"source": "1", "target": str(2 + i)})
+    (tmp_path / "g.json").write_bytes(orjson.dumps({"graph": {"nodes": nodes, "edges": edges}}))
+    inst = Instance(Engine.from_file(tmp_path / "g.json", format="jgf", policy="first"), name="child")
+    g = inst.engine.graph
+    spec = (
+        "version: 1\nresources:\n  - type: node\n    count: 1\n    with:\n      - type: slot\n        count: 1\n"
+        f"        label: default\n        with:\n          - type: core\n            count: {CORES}\n"
+        "attributes:\n  system:\n    duration: 3600\ntasks:\n  - command: [app]\n    slot: default\n"
+        "    count:\n      per_slot: 1\n"
+    )
+    job = inst.match_allocate(spec.encode()).jobid
+    held = inst.info(job)["holds"]
+    assert held == {"core": CORES}
+    part = subgraph_jgf(
+        g, [g.vertex_by_path(p) for p in ("/cluster0", "/cluster0/i-1", "/cluster0/i-1/core0")]
+    )
+    with pytest.raises(InputError, match="whole cloud nodes"):
+        inst.shrink(job, jgf=part)
+    assert inst.info(job)["holds"] == held and inst.info(recount=True)["recount_errors"] == []
+    whole = subgraph_jgf(g, list(range(len(g.v_rank))))
+    assert inst.shrink(job, jgf=whole).job_gone
+
+
+def test_silent_child_on_a_graph_read_from_jgf_logs_every_vertex_it_held(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A child lease that stops sending heartbeats is freed; the log counts every vertex it held
+    (node, sockets, cores), also on a graph read from a match writer's JGF, where only the node
+    has a rank (it counted 1)."""
+    import logging
+    import time
+
+    root = _root(4)
+    mid = Instance.from_parent(Direct(root), nodes_jobspec(1).encode(), name="mid")
+    lease = mid.match_allocate(nodes_jobspec(1).encode(), lease=True, child_name="leaf")
+    mid.jobs[lease.jobid].last_seen = (
+        time.monotonic() - mid.child_grace - 60
+    )  # silent for a minute past grace
+    with caplog.at_level(logging.WARNING, logger="fluxlite.instance"):
+        mid.tick()
+    assert lease.jobid not in mid.jobs
+    assert f"freeing the {1 + 2 + 2 * CORES} vertices it held" in caplog.text
+    assert mid.info(recount=True)["recount_errors"] == []
+
+
+def test_jgf_shrink_of_one_socket_keeps_the_node_and_the_other_socket() -> None:
+    """A shrink by a match writer's JGF of one socket names its node and cluster too (shared
+    ancestors): the named socket is released, the node and the other socket stay held (the node
+    was taken as named whole: the whole node went and the job ended)."""
+    from hierarchy._jgfsub import subgraph_jgf
+
+    root = _root(2)
+    job = root.match_allocate(nodes_jobspec(1).encode()).jobid
+    g = root.engine.graph
+    dom = root.engine.dom
+    node = next(
+        g.path(v, dom) for v in root.engine.traverser.job_vertices(job) if g.path(v, dom).count("/") == 2
+    )
+    part = ["/cluster0", node, node + "/socket0", *(f"{node}/socket0/core{i}" for i in range(CORES))]
+    out = root.shrink(job, jgf=subgraph_jgf(g, [g.vertex_by_path(p) for p in part]))
+    assert not out.job_gone
+    assert root.info(job)["holds"] == {"socket": 1, "core": CORES}
+    held = root.engine.holders([g.vertex_by_path(node), g.vertex_by_path(node + "/socket1")]).get(job, [])
+    assert len(held) == 2
+    assert root.info(recount=True)["recount_errors"] == []
+
+
 def test_shrink_by_path_and_foreign_path() -> None:
     """A child's shrink by path releases its subtree; a path it does not hold is refused."""
     root = _root(4)

@@ -53,13 +53,14 @@ deadline.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
 from fluxlite.sim.deadline.workload import DeadlineJob
 
-__all__ = ["COMM_STYLES", "CommModel", "Geometry", "Program", "parse_comm_model"]
+__all__ = ["COMM_STYLES", "CommModel", "Geometry", "Program", "parse_comm_model", "program_for"]
 
 #: communication styles: asynchronous send + synchronous receive, synchronous send
 COMM_STYLES: tuple[str, ...] = ("async", "sync")
@@ -111,12 +112,32 @@ class Geometry:
         self.x = idx % width
         self.y = idx // width
         self._blocks: dict[int, list[int]] = {}
+        self._sig: int | None = None
 
     def set_coordinates(self, xs: list[int], ys: list[int]) -> None:
         """Use the coordinates the machine's graph gives each node index."""
         self.x = np.asarray(xs, dtype=np.int64)
         self.y = np.asarray(ys, dtype=np.int64)
         self._blocks = {}
+        self._sig = None
+
+    def signature(self) -> int:
+        """A small id, the same for every geometry with the same shape and node coordinates (in this process).
+
+        Everything a :class:`Program` reads of its geometry (the size, the
+        torus flag, cores per node, each node's coordinates) is in it.
+        """
+        if self._sig is None:
+            key = (
+                self.width,
+                self.height,
+                self.torus,
+                self.cores_per_node,
+                np.asarray(self.x, dtype=np.int64).tobytes(),
+                np.asarray(self.y, dtype=np.int64).tobytes(),
+            )
+            self._sig = _GEOM_IDS.setdefault(key, len(_GEOM_IDS))
+        return self._sig
 
     def hops(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Hop distance between node index arrays (Manhattan; wrap-around on a torus)."""
@@ -168,6 +189,32 @@ class Geometry:
 
 
 _UNIT_CACHE: dict[tuple[object, ...], float] = {}
+_GEOM_IDS: dict[tuple[object, ...], int] = {}
+#: the programs built last, by everything that decides them (see :func:`program_for`)
+_PROGRAMS: OrderedDict[tuple[object, ...], Program] = OrderedDict()
+#: about five 1,000-job traces: the runs of one trace (one per strategy) reuse its programs
+PROGRAM_CACHE_SIZE = 5000
+
+
+def program_for(job: DeadlineJob, comm: str, geom: Geometry, model: CommModel = CommModel()) -> Program:
+    """``Program(job, comm, geom, model)``, shared with earlier calls that would build the same one.
+
+    A program depends only on the job's type, process count, runtime and
+    seed, the communication style and model, and the geometry's shape and
+    coordinates; no simulator changes a program after it is built.  So the
+    runs of one trace under different strategies (a sweep's worker runs them
+    one after another) build each job's program once.  The cache keeps the
+    last :data:`PROGRAM_CACHE_SIZE` programs.
+    """
+    key = (job.type, job.procs, job.runtime, job.seed, comm, model, geom.signature())
+    got = _PROGRAMS.get(key)
+    if got is not None:
+        _PROGRAMS.move_to_end(key)
+        return got
+    got = _PROGRAMS[key] = Program(job, comm, geom, model)
+    if len(_PROGRAMS) > PROGRAM_CACHE_SIZE:
+        _PROGRAMS.popitem(last=False)
+    return got
 
 
 class Program:

@@ -88,7 +88,7 @@ import numpy as np
 
 from fluxlite.errors import BusyError, FluxliteError, InputError, MatchError
 from fluxlite.sim.deadline.placement import DYNAMIC, STATIC, STRATEGIES, Machine, make_strategy, snake_order
-from fluxlite.sim.deadline.program import COMM_STYLES, CommModel, Program
+from fluxlite.sim.deadline.program import COMM_STYLES, CommModel, Program, program_for
 from fluxlite.sim.deadline.workload import DeadlineJob
 from fluxlite.sim.kernel import Kernel
 
@@ -321,7 +321,7 @@ class DeadlineSim:
     def _arrive(self, job: DeadlineJob) -> None:
         if self._should_stop is not None:
             self._poll_stop()
-        prog = Program(job, self.comm, self.m.geom, self.model)
+        prog = program_for(job, self.comm, self.m.geom, self.model)
         if self.leak:
             self._leak_start(job, prog)
         else:

@@ -191,8 +191,11 @@ def improve_compact(
     return part
 
 
-def choose_manhattan(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None:
-    """Greedy compact partition of ``k`` free nodes (see the module docstring); or None."""
+def choose_manhattan(gi: GridInfo, free: np.ndarray, k: int, polish: bool = True) -> list[int] | None:
+    """Greedy compact partition of ``k`` free nodes (see the module docstring); or None.
+
+    ``polish=False``: no local search after the growth (an ablation).
+    """
     if k <= 0 or int(free.sum()) < k:
         return None
     fl = free.tolist()
@@ -214,7 +217,9 @@ def choose_manhattan(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None
         return None
     # two or three nodes of a mesh: the greedy choice is already optimal (not
     # on a torus, where a short ring of three is more compact than an L)
-    return got if k <= 2 or (k == 3 and not gi.torus) else improve_compact(gi, free, got)
+    if not polish or k <= 2 or (k == 3 and not gi.torus):
+        return got
+    return improve_compact(gi, free, got)
 
 
 def choose_manhattan_strict(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None:
@@ -262,21 +267,7 @@ def choose_manhattan_strict_first_seed(gi: GridInfo, free: np.ndarray, k: int) -
 
 def choose_manhattan_no_polish(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None:
     """An ablation of :func:`choose_manhattan` without its local search (the paper describes none)."""
-    if k <= 0 or int(free.sum()) < k:
-        return None
-    fl = free.tolist()
-    seen = bytearray(gi.n)
-    for start in range(gi.n):
-        if not fl[start] or seen[start]:
-            continue
-        if k == 1:
-            return [start]
-        if _region(gi, fl, seen, start) < k:
-            continue
-        got = grow_compact(gi, free, start, k)
-        if got is not None:
-            return got
-    return None
+    return choose_manhattan(gi, free, k, polish=False)
 
 
 #: policy name -> chooser(grid, free mask, k) -> grid indices or None

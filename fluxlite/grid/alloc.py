@@ -191,8 +191,11 @@ def improve_compact(
     return part
 
 
-def choose_manhattan(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None:
-    """Greedy compact partition of ``k`` free nodes (see the module docstring); or None."""
+def choose_manhattan(gi: GridInfo, free: np.ndarray, k: int, polish: bool = True) -> list[int] | None:
+    """Greedy compact partition of ``k`` free nodes (see the module docstring); or None.
+
+    ``polish=False``: no local search after the growth (an ablation).
+    """
     if k <= 0 or int(free.sum()) < k:
         return None
     fl = free.tolist()
@@ -214,7 +217,9 @@ def choose_manhattan(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None
         return None
     # two or three nodes of a mesh: the greedy choice is already optimal (not
     # on a torus, where a short ring of three is more compact than an L)
-    return got if k <= 2 or (k == 3 and not gi.torus) else improve_compact(gi, free, got)
+    if not polish or k <= 2 or (k == 3 and not gi.torus):
+        return got
+    return improve_compact(gi, free, got)
 
 
 def choose_manhattan_strict(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None:
@@ -236,6 +241,35 @@ def choose_manhattan_strict(gi: GridInfo, free: np.ndarray, k: int) -> list[int]
     return None
 
 
+def choose_manhattan_first_seed(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None:
+    """An ablation of :func:`choose_manhattan`: one first node per time interval (figure 8, lines 19-23).
+
+    The journal's text (section 3.2) tries the next nodes as new first nodes when the growth
+    fails; its pseudocode instead releases the partition and takes the next valid time interval
+    (lines 21-23), so only the first free node in machine order (lines 4-9) is ever a first
+    node.  This chooser grows from that node only (the text's growth through free neighbours),
+    with no local search (the paper has none), and returns None when it runs out, so the
+    simulator moves on to the next start time.
+    """
+    if k <= 0 or int(free.sum()) < k:
+        return None
+    start = int(np.flatnonzero(free)[0])
+    return [start] if k == 1 else grow_compact(gi, free, start, k)
+
+
+def choose_manhattan_strict_first_seed(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None:
+    """Figure 8's pseudocode read literally throughout: strict growth from the first free node only."""
+    if k <= 0 or int(free.sum()) < k:
+        return None
+    start = int(np.flatnonzero(free)[0])
+    return [start] if k == 1 else grow_compact(gi, free, start, k, strict=True)
+
+
+def choose_manhattan_no_polish(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None:
+    """An ablation of :func:`choose_manhattan` without its local search (the paper describes none)."""
+    return choose_manhattan(gi, free, k, polish=False)
+
+
 #: policy name -> chooser(grid, free mask, k) -> grid indices or None
 ALLOCATORS: dict[str, Callable[[GridInfo, np.ndarray, int], list[int] | None]] = {
     "hilbert": choose_hilbert,
@@ -245,4 +279,7 @@ ALLOCATORS: dict[str, Callable[[GridInfo, np.ndarray, int], list[int] | None]] =
 #: choosers for ablations only (``GridOps.allocate_deadline(policy=...)``; not match policies)
 ABLATION_ALLOCATORS: dict[str, Callable[[GridInfo, np.ndarray, int], list[int] | None]] = {
     "manhattan-strict": choose_manhattan_strict,
+    "manhattan-first-seed": choose_manhattan_first_seed,
+    "manhattan-strict-first-seed": choose_manhattan_strict_first_seed,
+    "manhattan-no-polish": choose_manhattan_no_polish,
 }

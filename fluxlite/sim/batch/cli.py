@@ -33,7 +33,7 @@ _DEFAULTS = {
     "reservation_depth": None, "malleable": None, "share": 0.5, "power_scope": "waiting",
     "dynamic": False, "dfs": None, "dfs_text": None, "seed": 1, "adapt_s": 5, "limit": None,
     "corridor": None, "idle_w": None, "arrival": None, "walltime_factor": None, "sigma_scale": None,
-    "dyn_model": None, "runtime_factor": None,
+    "dyn_model": None, "runtime_factor": None, "placement": None, "sched_interval": None,
 }  # fmt: skip
 #: what to write: options a config file may hold as well (paths are relative to the working directory)
 _OUTPUTS: dict[str, Any] = {"json": None, "csv": None, "plots": None, "progress": False}
@@ -79,6 +79,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--dyn-model", choices=("linear", "det-total"),
                    help="esp-dynamic: after a grant the rest runs at DET speed (linear) or the run ends at start+DET")  # fmt: skip
     r.add_argument("--runtime-factor", type=float, help="esp-dynamic: scale every run time (default 1)")
+    r.add_argument("--placement", choices=("core", "node"),
+                   help="esp-dynamic: cores anywhere (core, default) or whole nodes, ceil(cores/8) (node)")
+    r.add_argument("--sched-interval", type=int, metavar="SECONDS",
+                   help="scheduling passes only every N s (a polling scheduler; default 0: at every event)")
     r.add_argument("--seed", type=int, help="seed of the workload's random draws (1)")
     r.add_argument("--adapt-s", type=int, help="seconds an expand/shrink takes")
     r.add_argument("--json", help="write the summary here")
@@ -144,6 +148,7 @@ def build(opts: dict[str, Any]) -> Any:
         wl = W.esp_dynamic(
             seed=opts["seed"], evolving=bool(opts["dynamic"]), dyn_model=opts["dyn_model"] or "linear",
             walltime_factor=float(opts["walltime_factor"] or 1.0), runtime_factor=float(opts["runtime_factor"] or 1.0),
+            placement=opts["placement"] or "core",
         )  # fmt: skip
     elif name == "esp-malleable":
         wl = W.esp_malleable(
@@ -178,6 +183,8 @@ def build(opts: dict[str, Any]) -> Any:
             dfs = load_dfs_config(opts["dfs"])
         else:
             dfs = DfsConfig()
+    if opts["sched_interval"] is not None and int(opts["sched_interval"]) < 0:
+        raise InputError(f"--sched-interval must be >= 0, got {opts['sched_interval']}")
     depth = opts["reservation_depth"]
     if dfs is not None and depth is None:
         depth = dfs.reservation_depth
@@ -186,6 +193,7 @@ def build(opts: dict[str, Any]) -> Any:
     cfg = BatchConfig(
         queue=opts["queue"], reservation_depth=depth, malleable=opts["malleable"],
         power_waiting=opts["power_scope"] == "waiting", adapt_s=int(opts["adapt_s"]), dfs=dfs,
+        sched_interval=int(opts["sched_interval"] or 0),
     )  # fmt: skip
     return wl, cfg
 

@@ -45,6 +45,10 @@ class BatchConfig:
     dfs: DfsConfig | None = None
     policy: str = "first"
     check: bool = True
+    #: 0: a pass at every event (Maui starts an iteration on each job or resource state change, evolving
+    #: paper Section III-A); N > 0: passes only at multiples of N s (a scheduler polling its resource
+    #: manager, Maui's RMPOLLINTERVAL; an ablation)
+    sched_interval: int = 0
 
 
 @dataclass
@@ -171,7 +175,11 @@ class BatchSim:
     def _want_pass(self) -> None:
         if not self._pass_due:
             self._pass_due = True
-            self.k.after(0, self._pass)
+            n = self.cfg.sched_interval
+            if n > 0:
+                self.k.at(math.ceil(self.k.now / n - 1e-9) * n, self._pass)
+            else:
+                self.k.after(0, self._pass)
 
     def _started(self, job: Job, now: int) -> None:
         r = self.runs[job.jobid]

@@ -126,19 +126,26 @@ def esp(
 
 
 DYN_MODELS = ("linear", "det-total")
+#: how an evolving-ESP job's cores are requested: ``core`` anywhere (the baseline), ``node`` as whole
+#: nodes (Torque ``nodes=ceil(c/8):ppn=8``; a dynamic request of 4 cores then takes one more node)
+PLACEMENTS = ("core", "node")
 
 
 def esp_dynamic(
     seed: int = 1, evolving: bool = True, dyn_model: str = "linear", walltime_factor: float = 1.0,
-    runtime_factor: float = 1.0,
+    runtime_factor: float = 1.0, placement: str = "core",
 ) -> Workload:  # fmt: skip
     """Dynamic ESP: 15 nodes x 8 cores, sizes in cores; F..J evolving (one user), 4 more cores at 16% and 25%.
 
     ``dyn_model``: after a grant, ``linear`` runs the remaining work at the
     dynamic speed (the remaining share of DET); ``det-total`` ends the job
     at start + DET (the whole run takes DET).  ``walltime_factor``: the
-    requested walltime as a multiple of the static time.
+    requested walltime as a multiple of the static time.  ``placement``:
+    ``node`` turns each job's ``c`` cores into ``ceil(c / 8)`` whole nodes
+    and a dynamic request into one more node (an ablation; see PLACEMENTS).
     """
+    if placement not in PLACEMENTS:
+        raise InputError(f"unknown placement {placement!r} (known: {', '.join(PLACEMENTS)})")
     if dyn_model not in DYN_MODELS:
         raise InputError(f"unknown dynamic model {dyn_model!r} (known: {', '.join(DYN_MODELS)})")
     if walltime_factor < 1.0:
@@ -147,6 +154,13 @@ def esp_dynamic(
             runtime_factor=runtime_factor)  # fmt: skip
     w.name = "esp-dynamic"
     w.notes["dyn_model"] = dyn_model
+    if placement == "node":
+        w.unit = "node"
+        w.notes["placement"] = placement
+        for sj in w.jobs:
+            sj.job.size = sj.job.min_size = sj.job.max_size = math.ceil(sj.job.size / w.cores_per_node)
+            sj.job.unit = "node"
+            sj.model = SpeedupModel(sj.runtime, sj.job.size)
     for sj in w.jobs:
         t = sj.job.kind
         if t != "Z":
@@ -159,7 +173,7 @@ def esp_dynamic(
                     sj.runtime, ESP_DYNAMIC_TIMES[t] * sj.runtime / ESP_TYPES[t][2], sj.job.size
                 )
                 sj.dyn_at = (0.16, 0.25)
-                sj.dyn_count = 4
+                sj.dyn_count = 4 if placement == "core" else 1
     return w
 
 

@@ -125,10 +125,13 @@ def _workload_args(p: argparse.ArgumentParser, multi: bool) -> None:
     )
     m.add_argument(
         "--manhattan-growth",
-        choices=("free", "strict"),
+        choices=("free", "strict", "first-seed", "strict-first-seed", "no-polish"),
         default="free",
-        help="Manhattan grows through free neighbours (default, section 3.2's text) or by the "
-        "distance-minimal neighbour, failing when it is busy (figure 8's pseudocode read literally)",
+        help="Manhattan grows through free neighbours from every free first node, then a local search "
+        "(default, section 3.2's text); strict: by the distance-minimal neighbour, failing when it is busy "
+        "(figure 8's lines 10-18 read literally); first-seed: from the first free node only, else the next "
+        "start time (figure 8's lines 19-23); strict-first-seed: both; no-polish: the default without the "
+        "local search (ablations)",
     )
 
 

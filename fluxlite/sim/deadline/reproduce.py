@@ -57,6 +57,16 @@ CHOICES: tuple[tuple[str, str, str, str], ...] = (
         "lag-half-1h.csv (half at submission, rest within 1 h: the earlier choice); sweep-before.csv",
     ),
     (
+        "Manhattan partition",
+        "every free node in machine order may be the first node; growth through free neighbours by the least "
+        "added total Manhattan distance; then a local search (fluxlite's own)",
+        "journal section 3.2 text and figure 9 (the next nodes are tried as a new first node); figure 8's "
+        "pseudocode instead takes the next time interval after one failed first node (lines 19-23) and picks "
+        "the nearest neighbour before checking it is free (lines 10-18); the papers describe no local search",
+        "manhattan-strict, manhattan-first-seed, manhattan-strict-first-seed (each also with lag-half-1h), "
+        "manhattan-no-polish",
+    ),
+    (
         "runtime",
         "the trace's runtime is the program's time on a compact partition of an empty machine",
         "journal section 5 ('adapted to be able to run ... using a compact partition of an empty HPC system "
@@ -127,6 +137,19 @@ ABLATIONS: dict[str, tuple[dict[str, Any], tuple[str, ...], tuple[str, ...]]] = 
         ("manhattan",),
         ("uniform",),
     ),
+    "manhattan-first-seed": ({"manhattan_growth": "first-seed"}, ("manhattan",), ("uniform",)),
+    "manhattan-first-seed-lag-half-1h": (
+        {"manhattan_growth": "first-seed", "lag": "half-1h"},
+        ("manhattan",),
+        ("uniform",),
+    ),
+    "manhattan-strict-first-seed": ({"manhattan_growth": "strict-first-seed"}, ("manhattan",), ("uniform",)),
+    "manhattan-strict-first-seed-lag-half-1h": (
+        {"manhattan_growth": "strict-first-seed", "lag": "half-1h"},
+        ("manhattan",),
+        ("uniform",),
+    ),
+    "manhattan-no-polish": ({"manhattan_growth": "no-polish"}, ("manhattan",), ("uniform",)),
 }
 
 Rows = list[dict[str, str]]

@@ -22,7 +22,11 @@ Each rule names its source in the journal paper (``deadline-static-vs-leak-journ
   (``manhattan_growth="strict"``: the distance-minimal neighbour is chosen
   before its freeness is checked, and a busy one ends the growth) is an
   ablation; the default follows the text of section 3.2 (free neighbours
-  first).
+  first).  ``first-seed`` grows from the first free node only and, when it
+  runs out, moves to the next start time (figure 8, lines 19-23, where the
+  text instead tries the next first node); ``strict-first-seed`` reads the
+  whole pseudocode literally; ``no-polish`` drops this code's local search
+  (the paper describes none).
 * **Static cancellation**: "when the job is finished, or when the specified
   end time of the job is reached, the computing resources are released"
   (section 3.2): a job still running at the end of its reservation loses
@@ -106,7 +110,7 @@ TYPE2_FORKS = ("leak", "local")
 #: static strategies: the start may move later until the deadline (the default), or only the earliest start is tried
 STATIC_SHIFT = ("later", "none")
 #: Manhattan's growth: through free neighbours (the journal's text, the default) or figure 8 read literally
-MANHATTAN_GROWTH = ("free", "strict")
+MANHATTAN_GROWTH = ("free", "strict", "first-seed", "strict-first-seed", "no-polish")
 #: wall seconds between two ``should_stop()`` polls
 STOP_POLL_SECONDS = 0.5
 
@@ -266,10 +270,12 @@ class DeadlineSim:
             raise InputError(
                 f"Manhattan growth must be one of {', '.join(MANHATTAN_GROWTH)}, got {manhattan_growth!r}"
             )
-        if manhattan_growth == "strict" and not self.grid:
-            raise InputError("the strict Manhattan growth needs the grid backend")
+        if manhattan_growth != "free" and not self.grid:
+            raise InputError(f"the {manhattan_growth} Manhattan growth needs the grid backend")
         #: the engine's allocator for this run's static strategy (an ablation may swap Manhattan's)
-        self.policy = "manhattan-strict" if strategy == "manhattan" and manhattan_growth == "strict" else None
+        self.policy = (
+            f"manhattan-{manhattan_growth}" if strategy == "manhattan" and manhattan_growth != "free" else None
+        )
 
     def _poll_stop(self) -> None:
         """Raise :class:`Stopped` when ``should_stop()`` says so (asked at most every half second)."""

@@ -616,8 +616,13 @@ class UpdateStage:
                 a = v
                 while a not in seen:
                     seen.add(a)
-                    if vt[a] in xtypes and tags[a] and jobid in tags[a]:
-                        return a, f"is already used by job {jobid} (a job holds a vertex once; release it first)"
+                    if vt[a] in xtypes:
+                        if tags[a] and jobid in tags[a]:
+                            return a, f"is already used by job {jobid} (a job holds a vertex once; release it first)"
+                        # taken whole: no other job may use it or anything below it then (a
+                        # non-exclusive item's own units may be free while its node is not)
+                        if overlaps(xspans[a], at, duration):
+                            return a, "is in use by another job"
                     pe = pcol[a]
                     if pe < 0:
                         break

@@ -388,6 +388,31 @@ def test_grow_under_a_node_the_job_holds_whole_is_refused() -> None:
     assert observable(eng, TIMES) == before
 
 
+def test_update_under_a_node_another_job_holds_whole_is_refused_and_changes_nothing() -> None:
+    """With node_exclusive the walk takes a listed core's node whole: when another job uses that node
+    over the window the update is refused before anything changes (it used to fail half-way in the
+    planner, leaving the node's and the cluster's aggregates wrong); once that job is gone it goes."""
+    import json
+
+    eng = Engine(generate_graph(nodes=2, sockets=2, cores=4), policy="lonodex")
+    res = eng.allocate(SOCKET, fmt="jgf")
+    first, got = res.jobid, json.loads(res.text)
+    core = next(n for n in got["graph"]["nodes"] if n["metadata"]["paths"]["containment"].endswith("core7"))
+    core["metadata"]["exclusive"] = False
+    doc = json.dumps({"graph": {"nodes": [core], "edges": []}})
+    snap = snapshot(eng)
+    with pytest.raises(StateError, match="node0 is in use by another job"):
+        eng.update_allocate(99, doc, at=0, duration=3600)
+    assert snapshot(eng) == snap
+    assert recount_errors(eng, TIMES) == []
+    # a window after the other job's end does not meet it: accepted, and exact
+    assert eng.update_allocate(99, doc, at=7200, duration=3600).ok
+    assert recount_errors(eng, LATER) == []
+    eng.cancel(99)
+    eng.cancel(first)
+    assert _no_span_left(eng) == []
+
+
 def test_grow_onto_new_vertices_over_another_window_still_works() -> None:
     """The refusal is only for vertices the job holds: socket1 over a later window is added and released."""
     eng = _engine(nodes=1)

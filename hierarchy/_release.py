@@ -71,13 +71,7 @@ def release_exact(eng: Engine, jobid: int, vids: Iterable[int]) -> bool:
     kids = {v: g.children(v, dom) for v in want}
     unnamed = {c for cs in kids.values() for c in cs if c not in want}
     still = vertices_held(eng, jobid, unnamed) if unnamed else set()
-    depth: dict[int, int] = {}
-    for v in want:
-        d, u = 0, g.parent(v, dom)
-        while u is not None:
-            d, u = d + 1, g.parent(u, dom)
-        depth[v] = d
-    for v in sorted(want, key=depth.__getitem__, reverse=True):
+    for v in sorted(want, key=lambda v: len(g.ancestors(v, dom)), reverse=True):
         if any(c in still for c in kids[v]):
             still.add(v)
     want -= still

@@ -241,28 +241,27 @@ def choose_manhattan_strict(gi: GridInfo, free: np.ndarray, k: int) -> list[int]
     return None
 
 
-def choose_manhattan_first_seed(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None:
+def choose_manhattan_first_seed(
+    gi: GridInfo, free: np.ndarray, k: int, strict: bool = False
+) -> list[int] | None:
     """An ablation of :func:`choose_manhattan`: one first node per time interval (figure 8, lines 19-23).
 
     The journal's text (section 3.2) tries the next nodes as new first nodes when the growth
     fails; its pseudocode instead releases the partition and takes the next valid time interval
     (lines 21-23), so only the first free node in machine order (lines 4-9) is ever a first
-    node.  This chooser grows from that node only (the text's growth through free neighbours),
-    with no local search (the paper has none), and returns None when it runs out, so the
-    simulator moves on to the next start time.
+    node.  This chooser grows from that node only (the text's growth through free neighbours, or
+    with ``strict`` the pseudocode's lines 10-18), with no local search (the paper has none), and
+    returns None when it runs out, so the simulator moves on to the next start time.
     """
     if k <= 0 or int(free.sum()) < k:
         return None
     start = int(np.flatnonzero(free)[0])
-    return [start] if k == 1 else grow_compact(gi, free, start, k)
+    return [start] if k == 1 else grow_compact(gi, free, start, k, strict=strict)
 
 
 def choose_manhattan_strict_first_seed(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None:
     """Figure 8's pseudocode read literally throughout: strict growth from the first free node only."""
-    if k <= 0 or int(free.sum()) < k:
-        return None
-    start = int(np.flatnonzero(free)[0])
-    return [start] if k == 1 else grow_compact(gi, free, start, k, strict=True)
+    return choose_manhattan_first_seed(gi, free, k, strict=True)
 
 
 def choose_manhattan_no_polish(gi: GridInfo, free: np.ndarray, k: int) -> list[int] | None:

@@ -308,8 +308,11 @@ def _evolving_ablations(runs: _Runs, st: dict[str, Any]) -> list[str]:
             "|---|---|---|---|---|---|---|"]  # fmt: skip
     base = {n: runs.results[f"evolving-{n}"] for n in EVOLVING_PAPER}
     table = {"baseline (as above)": base}
+    by_key: dict[str, dict[str, Any]] = {}
     for key, (label, extra) in variants.items():
-        table[label] = {n: runs.get(f"evolving-{n}-{key}", o) for n, o in _evolving_configs(**extra).items()}
+        table[label] = by_key[key] = {
+            n: runs.get(f"evolving-{n}-{key}", o) for n, o in _evolving_configs(**extra).items()
+        }
     gains, orders = [], 0
     for label, res in table.items():
         cells = [f"{res[n]['makespan_s'] / 60:.1f}, {res[n]['dyn_satisfied_jobs']}, {100 * res[n]['utilization']:.1f}"
@@ -319,7 +322,7 @@ def _evolving_ablations(runs: _Runs, st: dict[str, Any]) -> list[str]:
         orders += order
         gains.append(_pct(mk["Dyn-HP"], mk["Static"]))
         rows.append(f"| {label} | {' | '.join(cells)} | {gains[-1]:.1f} | {'yes' if order else 'no'} |")
-    ov = table["every run 12 % longer (see below)"]["Static"]["makespan_s"] / 60
+    ov = _mk(by_key["overhead"])
     rows += [
         "",
         f"Reading: across these {len(table)} variants Dyn-HP's makespan cut is {min(gains):.1f} to "
@@ -337,11 +340,11 @@ def _evolving_ablations(runs: _Runs, st: dict[str, Any]) -> list[str]:
         "the issue gives for Maui's default; a Maui 3.2.5 sample maui.cfg says \"default: 2 minutes\"; the "
         "paper gives neither, so both are shown).  "
         f"Static is {100 * st['utilization']:.0f} % utilised here against the paper's 77 %.  "
-        f"Whole nodes leave fewer idle cores a request can take ({_sat(table, 'nodes')} satisfied Dyn-HP jobs) "
-        f"and cut the gain to {_gain(table, 'nodes'):.1f} %; polling lengthens Static "
-        f"({_mk(table, 'poll30'):.1f} / {_mk(table, 'poll120'):.1f} min at 30 / 120 s, baseline "
+        f"Whole nodes leave fewer idle cores a request can take ({_sat(by_key['nodes'])} satisfied Dyn-HP jobs) "
+        f"and cut the gain to {_gain(by_key['nodes']):.1f} %; polling lengthens Static "
+        f"({_mk(by_key['poll30']):.1f} / {_mk(by_key['poll120']):.1f} min at 30 / 120 s, baseline "
         f"{st['makespan_s'] / 60:.1f}), so it may be part of why the paper's runs took longer than Table I's "
-        f"times (below), but the gain stays at {_gain(table, 'poll30'):.1f} / {_gain(table, 'poll120'):.1f} %: "
+        f"times (below), but the gain stays at {_gain(by_key['poll30']):.1f} / {_gain(by_key['poll120']):.1f} %: "
         "neither explains the missing Dyn-HP gain.  "
         f"With runs 12 % longer Static takes {ov:.1f} min (paper 265.78).",
         "",
@@ -369,24 +372,16 @@ def _evolving_ablations(runs: _Runs, st: dict[str, Any]) -> list[str]:
     return rows
 
 
-def _row(table: dict[str, Any], key: str) -> dict[str, Any]:
-    return next(v for k, v in table.items() if k.startswith(_ROW_PREFIX[key]))
+def _sat(res: dict[str, Any]) -> int:
+    return int(res["Dyn-HP"]["dyn_satisfied_jobs"])
 
 
-_ROW_PREFIX = {"nodes": "whole nodes", "poll30": "a pass only every 30 s", "poll120": "a pass only every 120 s"}
+def _mk(res: dict[str, Any]) -> float:
+    return res["Static"]["makespan_s"] / 60
 
 
-def _sat(table: dict[str, Any], key: str) -> int:
-    return int(_row(table, key)["Dyn-HP"]["dyn_satisfied_jobs"])
-
-
-def _mk(table: dict[str, Any], key: str) -> float:
-    return _row(table, key)["Static"]["makespan_s"] / 60
-
-
-def _gain(table: dict[str, Any], key: str) -> float:
-    r = _row(table, key)
-    return _pct(r["Dyn-HP"]["makespan_s"], r["Static"]["makespan_s"])
+def _gain(res: dict[str, Any]) -> float:
+    return _pct(res["Dyn-HP"]["makespan_s"], res["Static"]["makespan_s"])
 
 
 def _esp_work_machine_s() -> float:

@@ -161,6 +161,8 @@ class Traverser(
         #: subtrees replayed so far: [in select, in update]
         self.fresh_stats = [0, 0]
         self._fsel: dict[tuple, Any] | None = None
+        #: request signatures of the current select pass: id(request list) -> (list, signature)
+        self._fsigs: dict[int, tuple[Any, tuple]] = {}
         self._fupd: dict[tuple, Any] | None = None
         self._ftries: dict[tuple, int] = {}
         self._futries: dict[tuple, int] = {}

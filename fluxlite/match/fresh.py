@@ -29,10 +29,18 @@ same thing up to vertex and edge ids.  This module owns that shortcut:
   the job's id, window and span ids), aggregate spans, epochs, the first
   policy's child order, the per-job vertex index and the output lines (one
   string per twin);
+- *clear over the window* (select only): a subtree that jobs used or will
+  use, but whose vertices' spans, exclusive windows and aggregates show
+  nothing during the match's window, every vertex up (and, for an
+  allocation now, none allocated), is walked by select exactly as a fresh
+  twin, so select templates are replayed there too (see
+  ``_window_clear``); the update walk still walks it plainly;
 - the library: templates are kept across matches, keyed by what the walks
-  read besides the subtree -- for select the request tree (held, so its
-  identity is not reused), pristine/exclusive flags, start time, duration,
-  allocation kind, root and pruning types; for update the marks' context
+  read besides the subtree -- for select the request's signature (its
+  structure and pruning counts: jobspecs that differ only in duration share
+  templates), pristine/exclusive flags, allocation kind, root and pruning
+  types, not the window (a fresh or clear subtree reads it only in the
+  aggregates' range checks, checked on each replay); for update the marks' context
   (needs, exclusivity, level), allocation kind, exclusive and pruning
   types -- with a
   few templates per key (a node's sockets are not twins of each other;
@@ -524,7 +532,7 @@ class FreshStage:
             self._fresh_failed(self._fsel, self._ftries, key)
             return rc, x_in
         tm = _SelTmpl()
-        tm.resources = resources  # held: the key's id(resources) cannot be reused while tm lives
+        tm.resources = resources
         tm.shape = shape
         tm.weights = weights
         tm.pre = self.preorder - pre0
@@ -592,6 +600,8 @@ class FreshStage:
         if fresh:  # the update walk may replay its own template here (see _upd_clean)
             self._fok.add(u)
             self._fhint.add(g.v_type[u])
+        else:
+            self.fresh_clear += 1
         self.fresh_stats[0] += 1
         return 0, tm.x_in
 

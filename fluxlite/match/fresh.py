@@ -459,6 +459,20 @@ class FreshStage:
         if not g.out[self.dom][u]:
             return None
         used = self.tags[u] is not None  # a job uses u or something below it: not fresh
+        if used:
+            # a busy subtree's own aggregate usually rules it out (the first test of _window_clear)
+            sub = self.subplan.get(self.dom)
+            p = sub[u] if sub is not None else None
+            if p is not None:
+                at, end = meta.at, meta.at + meta.duration
+                for pl in p._planners:
+                    times = pl._times
+                    if (
+                        times is not None
+                        and (k := bisect_right(times, at) - 1) >= 0
+                        and min(pl._rem[k : bisect_left(times, end, k)]) < pl._total
+                    ):
+                        return None
         # templates are shared by requests alike (jobspecs that differ only in their duration)
         sig = self._fsigs.get(id(resources))
         if sig is None or sig[0] is not resources:

@@ -104,6 +104,7 @@ class ResourceGraph:
 
     __slots__ = (
         "_eseq",
+        "_fluxion_ids",
         "_interned",
         "_live",
         "_next_uniq",
@@ -115,7 +116,8 @@ class ResourceGraph:
         "e_seq",
         "e_src",
         "e_ss",
-        "fluxion_ids",
+        "jgf_ecache",
+        "jgf_vcache",
         "out",
         "parent_edge",
         "paths",
@@ -149,7 +151,12 @@ class ResourceGraph:
         self.v_props: dict[int, dict[str, str]] = {}
         #: how Fluxion's reader numbered and ranked the vertices, where that differs from the
         #: store's own (``FluxionIds`` of a GRUG load): what the match writers write
-        self.fluxion_ids: FluxionIds | None = None
+        self._fluxion_ids: FluxionIds | None = None
+        #: the match writers' text of vertices / edges (:mod:`fluxlite.writers.jgf`): the store
+        #: drops a vertex's entry whenever it changes what the writer prints of it (paths,
+        #: properties, removal, a reused handle) and both caches when ``fluxion_ids`` changes
+        self.jgf_vcache: dict[int, Any] = {}
+        self.jgf_ecache: dict[int, str] = {}
         self._live: list[bool] = []
         #: subsystem -> {vid: path}
         self.paths: dict[str, dict[int, str]] = {}
@@ -179,6 +186,17 @@ class ResourceGraph:
         self._next_uniq = 0
         #: bumped on every structural change (attach/remove); caches key on it
         self.version = 0
+
+    @property
+    def fluxion_ids(self) -> FluxionIds | None:
+        """How Fluxion's reader numbered and ranked the vertices (None: as the store does)."""
+        return self._fluxion_ids
+
+    @fluxion_ids.setter
+    def fluxion_ids(self, ids: FluxionIds | None) -> None:
+        self._fluxion_ids = ids
+        self.jgf_vcache.clear()
+        self.jgf_ecache.clear()
 
     # ------------------------------------------------------------------ build
     def _intern(self, s: str) -> str:
@@ -223,6 +241,7 @@ class ResourceGraph:
                     raise GraphFormatError(f"duplicate vertex path {p}", name=name)
         vid = self.rx.add_node(None)
         self.rx[vid] = vid
+        self.jgf_vcache.pop(vid, None)
         if uniq_id is None:
             uniq_id = self._next_uniq
         if uniq_id >= self._next_uniq:
@@ -373,6 +392,9 @@ class ResourceGraph:
                 v = self.rx.add_node(None)
                 self.rx[v] = v
                 vids.append(v)
+        if not contiguous:
+            for v in vids:
+                self.jgf_vcache.pop(v, None)
         tcol = _interned_column(types, intern)
         bcol = _interned_column(basenames, intern)
         ucol = _interned_column(units, intern)
@@ -654,6 +676,7 @@ class ResourceGraph:
         """Give ``vid`` a path in ``subsystem`` (replacing an old one)."""
         ss = self._intern(subsystem)
         self._ensure_subsystem(ss)
+        self.jgf_vcache.pop(vid, None)
         col = self.paths[ss]
         old = col.get(vid)
         if old is not None:
@@ -692,6 +715,7 @@ class ResourceGraph:
                 if not lst:
                     del self.by_rank[self.v_rank[vid]]
             self.v_props.pop(vid, None)
+            self.jgf_vcache.pop(vid, None)
             for col2 in self.out.values():
                 col2[vid] = _EMPTY
             for pcol in self.parent_edge.values():
@@ -704,6 +728,7 @@ class ResourceGraph:
         ss = self.e_ss[eid]
         if ss is None:
             return
+        self.jgf_ecache.pop(eid, None)
         src, dst = self.e_src[eid], self.e_dst[eid]
         if src not in dead:
             lst = self.out[ss][src]
@@ -825,6 +850,7 @@ class ResourceGraph:
 
     def set_property(self, vid: int, key: str, value: str) -> None:
         self.v_props.setdefault(vid, {})[key] = value
+        self.jgf_vcache.pop(vid, None)
 
     def vertex_dict(self, vid: int) -> dict[str, Any]:
         """All attributes of one vertex as a plain dict (for writers and debugging)."""

@@ -387,14 +387,21 @@ class ResourceGraph:
             else:
                 vids = expected
         else:
-            vids = []
-            for _ in range(n):
-                v = self.rx.add_node(None)
+            vids = list(self.rx.add_nodes_from([None] * n))  # as add_node n times: holes first
+            for v in vids:
                 self.rx[v] = v
-                vids.append(v)
         if not contiguous:
             for v in vids:
                 self.jgf_vcache.pop(v, None)
+        lo = min(vids) if vids else 0
+        # the new handles fill exactly the holes lo..lo+n-1 (a removed subgraph's, in the
+        # order rustworkx hands them back): every column is written with one slice
+        refill = (
+            not contiguous
+            and max(vids) - lo + 1 == n
+            and max(vids) < len(self.v_type)
+            and not any(self._live[lo : lo + n])
+        )
         tcol = _interned_column(types, intern)
         bcol = _interned_column(basenames, intern)
         ucol = _interned_column(units, intern)
@@ -414,6 +421,28 @@ class ResourceGraph:
                 col.extend([_EMPTY] * n)
             for pcol in self.parent_edge.values():
                 pcol.extend([-1] * n)
+        elif refill:
+            # the k-th new vertex has handle vids[k]: slot lo+j takes entry order[j]
+            order = sorted(range(n), key=vids.__getitem__)
+
+            def take(col: Sequence[Any]) -> list[Any]:
+                return list(map(col.__getitem__, order))
+
+            sl = slice(lo, lo + n)
+            self.v_type[sl] = take(tcol)
+            self.v_basename[sl] = take(bcol)
+            self.v_name[sl] = take(names)
+            self.v_id[sl] = take(ids)
+            self.v_uniq[sl] = take(list(uniq_ids))
+            self.v_rank[sl] = take(ranks)
+            self.v_size[sl] = take(sizes)
+            self.v_unit[sl] = take(ucol)
+            self.v_status[sl] = take(scol)
+            self._live[sl] = [True] * n
+            for col in self.out.values():
+                col[sl] = [_EMPTY] * n
+            for pcol in self.parent_edge.values():
+                pcol[sl] = [-1] * n
         else:
             uq = list(uniq_ids)
             for k, vid in enumerate(vids):

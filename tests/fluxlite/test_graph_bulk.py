@@ -138,3 +138,54 @@ def test_tree_edges_in_bulk_equal_one_at_a_time(seed: int) -> None:
             one.remove_vertices(dead)
             bulk.remove_vertices(dead)
         assert state(bulk) == state(one)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bulk_into_a_removed_block_equals_one_at_a_time(seed: int) -> None:
+    """A batch that exactly refills the handles of a removed block (a shrunk subgraph's), in any removal order."""
+    rng = random.Random(seed)
+    subsystems = ["containment", "power"] if seed % 2 else ["containment"]
+    one, bulk = ResourceGraph(), ResourceGraph()
+    start = 0
+    for step in range(5):
+        n = rng.randrange(2, 25)
+        rows = batch(rng, start, n, subsystems)
+        start += n
+        for r in rows:
+            one.add_vertex(
+                r["type"], r["type"], r["name"], r["id"], rank=r["rank"], size=r["size"],
+                properties=r["properties"], paths=r["paths"],
+            )  # fmt: skip
+        paths = {ss: [r["paths"].get(ss) for r in rows] for ss in subsystems}
+        vids = bulk.add_vertices_bulk(
+            [r["type"] for r in rows], [r["type"] for r in rows], [r["name"] for r in rows],
+            [r["id"] for r in rows], [r["rank"] for r in rows], [r["size"] for r in rows], [""] * n,
+            paths=paths, properties={k: r["properties"] for k, r in enumerate(rows) if r["properties"]},
+        )  # fmt: skip
+        if step:
+            assert sorted(vids) == list(range(min(vids), min(vids) + n))
+        for ss in subsystems:  # (declares the subsystems on both graphs)
+            one.add_edge(vids[0], vids[1], ss)
+            bulk.add_edges_bulk([vids[0]], [vids[1]], ss)
+        assert state(bulk) == state(one)
+        # remove the block again in a random order; the next batch of the same size refills it
+        dead = list(vids)
+        rng.shuffle(dead)
+        one.remove_vertices(dead)
+        bulk.remove_vertices(dead)
+        assert state(bulk) == state(one)
+        rows = batch(rng, start, n, subsystems)
+        start += n
+        for r in rows:
+            one.add_vertex(
+                r["type"], r["type"], r["name"], r["id"], rank=r["rank"], size=r["size"],
+                properties=r["properties"], paths=r["paths"],
+            )  # fmt: skip
+        got = bulk.add_vertices_bulk(
+            [r["type"] for r in rows], [r["type"] for r in rows], [r["name"] for r in rows],
+            [r["id"] for r in rows], [r["rank"] for r in rows], [r["size"] for r in rows], [""] * n,
+            paths={ss: [r["paths"].get(ss) for r in rows] for ss in subsystems},
+            properties={k: r["properties"] for k, r in enumerate(rows) if r["properties"]},
+        )  # fmt: skip
+        assert sorted(got) == sorted(vids)  # the holes (in the order rustworkx hands them back)
+        assert state(bulk) == state(one)

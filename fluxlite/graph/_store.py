@@ -617,12 +617,22 @@ class ResourceGraph:
                 self.rx.update_edge_by_index(e, e)
         seq0 = self._eseq
         self._eseq += m
+        lo = min(got)
         if got == expected:
             self.e_src.extend(sources)
             self.e_dst.extend(targets)
             self.e_ss.extend(ss_col)
             self.e_rel.extend(rel_col)
             self.e_seq.extend(range(seq0, seq0 + m))
+        elif max(got) - lo + 1 == m and max(got) < len(self.e_src) and self.e_ss[lo : lo + m].count(None) == m:
+            # the new handles refill exactly the removed edges lo..lo+m-1: one slice per column
+            order = sorted(range(m), key=got.__getitem__)
+            sl = slice(lo, lo + m)
+            self.e_src[sl] = map(list(sources).__getitem__, order)
+            self.e_dst[sl] = map(list(targets).__getitem__, order)
+            self.e_ss[sl] = map(ss_col.__getitem__, order)
+            self.e_rel[sl] = map(rel_col.__getitem__, order)
+            self.e_seq[sl] = [seq0 + k for k in order]
         else:
             for k, (e, s, d, ss, rel) in enumerate(zip(got, sources, targets, ss_col, rel_col)):
                 if e == len(self.e_src):

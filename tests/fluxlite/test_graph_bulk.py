@@ -140,6 +140,17 @@ def test_tree_edges_in_bulk_equal_one_at_a_time(seed: int) -> None:
         assert state(bulk) == state(one)
 
 
+def tree_edges(
+    rng: random.Random, one: ResourceGraph, bulk: ResourceGraph, vids: list[int], subsystems: list[str]
+) -> None:
+    """Each of ``vids`` but the first gets a parent among those before it, in every subsystem."""
+    pairs = [(vids[rng.randrange(k)], vids[k]) for k in range(1, len(vids))]
+    for ss in subsystems:
+        for s, d in pairs:
+            one.add_edge(s, d, ss)
+        bulk.add_edges_bulk([p[0] for p in pairs], [p[1] for p in pairs], ss)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_bulk_into_a_removed_block_equals_one_at_a_time(seed: int) -> None:
     """A batch that exactly refills the handles of a removed block (a shrunk subgraph's), in any removal order."""
@@ -164,9 +175,7 @@ def test_bulk_into_a_removed_block_equals_one_at_a_time(seed: int) -> None:
         )  # fmt: skip
         if step:
             assert sorted(vids) == list(range(min(vids), min(vids) + n))
-        for ss in subsystems:  # (declares the subsystems on both graphs)
-            one.add_edge(vids[0], vids[1], ss)
-            bulk.add_edges_bulk([vids[0]], [vids[1]], ss)
+        tree_edges(rng, one, bulk, vids, subsystems)
         assert state(bulk) == state(one)
         # remove the block again in a random order; the next batch of the same size refills it
         dead = list(vids)
@@ -188,4 +197,5 @@ def test_bulk_into_a_removed_block_equals_one_at_a_time(seed: int) -> None:
             properties={k: r["properties"] for k, r in enumerate(rows) if r["properties"]},
         )  # fmt: skip
         assert sorted(got) == sorted(vids)  # the holes (in the order rustworkx hands them back)
+        tree_edges(rng, one, bulk, got, subsystems)  # their edges refill the removed edges' handles
         assert state(bulk) == state(one)

@@ -208,7 +208,7 @@ def edge_json(g: ResourceGraph, eid: int) -> str:
 class JgfWriter:
     """Fluxion's ``jgf`` format (``jgf_match_writers_t``)."""
 
-    __slots__ = ("_e", "_ss", "_v", "complete")
+    __slots__ = ("_e", "_ss", "_v", "complete", "counts")
     emit_exclusive_subtrees = True
     emits_edges = True
     #: the ``"writer"`` key of an incomplete graph (Fluxion's get_uri; None: never written)
@@ -280,6 +280,7 @@ class JgfWriter:
         text = '{"graph": {"nodes": [' + ", ".join(self._v) + '], "edges": [' + ", ".join(self._e) + "]}"
         if not self.complete and self.uri is not None:
             text += f', "writer": "{self.uri}"'
+        self.counts = (nv, ne)
         self._v = []
         self._e = []
         return text + "}"

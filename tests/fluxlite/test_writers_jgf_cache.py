@@ -104,3 +104,28 @@ def test_rv1_scheduling_uses_the_same_text() -> None:
     g.jgf_vcache.clear()
     g.jgf_ecache.clear()
     assert warm == rv1() and '"gpu": "a100"' in warm
+
+
+def test_grow_reports_the_counts_of_its_jgf() -> None:
+    """``Engine.grow`` in jgf / jgf_shorthand says how many nodes and edges its text has (what an
+    instance answers with, so that it need not parse the text again)."""
+    import orjson
+
+    from fluxlite.api import Engine
+    from fluxlite.jobspec import parse_jobspec
+    from fluxlite.readers.generate import generate_graph
+
+    def spec(n: int) -> object:
+        return parse_jobspec(
+            f"version: 1\nresources: [{{type: node, count: {n}, with: [{{type: slot, count: 1, label: s, "
+            "with: [{type: socket, count: 1, with: [{type: core, count: 2}]}]}]}]\nattributes: {system: {duration: 3600}}\n"
+            "tasks: [{command: [app], slot: s, count: {per_slot: 1}}]\n"
+        )
+
+    eng = Engine(generate_graph(nodes=6, sockets=1, cores=2), policy="first")
+    job = eng.allocate(spec(1), fmt="jgf").jobid
+    for fmt, n in (("jgf", 2), ("jgf_shorthand", 1), ("jgf", 1)):
+        r = eng.grow(job, spec(n), fmt=fmt)
+        doc = orjson.loads(r.text)["graph"]
+        assert r.counts == (len(doc["nodes"]), len(doc["edges"]))
+    assert eng.grow(job, spec(1), fmt="simple").counts is None

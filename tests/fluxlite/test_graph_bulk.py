@@ -151,6 +151,21 @@ def tree_edges(
         bulk.add_edges_bulk([p[0] for p in pairs], [p[1] for p in pairs], ss)
 
 
+def add_rows(one: ResourceGraph, bulk: ResourceGraph, rows: list[dict[str, Any]], subsystems: list[str]) -> list[int]:
+    """``rows`` one at a time into ``one`` and in bulk into ``bulk``; the bulk handles."""
+    for r in rows:
+        one.add_vertex(
+            r["type"], r["type"], r["name"], r["id"], rank=r["rank"], size=r["size"],
+            properties=r["properties"], paths=r["paths"],
+        )  # fmt: skip
+    return bulk.add_vertices_bulk(
+        [r["type"] for r in rows], [r["type"] for r in rows], [r["name"] for r in rows],
+        [r["id"] for r in rows], [r["rank"] for r in rows], [r["size"] for r in rows], [""] * len(rows),
+        paths={ss: [r["paths"].get(ss) for r in rows] for ss in subsystems},
+        properties={k: r["properties"] for k, r in enumerate(rows) if r["properties"]},
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_bulk_into_a_removed_block_equals_one_at_a_time(seed: int) -> None:
     """A batch that exactly refills the handles of a removed block (a shrunk subgraph's), in any removal order."""
@@ -160,19 +175,8 @@ def test_bulk_into_a_removed_block_equals_one_at_a_time(seed: int) -> None:
     start = 0
     for step in range(5):
         n = rng.randrange(2, 25)
-        rows = batch(rng, start, n, subsystems)
+        vids = add_rows(one, bulk, batch(rng, start, n, subsystems), subsystems)
         start += n
-        for r in rows:
-            one.add_vertex(
-                r["type"], r["type"], r["name"], r["id"], rank=r["rank"], size=r["size"],
-                properties=r["properties"], paths=r["paths"],
-            )  # fmt: skip
-        paths = {ss: [r["paths"].get(ss) for r in rows] for ss in subsystems}
-        vids = bulk.add_vertices_bulk(
-            [r["type"] for r in rows], [r["type"] for r in rows], [r["name"] for r in rows],
-            [r["id"] for r in rows], [r["rank"] for r in rows], [r["size"] for r in rows], [""] * n,
-            paths=paths, properties={k: r["properties"] for k, r in enumerate(rows) if r["properties"]},
-        )  # fmt: skip
         if step:
             assert sorted(vids) == list(range(min(vids), min(vids) + n))
         tree_edges(rng, one, bulk, vids, subsystems)
@@ -183,19 +187,8 @@ def test_bulk_into_a_removed_block_equals_one_at_a_time(seed: int) -> None:
         one.remove_vertices(dead)
         bulk.remove_vertices(dead)
         assert state(bulk) == state(one)
-        rows = batch(rng, start, n, subsystems)
+        got = add_rows(one, bulk, batch(rng, start, n, subsystems), subsystems)
         start += n
-        for r in rows:
-            one.add_vertex(
-                r["type"], r["type"], r["name"], r["id"], rank=r["rank"], size=r["size"],
-                properties=r["properties"], paths=r["paths"],
-            )  # fmt: skip
-        got = bulk.add_vertices_bulk(
-            [r["type"] for r in rows], [r["type"] for r in rows], [r["name"] for r in rows],
-            [r["id"] for r in rows], [r["rank"] for r in rows], [r["size"] for r in rows], [""] * n,
-            paths={ss: [r["paths"].get(ss) for r in rows] for ss in subsystems},
-            properties={k: r["properties"] for k, r in enumerate(rows) if r["properties"]},
-        )  # fmt: skip
         assert sorted(got) == sorted(vids)  # the holes (in the order rustworkx hands them back)
         tree_edges(rng, one, bulk, got, subsystems)  # their edges refill the removed edges' handles
         assert state(bulk) == state(one)

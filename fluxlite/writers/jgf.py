@@ -242,9 +242,12 @@ class JgfWriter:
         ephemeral: Mapping[str, str] | None = None,
     ) -> None:
         """Append one node."""
-        got = g.jgf_vcache.get(vid)
+        cache = g.jgf_vcache
+        got = cache.get(vid)
         if got is None:
-            got = _cached_parts(g, vid, self._subsystems(g))
+            got = _vertex_parts(g, vid, self._subsystems(g), True)
+            if len(cache) < _CACHE_MAX:
+                cache[vid] = got
         if agfilter or ephemeral:
             self._v.append(vertex_json(g, vid, needs, agfilter, exclusive, ephemeral, self._subsystems(g)))
         elif needs == 1:
@@ -256,8 +259,13 @@ class JgfWriter:
 
     def emit_edg(self, prefix: str, g: ResourceGraph, eid: int) -> None:
         """Append one edge."""
-        got = g.jgf_ecache.get(eid)
-        self._e.append(edge_json(g, eid) if got is None else got)
+        cache = g.jgf_ecache
+        got = cache.get(eid)
+        if got is None:
+            got = _edge_text(g, eid)
+            if len(cache) < _CACHE_MAX:
+                cache[eid] = got
+        self._e.append(got)
 
     def emit_tm(self, start: int, end: int) -> None:
         """JGF carries no times."""

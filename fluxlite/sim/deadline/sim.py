@@ -681,7 +681,8 @@ class DeadlineSim:
         p = prog.active[i]
         cores = np.asarray(r.core_of[:p], dtype=np.int64)
         counts = np.bincount(cores, minlength=1)
-        osub = counts[cores].astype(float)
+        # processes sharing a core with others of the job (1.0 for all: no core shared)
+        osub: np.ndarray | float = counts[cores].astype(float) if counts.max() > 1 else 1.0
         node_of = cores // self.m.cpn
         dur, own = prog.phase_time(i, node_of, osub, self.m.geom, self.traffic)
         self.traffic += own

@@ -202,3 +202,47 @@ def test_the_window_table_follows_changed_windows_new_columns_and_growth() -> No
         eng.cancel(j)
     check()
     assert not np.any(ops._windows()[0] >= 0) and len(ops._windows()[0]) == rows
+
+
+def _reference_grow(gi, free, start: int, k: int, strict: bool = False):  # type: ignore[no-untyped-def]
+    """The greedy growth with each new candidate's sums added up over the partition."""
+    dist, dist2 = gi.dist_rows, gi.dist2_rows
+    fl = free.tolist()
+    part, taken = [start], {start}
+    cand = {w: [dist[start][w], dist2[start][w]] for w in gi.neighbours(start) if strict or fl[w]}
+    while len(part) < k:
+        if not cand:
+            return None
+        best = min(cand, key=lambda c: (cand[c][0], cand[c][1], c))
+        if strict and not fl[best]:
+            return None
+        del cand[best]
+        part.append(best)
+        taken.add(best)
+        for c, acc in cand.items():
+            acc[0] += dist[best][c]
+            acc[1] += dist2[best][c]
+        for w in gi.neighbours(best):
+            if (strict or fl[w]) and w not in taken and w not in cand:
+                cand[w] = [sum(dist[w][p] for p in part), sum(dist2[w][p] for p in part)]
+    return part
+
+
+@pytest.mark.parametrize("torus", [False, True])
+def test_the_compact_growth_is_the_straightforward_growth(torus: bool) -> None:
+    from fluxlite.grid import generate_grid
+    from fluxlite.grid.alloc import grow_compact
+    from fluxlite.grid.machine import GridInfo
+
+    gi = GridInfo.from_graph(generate_grid(9, 6, cores=1, torus=torus))
+    rng = np.random.default_rng(5)
+    grown = 0
+    for _ in range(300):
+        free = rng.random(gi.n) < rng.uniform(0.3, 1.0)
+        start = int(rng.integers(gi.n))
+        k = int(rng.integers(1, 30))
+        for strict in (False, True):
+            got = grow_compact(gi, free, start, k, strict=strict)
+            assert got == _reference_grow(gi, free, start, k, strict=strict)
+            grown += got is not None and len(got) > 5
+    assert grown > 50

@@ -296,16 +296,47 @@ class Program:
         cpn = geom.cores_per_node
         block = geom.compact_block(math.ceil(n / cpn))
         node_of = np.asarray(block, dtype=np.int64).repeat(cpn)[:n]
-        zero_traffic = _zeros(geom.nodes)
         self.c = 1.0
         # types 0 and 1 have no randomness: their unit time depends only on (type, n, comm, machine)
         key = (job.type, n, comm, model, geom.width, geom.height, geom.torus, cpn) if job.type < 2 else None
         unit = _UNIT_CACHE.get(key) if key is not None else None
         if unit is None:
-            unit = sum(self.phase_time(i, node_of, 1.0, geom, zero_traffic)[0] for i in range(self.phases))
+            unit = sum(self._unit_phase_time(i, node_of, geom) for i in range(self.phases))
             if key is not None:
                 _UNIT_CACHE[key] = unit
         self.c = job.runtime / unit if unit > 0 else float(job.runtime)
+
+    def _unit_phase_time(self, i: int, node_of: np.ndarray, geom: Geometry) -> float:
+        """``phase_time(i, node_of, 1.0, geom, no traffic)[0]`` with ``c = 1`` (the calibration), the
+        same float: with no traffic a remote message costs ``v * (1 + beta * hops) * 1.0`` (the
+        load factor is exactly 1.0), the largest of which (async) is the one of the most hops."""
+        src, dst = self.src[i], self.dst[i]
+        if not len(src):
+            return 1.0
+        m = self.model
+        v = m.kappa * 1.0
+        ns, nd = node_of[src], node_of[dst]
+        tab = geom.hop_table()
+        hops = tab[ns, nd] if tab is not None else geom.hops(ns, nd)
+        if self.comm == "async":
+            top = int(hops.max())
+            worst = v * (1.0 + m.beta * top) * 1.0 if top > 0 else 0.0
+            if int(hops.min()) == 0:
+                worst = max(worst, v * m.local)
+            return 1.0 + max(0.0, worst)
+        cost = np.where(hops > 0, v * (1.0 + m.beta * hops), v * m.local)
+        p = self.active[i]
+        comm = np.zeros(p)
+        np.maximum.at(comm, dst, cost)
+        out = self._out[i]
+        if out == 1:
+            comm += cost
+        elif out == 2:
+            comm += cost[:p]
+            comm += cost[p:]
+        else:
+            np.add.at(comm, src, cost)
+        return float((1.0 + comm).max())
 
     def phase_time(
         self, i: int, node_of: np.ndarray, osub: np.ndarray | float, geom: Geometry, traffic: np.ndarray

@@ -82,14 +82,16 @@ def test_phase_time_equals_the_plain_cost_model(comm: str, torus: bool) -> None:
     assert checked > 1000
 
 
-def test_programs_draw_the_same_forks_and_calibrate_the_same_as_the_plain_build() -> None:
-    geom = Geometry(16, 8, cores_per_node=4)
-    rng = np.random.default_rng(1)
-    for base in lublin_trace(40, "normal", "uniform", seed=9):
+@pytest.mark.parametrize("torus", [False, True])
+def test_programs_draw_the_same_forks_and_calibrate_the_same_as_the_plain_build(torus: bool) -> None:
+    geom = Geometry(16, 8, torus=torus, cores_per_node=4)
+    rng = np.random.default_rng(1 + torus)
+    models = [CommModel(), CommModel(beta=0.0), CommModel(local=0.0, kappa=1.5), CommModel(local=3.0)]
+    for k, base in enumerate(lublin_trace(30, "normal", "uniform", seed=9)):
         for jtype in (0, 1, 2, 3):
             job = dataclasses.replace(base, type=jtype, procs=int(rng.integers(1, 512)))
             for comm in ("async", "sync"):
-                prog = Program(job, comm, geom)
+                prog = Program(job, comm, geom, models[k % len(models)])
                 assert prog.forks == _reference_forks(job, prog.active)
                 # calibration: unit time on the compact block, processes packed in order, c = 1
                 block = geom.compact_block(math.ceil(job.procs / 4))

@@ -325,18 +325,25 @@ class Program:
                 worst = max(worst, v * m.local)
             return 1.0 + max(0.0, worst)
         cost = np.where(hops > 0, v * (1.0 + m.beta * hops), v * m.local)
+        return float((1.0 + self._comm(i, cost)).max())
+
+    def _comm(self, i: int, cost: np.ndarray) -> np.ndarray:
+        """Each process's communication time in phase ``i`` given its messages' costs: its slowest
+        incoming message, plus (``sync``) each of its outgoing ones in message order."""
         p = self.active[i]
+        src, dst = self.src[i], self.dst[i]
         comm = np.zeros(p)
         np.maximum.at(comm, dst, cost)
-        out = self._out[i]
-        if out == 1:
-            comm += cost
-        elif out == 2:
-            comm += cost[:p]
-            comm += cost[p:]
-        else:
-            np.add.at(comm, src, cost)
-        return float((1.0 + comm).max())
+        if self.comm == "sync":
+            out = self._out[i]
+            if out == 1:
+                comm += cost
+            elif out == 2:
+                comm += cost[:p]
+                comm += cost[p:]
+            else:
+                np.add.at(comm, src, cost)
+        return comm
 
     def phase_time(
         self, i: int, node_of: np.ndarray, osub: np.ndarray | float, geom: Geometry, traffic: np.ndarray
@@ -379,17 +386,7 @@ class Program:
             own = _zeros(geom.nodes)
         if uniform and self.comm == "async":
             return float(c * osub + max(0.0, float(cost.max()))), own
-        comm = np.zeros(p)
-        np.maximum.at(comm, dst, cost)
-        if self.comm == "sync":
-            out = self._out[i]
-            if out == 1:
-                comm += cost
-            elif out == 2:
-                comm += cost[:p]
-                comm += cost[p:]
-            else:
-                np.add.at(comm, src, cost)
+        comm = self._comm(i, cost)
         t = (c * osub + comm) if uniform else (c * osub[:p] + comm)
         return float(t.max()), own
 

@@ -118,6 +118,10 @@ def grow_compact(
     fl = free.tolist()
     part = [start]
     taken = {start}
+    # every node's sums of distances to the partition so far (a node becoming a candidate
+    # reads its sums here instead of adding them up over the partition)
+    dsum = gi.dist[start].copy()
+    d2sum = gi.dist2[start].copy()
     #: candidate -> [sum of distances to the partition, sum of squared distances]
     cand: dict[int, list[int]] = {}
     for w in nb(start):
@@ -136,9 +140,11 @@ def grow_compact(
         for c, acc in cand.items():
             acc[0] += drow[c]
             acc[1] += d2row[c]
+        dsum += gi.dist[best]
+        d2sum += gi.dist2[best]
         for w in nb(best):
             if (strict or fl[w]) and w not in taken and w not in cand:
-                cand[w] = [sum(dist[w][p] for p in part), sum(dist2[w][p] for p in part)]
+                cand[w] = [int(dsum[w]), int(d2sum[w])]
     return part
 
 

@@ -18,7 +18,6 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -44,8 +43,9 @@ __all__ = [
 
 #: static grid allocators usable as match policies (registered in fluxlite.match.policies.PLACEMENTS)
 GRID_POLICIES = tuple(ALLOCATORS)
-_EMPTY = np.zeros(0, dtype=np.int64)
-_EMPTY.setflags(write=False)
+#: a free row of the window table: a window that meets no interval
+_NEVER_S = np.iinfo(np.int64).max
+_NEVER_E = np.iinfo(np.int64).min
 
 #: grow/shrink strategies (registered in fluxlite.match.policies.PLACEMENTS)
 LEAK_STRATEGIES = ("leak", "leak-noncontig")
@@ -313,29 +313,38 @@ class GridOps:
         self._entry = 0
         #: jobid -> LeakJob
         self.leak_jobs: dict[int, LeakJob] = {}
-        # _spans's cache, checked against the engine at every call: per grid index, the node's
-        # xspans dict when last read with the vertex's change counter and the dict's length, and
-        # its windows' starts and ends; then all nodes' windows as (grid index, start, end)
+        # the window table (see _windows), checked against the engine at every call: per grid
+        # index, the node's xspans dict when last read with the vertex's change counter and the
+        # dict's length, a copy of the dict, and its jobs' rows; the rows (grid index, start, end;
+        # a free row is (-1, _NEVER_S, _NEVER_E)) and the free rows
         self._cols: list[Any] | None = None
         self._stamps: list[tuple[Any, int, int] | None] = [None] * gi.n
-        self._node_s: list[np.ndarray] = [_EMPTY] * gi.n
-        self._node_e: list[np.ndarray] = [_EMPTY] * gi.n
+        self._copy: list[dict[int, Any]] = [{} for _ in range(gi.n)]
+        self._rows: list[dict[int, int]] = [{} for _ in range(gi.n)]
+        self._wi = np.full(64, -1, dtype=np.int64)
+        self._ws = np.full(64, _NEVER_S, dtype=np.int64)
+        self._we = np.full(64, _NEVER_E, dtype=np.int64)
+        self._free_rows: list[int] = list(range(63, -1, -1))
         self._flat: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     # ------------------------------------------------------------ state, read from the engine
-    def _spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(grid index, start, end) of every job window on every node (from ``xspans``), read-only arrays.
+    def _windows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every job window on every node as a table of rows (grid index, start, end), read from ``xspans``.
 
-        Read from the engine at every call, node by node: a node's windows are
-        flattened again only when the engine changed its ``xspans`` since the
-        last read, and the three arrays are concatenated again only when some
-        node changed.  A change is seen through the traverser's per-vertex
-        change counter (``_epoch``: bumped by every update and release walk
-        through the vertex, and by every purge of a vertex's job state), the
-        identity of the node's dict (a vertex added or removed, a restore) and
-        its length.  The arrays are a cache checked against the engine at each
-        call, never a second source of truth.  The order of the windows within
-        a node is not meaningful.
+        A row not in use reads ``(-1, _NEVER_S, _NEVER_E)``: a window that meets no
+        interval, so a test "starts before T and ends after T0" never picks it.  The
+        arrays are the table itself (read them before the next call; do not write).
+
+        Read from the engine at every call, node by node: a node's rows change only when
+        the engine changed its ``xspans`` since the last read.  A change is seen through
+        the traverser's per-vertex change counter (``_epoch``: bumped by every update and
+        release walk through the vertex, and by every purge of a vertex's job state), the
+        identity of the node's dict (a vertex added or removed, a restore) and its length.
+        A changed node's jobs are compared with a copy of its dict as last read: rows are
+        added for new jobs and freed for gone ones, and if any job's window changed the
+        node's rows are all read again.  So the table is a cache checked against the
+        engine at each call, never a second source of truth; the cost of a call is the
+        number of nodes plus the size of the changed nodes' dicts.
         """
         tr = self.eng.traverser
         xspans = tr.xspans
@@ -344,29 +353,78 @@ class GridOps:
         if xspans is not self._cols:  # another traverser or column: read everything again
             self._cols = xspans
             stamps[:] = [None] * len(stamps)
+            for i in range(len(stamps)):
+                self._drop_rows(i, list(self._rows[i]))
+                self._copy[i] = {}
             self._flat = None
-        changed = False
         for i, v in enumerate(self._node_vid):
             xs = xspans[v]
             st = stamps[i]
             e = ep.get(v, 0)
             if st is not None and st[0] is xs and st[1] == e and (xs is None or st[2] == len(xs)):
                 continue
-            if xs:
-                # the stamp holds the dict itself: its id cannot be reused while it is compared
-                stamps[i] = (xs, e, len(xs))
-                flat = np.fromiter(chain.from_iterable(xs.values()), dtype=np.int64, count=2 * len(xs))
-                self._node_s[i] = flat[0::2]
-                self._node_e[i] = flat[1::2]
-            else:
-                stamps[i] = (xs, e, 0)
-                self._node_s[i] = self._node_e[i] = _EMPTY
-            changed = True
-        if changed or self._flat is None:
-            counts = np.fromiter(map(len, self._node_s), dtype=np.int64, count=len(self._node_s))
-            idx = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-            s = np.concatenate(self._node_s)
-            e = np.concatenate(self._node_e)
+            # the stamp holds the dict itself: its id cannot be reused while it is compared
+            stamps[i] = (xs, e, len(xs) if xs is not None else 0)
+            self._flat = None
+            old = self._copy[i]
+            if not xs:
+                self._drop_rows(i, list(self._rows[i]))
+                old.clear()
+                continue
+            gone = old.keys() - xs.keys()
+            new = xs.keys() - old.keys()
+            if gone:
+                self._drop_rows(i, gone)
+                for j in gone:
+                    del old[j]
+            for j in new:
+                old[j] = xs[j]
+            if old != xs:  # a job's window on the node changed: read the node again
+                self._drop_rows(i, list(self._rows[i]))
+                old.clear()
+                old.update(xs)
+                new = set(old)
+            self._add_rows(i, new, old)
+        return self._wi, self._ws, self._we
+
+    def _drop_rows(self, i: int, jobs: Any) -> None:
+        rows = self._rows[i]
+        free = self._free_rows
+        for j in jobs:
+            r = rows.pop(j)
+            self._wi[r] = -1
+            self._ws[r] = _NEVER_S
+            self._we[r] = _NEVER_E
+            free.append(r)
+
+    def _add_rows(self, i: int, jobs: Any, windows: dict[int, Any]) -> None:
+        rows = self._rows[i]
+        free = self._free_rows
+        wi, ws, we = self._wi, self._ws, self._we
+        for j in jobs:
+            if not free:  # grow the table: twice the rows
+                n = len(wi)
+                wi = self._wi = np.concatenate([wi, np.full(n, -1, dtype=np.int64)])
+                ws = self._ws = np.concatenate([ws, np.full(n, _NEVER_S, dtype=np.int64)])
+                we = self._we = np.concatenate([we, np.full(n, _NEVER_E, dtype=np.int64)])
+                free.extend(range(2 * n - 1, n - 1, -1))
+            r = free.pop()
+            rows[j] = r
+            s, e = windows[j]
+            wi[r] = i
+            ws[r] = s
+            we[r] = e
+
+    def _spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(grid index, start, end) of every job window on every node (from ``xspans``), read-only arrays.
+
+        The rows in use of :meth:`_windows` (so read from the engine at every call); the
+        order of the windows is not meaningful.
+        """
+        wi, ws, we = self._windows()
+        if self._flat is None:
+            live = wi >= 0
+            idx, s, e = wi[live], ws[live], we[live]
             for arr in (idx, s, e):
                 arr.setflags(write=False)
             self._flat = (idx, s, e)
@@ -445,8 +503,8 @@ class GridOps:
             raise DeadlineError(
                 f"cannot meet the deadline: earliest start {t0} + runtime {d} > {limit}", jobid=jobid
             )
-        idx, s, e = self._spans()
-        near = (s < limit) & (e > t0)  # only windows that meet [t0, limit) can stand in the way
+        idx, s, e = self._windows()
+        near = (s < limit) & (e > t0)  # only windows that meet [t0, limit) can stand in the way (no free row)
         idx, s, e = idx[near], s[near], e[near]
         cands = np.unique(e[e > t0]) if len(e) else np.empty(0, dtype=np.int64)
         times = [t0, *cands[cands + d <= limit].tolist()]

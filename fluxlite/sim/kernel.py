@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Generator
+from heapq import heappush
 from typing import Any
 
 import simpy
@@ -45,17 +46,29 @@ class Kernel:
 
     def at(self, t: float, fn: Callable[..., Any], *args: Any, urgent: bool = False) -> simpy.Event:
         """Run ``fn(*args)`` at absolute virtual time ``t`` (never before now)."""
-        return self.after(max(0.0, t - self.env.now), fn, *args, urgent=urgent)
+        env = self.env
+        return self._push(max(0.0, t - env._now), fn, args, urgent)
 
     def after(self, dt: float, fn: Callable[..., Any], *args: Any, urgent: bool = False) -> simpy.Event:
         """Run ``fn(*args)`` ``dt`` seconds from now; returns the event (``.cancel()``-able)."""
         if dt < 0:
             raise ValueError(f"cannot schedule {dt} s in the past")
-        ev = _Call(self, fn, args)
-        # Event.ok/_value must be set for SimPy to process it; schedule with a delay.
+        return self._push(dt, fn, args, urgent)
+
+    def _push(self, dt: float, fn: Callable[..., Any], args: tuple[Any, ...], urgent: bool) -> simpy.Event:
+        """``env.schedule`` of a triggered :class:`_Call`, written out: the same queue entry
+        ``(now + dt, priority, next event id, event)``, so the same order as SimPy's own."""
+        env = self.env
+        ev = _Call.__new__(_Call)
+        ev.env = env
+        ev.callbacks = [_fire]
+        ev._kernel = self
+        ev._fn = fn
+        ev._args = args
+        # Event.ok/_value must be set for SimPy to process it
         ev._ok = True
         ev._value = None
-        self.env.schedule(ev, URGENT if urgent else NORMAL, dt)
+        heappush(env._queue, (env._now + dt, URGENT if urgent else NORMAL, next(env._eid), ev))
         return ev
 
     def timeout(self, dt: float, value: Any = None) -> simpy.Timeout:

@@ -113,6 +113,7 @@ class Geometry:
         self.y = idx // width
         self._blocks: dict[int, list[int]] = {}
         self._sig: int | None = None
+        self._hop_table: np.ndarray | None = None
 
     def set_coordinates(self, xs: list[int], ys: list[int]) -> None:
         """Use the coordinates the machine's graph gives each node index."""
@@ -120,6 +121,7 @@ class Geometry:
         self.y = np.asarray(ys, dtype=np.int64)
         self._blocks = {}
         self._sig = None
+        self._hop_table = None
 
     def signature(self) -> int:
         """A small id, the same for every geometry with the same shape and node coordinates (in this process).
@@ -147,6 +149,16 @@ class Geometry:
             dx = np.minimum(dx, self.width - dx)
             dy = np.minimum(dy, self.height - dy)
         return dx + dy
+
+    def hop_table(self) -> np.ndarray | None:
+        """All-pairs hop distances (``hop_table()[a, b] == hops(a, b)``), or None on a machine too big
+        to hold them (more than :data:`HOP_TABLE_NODES` nodes).  Built on first use, read-only."""
+        if self._hop_table is None and self.nodes <= HOP_TABLE_NODES:
+            idx = np.arange(self.nodes)
+            tab = self.hops(idx[:, None], idx[None, :]).astype(np.int32)
+            tab.setflags(write=False)
+            self._hop_table = tab
+        return self._hop_table
 
     def hop(self, a: int, b: int) -> int:
         dx = abs(int(self.x[a]) - int(self.x[b]))
@@ -188,6 +200,8 @@ class Geometry:
         return out
 
 
+#: machines up to this many nodes keep an all-pairs hop table (2,048 nodes: 16 MB of int32)
+HOP_TABLE_NODES = 2048
 _UNIT_CACHE: dict[tuple[object, ...], float] = {}
 _GEOM_IDS: dict[tuple[object, ...], int] = {}
 #: the programs built last, by everything that decides them (see :func:`program_for`)
@@ -220,14 +234,14 @@ def program_for(job: DeadlineJob, comm: str, geom: Geometry, model: CommModel = 
 class Program:
     """The phases, forks, joins and messages of one job, calibrated to its runtime."""
 
-    __slots__ = ("active", "c", "comm", "dst", "forks", "model", "n", "phases", "src", "type")
+    __slots__ = ("_out", "active", "c", "comm", "dst", "forks", "model", "n", "phases", "src", "type")
 
     def __init__(self, job: DeadlineJob, comm: str, geom: Geometry, model: CommModel = CommModel()) -> None:
         self.type = job.type
         self.n = n = job.procs
         self.comm = comm
         self.model = model
-        rng = np.random.default_rng(job.seed)
+        rng = np.random.Generator(np.random.PCG64(job.seed))  # what default_rng(seed) builds, cheaper
         if job.type == 0:
             self.phases = 1
             self.active = [n]
@@ -239,15 +253,26 @@ class Program:
             p0 = max(1, n // 4)
             half = (s - 1) // 2
             self.active = [p0 + round((n - p0) * min(1.0, min(i, s - 1 - i) / half)) for i in range(s)]
-        #: forks[i]: (child, parent) pairs created before phase i (i >= 1)
-        self.forks: list[list[tuple[int, int]]] = [[] for _ in range(self.phases)]
+        #: forks[i]: (child, parent) pairs created before phase i (i >= 1); each child's parent is
+        #: drawn from [0, child) in child order (one vectorised draw per phase: the same numbers
+        #: as one draw per child, since a child is never 0)
+        self.forks: list[list[tuple[int, int]]] = [[]]
         for i in range(1, self.phases):
-            for child in range(self.active[i - 1], self.active[i]):
-                self.forks[i].append((child, int(rng.integers(0, child)) if child else 0))
+            lo, hi = self.active[i - 1], self.active[i]
+            if hi > lo:
+                parents = rng.integers(0, np.arange(lo, hi)).tolist()
+                self.forks.append(list(zip(range(lo, hi), parents)))
+            else:
+                self.forks.append([])
         self.src: list[np.ndarray] = []
         self.dst: list[np.ndarray] = []
+        #: per phase, how the senders' costs add up under ``sync`` (see :meth:`phase_time`):
+        #: 1 = each process sends one message, in process order; 2 = two, the first p then the
+        #: next p in process order; 0 = any other pattern (``np.add.at``)
+        self._out: list[int] = []
         for i in range(self.phases):
             p = self.active[i]
+            out = 0
             if p < 2:
                 s_, d_ = np.zeros(0, np.int64), np.zeros(0, np.int64)
             elif job.type == 0:
@@ -258,56 +283,121 @@ class Program:
                 k = np.arange(p)
                 s_ = np.concatenate([k, k])
                 d_ = np.concatenate([(k + 1) % p, (k - 1) % p])
+                out = 2
             else:
                 k = np.arange(p)
                 off = rng.integers(1, p, size=p)
                 s_, d_ = k, (k + off) % p
+                out = 1
             self.src.append(s_)
             self.dst.append(d_)
+            self._out.append(out)
         # calibration on a compact block of an empty machine
         cpn = geom.cores_per_node
         block = geom.compact_block(math.ceil(n / cpn))
-        node_of = np.asarray([block[k // cpn] for k in range(n)], dtype=np.int64)
-        ones = np.ones(n)
-        zero_traffic = np.zeros(geom.nodes)
+        node_of = np.asarray(block, dtype=np.int64).repeat(cpn)[:n]
         self.c = 1.0
         # types 0 and 1 have no randomness: their unit time depends only on (type, n, comm, machine)
         key = (job.type, n, comm, model, geom.width, geom.height, geom.torus, cpn) if job.type < 2 else None
         unit = _UNIT_CACHE.get(key) if key is not None else None
         if unit is None:
-            unit = sum(self.phase_time(i, node_of, ones, geom, zero_traffic)[0] for i in range(self.phases))
+            unit = sum(self._unit_phase_time(i, node_of, geom) for i in range(self.phases))
             if key is not None:
                 _UNIT_CACHE[key] = unit
         self.c = job.runtime / unit if unit > 0 else float(job.runtime)
 
+    def _unit_phase_time(self, i: int, node_of: np.ndarray, geom: Geometry) -> float:
+        """``phase_time(i, node_of, 1.0, geom, no traffic)[0]`` with ``c = 1`` (the calibration), the
+        same float: with no traffic a remote message costs ``v * (1 + beta * hops) * 1.0`` (the
+        load factor is exactly 1.0), the largest of which (async) is the one of the most hops."""
+        src, dst = self.src[i], self.dst[i]
+        if not len(src):
+            return 1.0
+        m = self.model
+        v = m.kappa * 1.0
+        ns, nd = node_of[src], node_of[dst]
+        tab = geom.hop_table()
+        hops = tab[ns, nd] if tab is not None else geom.hops(ns, nd)
+        if self.comm == "async":
+            top = int(hops.max())
+            worst = v * (1.0 + m.beta * top) * 1.0 if top > 0 else 0.0
+            if int(hops.min()) == 0:
+                worst = max(worst, v * m.local)
+            return 1.0 + max(0.0, worst)
+        cost = np.where(hops > 0, v * (1.0 + m.beta * hops), v * m.local)
+        return float((1.0 + self._comm(i, cost)).max())
+
+    def _comm(self, i: int, cost: np.ndarray) -> np.ndarray:
+        """Each process's communication time in phase ``i`` given its messages' costs: its slowest
+        incoming message, plus (``sync``) each of its outgoing ones in message order."""
+        p = self.active[i]
+        src, dst = self.src[i], self.dst[i]
+        comm = np.zeros(p)
+        np.maximum.at(comm, dst, cost)
+        if self.comm == "sync":
+            out = self._out[i]
+            if out == 1:
+                comm += cost
+            elif out == 2:
+                comm += cost[:p]
+                comm += cost[p:]
+            else:
+                np.add.at(comm, src, cost)
+        return comm
+
     def phase_time(
-        self, i: int, node_of: np.ndarray, osub: np.ndarray, geom: Geometry, traffic: np.ndarray
+        self, i: int, node_of: np.ndarray, osub: np.ndarray | float, geom: Geometry, traffic: np.ndarray
     ) -> tuple[float, np.ndarray]:
         """Seconds phase ``i`` takes with process ``k`` on node ``node_of[k]`` sharing its core
         with ``osub[k]`` processes, under ``traffic`` (other jobs' messages per node).
+        ``osub`` may be one number for every process (``1.0``: no core shared).
 
-        Returns the time and the phase's own traffic per node (to add while it runs).
+        Returns the time and the phase's own traffic per node (to add while it runs; read-only).
         O(active processes + messages).
+
+        The arithmetic is the cost model's, done the same way for each message and process
+        as the straightforward form (a compute time ``c * osub[k]`` plus the process's
+        communication time; the phase's time is the largest), so the results are the same
+        floats.  Two shortcuts keep them so: under ``async`` with one ``osub`` for all, the
+        largest ``c * osub + comm[k]`` is ``c * osub + max(comm)`` (rounding is monotonic), and
+        ``max(comm)`` is the largest message cost (every cost is >= 0); under ``sync``, a
+        process's outgoing costs are added to its incoming maximum in message order, as
+        ``np.add.at`` does.
         """
         p = self.active[i]
         m = self.model
         c = self.c
-        t = c * osub[:p]
         src, dst = self.src[i], self.dst[i]
-        own = np.zeros(geom.nodes)
-        if len(src):
-            v = m.kappa * c
-            ns, nd = node_of[src], node_of[dst]
-            hops = geom.hops(ns, nd)
-            remote = hops > 0
-            load = (traffic[ns] + traffic[nd]) * 0.5
-            cost = np.where(remote, v * (1.0 + m.beta * hops) * (1.0 + m.gamma * load), v * m.local)
-            comm = np.zeros(p)
-            np.maximum.at(comm, dst, cost)
-            if self.comm == "sync":
-                np.add.at(comm, src, cost)
-            t = t + comm
-            if remote.any():
-                np.add.at(own, ns[remote], 1.0)
-                np.add.at(own, nd[remote], 1.0)
+        uniform = not isinstance(osub, np.ndarray)
+        if not len(src):
+            return float(c * osub if uniform else (c * osub[:p]).max()), _zeros(geom.nodes)
+        v = m.kappa * c
+        ns, nd = node_of[src], node_of[dst]
+        tab = geom.hop_table()
+        hops = tab[ns, nd] if tab is not None else geom.hops(ns, nd)
+        remote = hops > 0
+        load = (traffic[ns] + traffic[nd]) * 0.5
+        cost = np.where(remote, v * (1.0 + m.beta * hops) * (1.0 + m.gamma * load), v * m.local)
+        if remote.any():  # each inter-node message loads both end nodes
+            nn = geom.nodes
+            own = np.bincount(ns[remote], minlength=nn) + np.bincount(nd[remote], minlength=nn)
+            own = own.astype(float)
+        else:
+            own = _zeros(geom.nodes)
+        if uniform and self.comm == "async":
+            return float(c * osub + max(0.0, float(cost.max()))), own
+        comm = self._comm(i, cost)
+        t = (c * osub + comm) if uniform else (c * osub[:p] + comm)
         return float(t.max()), own
+
+
+_ZEROS: dict[int, np.ndarray] = {}
+
+
+def _zeros(n: int) -> np.ndarray:
+    """A shared read-only array of ``n`` zeros (a phase without inter-node messages adds no traffic)."""
+    z = _ZEROS.get(n)
+    if z is None:
+        z = _ZEROS[n] = np.zeros(n)
+        z.setflags(write=False)
+    return z

@@ -175,6 +175,7 @@ class _Run:
         "pending",
         "phase",
         "phase_ev",
+        "place",
         "procs",
         "prog",
         "released",
@@ -196,6 +197,8 @@ class _Run:
         self.phase = 0
         self.own: np.ndarray | None = None
         self.phase_ev = None
+        #: (processes, node of each, processes sharing each one's core) of the last phase, while valid
+        self.place: tuple[int, np.ndarray, np.ndarray | float] | None = None
         self.kill_at = float(job.deadline)
         self.start = 0.0
         self.comp_sum = 0.0
@@ -380,14 +383,19 @@ class DeadlineSim:
         r.start = self.k.now
         r.held = list(r.reserved)
         cpn = self.m.cpn
-        r.free = {}
-        for c in reversed(r.reserved):  # pop() hands out each node's cores in order
-            r.free.setdefault(c // cpn, []).append(c)
-        r.free = {n: r.free[n] for n in sorted(r.free, key=lambda n: r.reserved.index(n * cpn))}
         self._busy(len(r.held))
         self.running[r.job.jobid] = r
-        for k in range(r.prog.active[0]):
-            self._place_static(r, k, r.reserved[0] if k == 0 else -1)
+        # the initial processes take the reserved cores in partition order (what one
+        # _place_static each gives: process 0 the first core, then the first free core each);
+        # each node's free cores are kept in reverse, so pop() hands out the next one
+        a = r.prog.active[0]
+        placed = r.reserved[:a]
+        r.core_of[:a] = placed
+        cc = self.core_count
+        for c in placed:
+            cc[c] += 1
+        res = r.reserved  # whole nodes, each node's cpn cores in order
+        r.free = {res[k] // cpn: res[max(k, a) : k + cpn][::-1] for k in range(0, len(res), cpn)}
         self._phase(r)
 
     def _place_static(self, r: _Run, k: int, parent_core: int) -> None:
@@ -516,29 +524,41 @@ class DeadlineSim:
         """
         m = self.m
         cc = self.core_count
-        for k, c in enumerate(r.core_of):
+        for c in r.core_of:
             if c >= 0:
                 cc[c] -= 1
-                r.core_of[k] = -1
         alive = r.prog.active[r.phase]
+        core_of = [-1] * len(r.core_of)
         held: list[int] = []
-        on_node: dict[int, list[int]] = {}
+        index = m.core_index
+        procs = r.procs
+        shared = False
         for k in range(alive):
-            p = r.procs[k]
-            if p is not None and p.core is not None:
-                c = m.core_index[p.core]
-                held.append(c)
-                on_node.setdefault(p.node, []).append(c)
-                r.core_of[k] = c
+            p = procs[k]
+            if p is not None:
+                if p.core is not None:
+                    c = index[p.core]
+                    held.append(c)
+                    core_of[k] = c
+                else:
+                    shared = True
+        if shared:
+            on_node: dict[int, list[int]] = {}
+            for k in range(alive):
+                p = procs[k]
+                if p is not None and p.core is not None:
+                    on_node.setdefault(p.node, []).append(core_of[k])
+            for k in range(alive):
+                p = procs[k]
+                if core_of[k] >= 0 or p is None:
+                    continue
+                mine = on_node.get(p.node) or held
+                core_of[k] = mine[k % len(mine)] if mine else p.node * m.cpn
         for k in range(alive):
-            p = r.procs[k]
-            if r.core_of[k] >= 0 or p is None:
-                continue
-            mine = on_node.get(p.node) or held
-            r.core_of[k] = mine[k % len(mine)] if mine else p.node * m.cpn
-        for k in range(alive):
-            if r.core_of[k] >= 0:
-                cc[r.core_of[k]] += 1
+            c = core_of[k]
+            if c >= 0:
+                cc[c] += 1
+        r.core_of = core_of
         self._busy(len(held) - len(r.held))
         r.held = held
 
@@ -679,10 +699,16 @@ class DeadlineSim:
         prog = r.prog
         i = r.phase
         p = prog.active[i]
-        cores = np.asarray(r.core_of[:p], dtype=np.int64)
-        counts = np.bincount(cores, minlength=1)
-        osub = counts[cores].astype(float)
-        node_of = cores // self.m.cpn
+        pl = r.place
+        if pl is not None and pl[0] == p:  # the placement has not changed since the last phase
+            node_of, osub = pl[1], pl[2]
+        else:
+            cores = np.asarray(r.core_of[:p], dtype=np.int64)
+            counts = np.bincount(cores, minlength=1)
+            # processes sharing a core with others of the job (1.0 for all: no core shared)
+            osub = counts[cores].astype(float) if counts.max() > 1 else 1.0
+            node_of = cores // self.m.cpn
+            r.place = (p, node_of, osub)
         dur, own = prog.phase_time(i, node_of, osub, self.m.geom, self.traffic)
         self.traffic += own
         r.own = own
@@ -715,6 +741,8 @@ class DeadlineSim:
             self._finish(r, "completed")
             return
         r.phase = i
+        if self.leak or prog.forks[i] or prog.active[i] != prog.active[i - 1]:
+            r.place = None  # processes move (static: only joins and forks move them)
         # joins (last forked first), then forks
         for k in range(prog.active[i - 1] - 1, prog.active[i] - 1, -1):
             if self.leak:

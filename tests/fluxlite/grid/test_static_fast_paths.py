@@ -159,3 +159,90 @@ def test_update_allocate_and_release_give_what_the_straightforward_rules_give(
         mp.setattr(ReleaseStage, "_mod_kids", _reference_mod_kids)
         slow = _session(seed)
     assert fast == slow
+
+
+def test_the_window_table_follows_changed_windows_new_columns_and_growth() -> None:
+    """``GridOps._windows`` keeps one row per (node, job) window: a job's window that changes on a
+    node (the node read again), a column replaced (everything read again) and more windows than
+    rows (the table grows) all give the engine's windows; a free row meets no interval."""
+    from fluxlite.grid import generate_grid
+
+    eng = Engine(generate_grid(3, 2, cores=2))
+    ops = eng.grid
+    tr = eng.traverser
+
+    def check() -> None:
+        wi, ws, we = ops._windows()
+        live = wi >= 0
+        got = sorted(zip(wi[live].tolist(), ws[live].tolist(), we[live].tolist()))
+        ref = sorted(zip(*map(list, _reference_spans(ops))))
+        assert got == ref
+        assert np.all(ws[~live] == np.iinfo(np.int64).max) and np.all(we[~live] == np.iinfo(np.int64).min)
+        assert sorted(zip(*map(list, ops._spans()))) == ref
+
+    for jobid in range(1, 41):  # 40 reservations on every node: more rows than the table starts with
+        at = 100 * jobid
+        for i in range(ops.gi.n):
+            eng._allocate_items(jobid * 10 + i, list(ops._node_items[i]), at, 50, None, True)
+        check()
+    rows = len(ops._windows()[0])
+    assert rows >= 40 * ops.gi.n
+    v = ops._node_vid[2]
+    jid = next(iter(tr.xspans[v]))
+    s, e = tr.xspans[v][jid]
+    tr.xspans[v][jid] = (s, e + 7)  # a window changed in place, as a walk through the vertex would
+    tr._epoch[v] = tr._epoch.get(v, 0) + 1
+    check()
+    for j in sorted(eng.jobs)[::3]:
+        eng.cancel(j)
+    check()
+    tr.xspans = list(tr.xspans)  # a new column (a restore): read everything again
+    check()
+    for j in sorted(eng.jobs):
+        eng.cancel(j)
+    check()
+    assert not np.any(ops._windows()[0] >= 0) and len(ops._windows()[0]) == rows
+
+
+def _reference_grow(gi, free, start: int, k: int, strict: bool = False):  # type: ignore[no-untyped-def]
+    """The greedy growth with each new candidate's sums added up over the partition."""
+    dist, dist2 = gi.dist_rows, gi.dist2_rows
+    fl = free.tolist()
+    part, taken = [start], {start}
+    cand = {w: [dist[start][w], dist2[start][w]] for w in gi.neighbours(start) if strict or fl[w]}
+    while len(part) < k:
+        if not cand:
+            return None
+        best = min(cand, key=lambda c: (cand[c][0], cand[c][1], c))
+        if strict and not fl[best]:
+            return None
+        del cand[best]
+        part.append(best)
+        taken.add(best)
+        for c, acc in cand.items():
+            acc[0] += dist[best][c]
+            acc[1] += dist2[best][c]
+        for w in gi.neighbours(best):
+            if (strict or fl[w]) and w not in taken and w not in cand:
+                cand[w] = [sum(dist[w][p] for p in part), sum(dist2[w][p] for p in part)]
+    return part
+
+
+@pytest.mark.parametrize("torus", [False, True])
+def test_the_compact_growth_is_the_straightforward_growth(torus: bool) -> None:
+    from fluxlite.grid import generate_grid
+    from fluxlite.grid.alloc import grow_compact
+    from fluxlite.grid.machine import GridInfo
+
+    gi = GridInfo.from_graph(generate_grid(9, 6, cores=1, torus=torus))
+    rng = np.random.default_rng(5)
+    grown = 0
+    for _ in range(300):
+        free = rng.random(gi.n) < rng.uniform(0.3, 1.0)
+        start = int(rng.integers(gi.n))
+        k = int(rng.integers(1, 30))
+        for strict in (False, True):
+            got = grow_compact(gi, free, start, k, strict=strict)
+            assert got == _reference_grow(gi, free, start, k, strict=strict)
+            grown += got is not None and len(got) > 5
+    assert grown > 50

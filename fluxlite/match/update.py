@@ -33,12 +33,32 @@ class UpdateStage:
     def _level(self) -> str:
         return "      " + "---" * self.trav_level
 
+    #: ``update_allocate`` records the listed vertices directly (:meth:`_update_items`) where
+    #: that path applies; False always walks the graph as a match's update does -- the same
+    #: state and output, slower (tests compare the two after every step)
+    batched = True
+
     def update(self, root: int, writer: Any, meta: JobMeta) -> int:
         rt = self.v_rt_edges.get(self.dom)
         if rt is None or rt[2] != self.token:
             self.err_msg += "update: resource state wasn't properly set up for update.\n"
             return -1
         needs, excl, _tok = rt
+        self._update_begin(meta)
+        emit_shadow = self.g.v_type[root] in self.exclusive_types
+        if self._fresh_upd_ready(writer):
+            self._fupd, self._futries = self._fresh_lib(
+                ("update", meta.alloc_type, frozenset(self.exclusive_types), len(self.prune.total))
+            )
+        try:
+            n = self._upd_dfv_plain(root, writer, needs, excl, meta, True, {}, emit_shadow)
+        finally:
+            self._fupd = None
+            self._fhint = set()
+        return self._update_end(writer, meta, n)
+
+    def _update_begin(self, meta: JobMeta) -> None:
+        """Reset the per-walk state of an update walk for job ``meta.jobid``."""
         self._marked_by = None
         self._marked_asked = False
         self._reset_color()
@@ -51,17 +71,10 @@ class UpdateStage:
         self._jv = jv
         self._span_seq += 1
         self._leaf_sid = self._span_seq
-        emit_shadow = self.g.v_type[root] in self.exclusive_types
         self.trav_level = 0
-        if self._fresh_upd_ready(writer):
-            self._fupd, self._futries = self._fresh_lib(
-                ("update", meta.alloc_type, frozenset(self.exclusive_types), len(self.prune.total))
-            )
-        try:
-            n = self._upd_dfv_plain(root, writer, needs, excl, meta, True, {}, emit_shadow)
-        finally:
-            self._fupd = None
-            self._fhint = set()
+
+    def _update_end(self, writer: Any, meta: JobMeta, n: int) -> int:
+        """Finish an update walk that recorded ``n`` plans: the times and attributes, or the error."""
         if n == 0:
             # Fluxion reports nothing here and prints the job as allocated;
             # say what went wrong instead.
@@ -579,7 +592,173 @@ class UpdateStage:
         meta = JobMeta(
             jobid=jobid, at=at, now=at, duration=duration, alloc_type=AT_RESERVE if reserve else AT_ALLOC
         )
+        if self.batched and len(listed) == len(items):
+            rc = self._update_items(root, writer, meta)
+            if rc is not None:
+                return rc
         return self.update(root, writer, meta)
+
+    def _update_items(self, root: int, writer: Any, meta: JobMeta) -> int | None:
+        """:meth:`update` of the edges ``update_allocate`` marked, walked from the marks, not the graph.
+
+        The walk over the graph visits each marked vertex's out-edges and tests
+        every child; this one visits exactly the marked edges, grouped by
+        source in the walk's order (sibling order), and records each leaf
+        inline: the leaves of one vertex that hold the same shared dicts (the
+        cores of a node other jobs also use over other windows) take the same
+        new dicts without a call each.  Each internal vertex's own span, tag,
+        window and aggregate span are recorded by :meth:`_upd_sched`, once per
+        vertex with the summed counts of its subtree, as in the walk.  The
+        state, the span ids and the output are the walk's.
+
+        Below a vertex of an exclusive type (a node under a node-exclusive
+        policy) every child is taken whole, marked or not, as in the walk.
+        Returns None, having changed nothing, off the case it covers: a writer
+        that emits edges or hides exclusive subtrees, or a walk that would
+        replay fresh-subtree templates.  O(marked edges + taken subtrees + depth).
+        """
+        if writer.emits_edges or not writer.emit_exclusive_subtrees or self._fresh_upd_ready(writer):
+            return None
+        g = self.g
+        src = g.e_src
+        by: dict[int, list[int]] = {}
+        for e in self._marked:
+            s = src[e]
+            lst = by.get(s)
+            if lst is None:
+                by[s] = [e]
+            else:
+                lst.append(e)
+        seq = g.e_seq.__getitem__
+        for lst in by.values():
+            if len(lst) > 1:
+                lst.sort(key=seq)
+        needs, excl, _tok = self.v_rt_edges[self.dom]
+        self._update_begin(meta)
+        quiet = getattr(writer, "emits_nothing", False)
+        shadow = g.v_type[root] in self.exclusive_types
+        n = self._upd_items_dfv(root, writer, needs, excl, meta, {}, False, by, quiet, shadow)
+        self._fhint = set()
+        return self._update_end(writer, meta, n)
+
+    def _upd_items_dfv(
+        self,
+        u: int,
+        writer: Any,
+        needs: int,
+        excl: bool,
+        meta: JobMeta,
+        to_parent: dict[str, int],
+        excl_parent: bool,
+        by: dict[int, list[int]],
+        quiet: bool,
+        shadow: bool,
+    ) -> int:
+        """:meth:`_upd_dfv_plain` of ``u`` over its marked out-edges ``by[u]`` (see :meth:`_update_items`)."""
+        g = self.g
+        ep = self._epoch
+        ep[u] = ep.get(u, 0) + 1
+        if self._ep_log is not None:
+            self._ep_log.append(u)
+        self.trav_level += 1
+        prefix = self._levels[self.trav_level + 1]
+        dom = self.dom
+        dst, vt, vsize = g.e_dst, g.v_type, g.v_size
+        e_excl, e_needs = self.e_excl, self.e_needs
+        outs = list(g.out.values())
+        xtypes = self.exclusive_types
+        # taken whole (an exclusive type, or below one): every child, all its units, exclusively
+        mod = shadow or vt[u] in xtypes
+        excl = excl or mod
+        total = self.prune.total
+        record = meta.alloc_type != AT_SATISFIABILITY
+        table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
+        tags, xspans, vspans = self.tags, self.xspans, self.vspans
+        leaf_shared, ext = self._leaf_shared, self._leaf_ext
+        jv_add = self._jv_add
+        emit = writer.emit_vtx
+        acc: dict[str, int] = {}
+        n_plans = 0
+        leaf_t: str | None = None
+        leaf_units = 0
+        # the four new dicts of the last leaf recorded inline, and the four it held (None: fresh)
+        new4: tuple | None = None
+        old4: tuple | None = None
+        last_nd = -1
+        kids = g.out[dom][u] if mod else by.get(u, ())
+        for e in kids:
+            tgt = dst[e]
+            if mod:
+                x = True
+                nd = vsize[tgt]
+            else:
+                x = e_excl[e]
+                nd = e_needs[e]
+            leaf = True
+            for col in outs:
+                if col[tgt]:
+                    leaf = False
+                    break
+            if not leaf:
+                sub = self._upd_items_dfv(tgt, writer, nd, x, meta, acc, excl, by, quiet, mod)
+                if sub > 0:
+                    if self.stop_on_k:
+                        self._upd_by_outedges(dom, meta, u, e)
+                    n_plans += sub
+                continue
+            if not (x or vt[tgt] in xtypes):
+                continue
+            o0, o1, o2, o3 = vspans[tgt], table[tgt], tags[tgt], xspans[tgt]
+            same = new4 is not None and nd == last_nd
+            if not (same and o0 is old4[0] and o1 is old4[1] and o2 is old4[2] and o3 is old4[3]):
+                if o0 is None and o1 is None and o2 is None and o3 is None:
+                    got = leaf_shared.get(nd)
+                    if got is None:
+                        got = self._new_leaf_shared(nd, meta)
+                elif all(d is None or type(d) is _Shared for d in (o0, o1, o2, o3)):
+                    # _upd_leaf's memo, read here without the call (its dicts are alive: ids are theirs)
+                    got = ext.get((id(o0), id(o1), id(o2), id(o3), nd, record))
+                    if got is None:
+                        self._upd_leaf(tgt, writer, nd, meta, True, acc, None if quiet else prefix)
+                        n_plans += 1
+                        new4 = None
+                        continue
+                else:
+                    self._upd_leaf(tgt, writer, nd, meta, True, acc, None if quiet else prefix)
+                    n_plans += 1
+                    new4 = None
+                    continue
+                new4, old4, last_nd = got, (o0, o1, o2, o3), nd
+            if record:
+                vspans[tgt] = new4[0]
+                table[tgt] = new4[1]
+            tags[tgt] = new4[2]
+            xspans[tgt] = new4[3]
+            jv_add(tgt)
+            t = vt[tgt]
+            if t is leaf_t:
+                leaf_units += vsize[tgt]
+            elif t in total:
+                if leaf_t is not None:
+                    acc[leaf_t] = acc.get(leaf_t, 0) + leaf_units
+                leaf_t = t
+                leaf_units = vsize[tgt]
+            if not quiet:
+                emit(prefix, g, tgt, nd, None, True)
+            n_plans += 1
+        if len(g.out[dom][u]) > 64:
+            # as the walk: which children of a wide vertex the job reached (see _upd_dfv_plain)
+            key = (u, meta.jobid)
+            have = None if mod else self._wide_kids.get(key, [])
+            if have is None:
+                self._wide_kids[key] = None
+            else:
+                jobid = meta.jobid
+                have.extend(dst[e] for e in kids if tags[dst[e]] is not None and jobid in tags[dst[e]])
+                self._wide_kids[key] = have
+        if leaf_t is not None:
+            acc[leaf_t] = acc.get(leaf_t, 0) + leaf_units
+        return self._upd_sched(u, writer, dom, needs, excl, n_plans, meta, True, acc, to_parent, excl_parent)
 
     def _update_check(
         self, jobid: int, items: Sequence[tuple[int, int, bool]], at: int, duration: int

@@ -636,25 +636,37 @@ class UpdateStage:
         needs, excl, _tok = self.v_rt_edges[self.dom]
         self._update_begin(meta)
         quiet = getattr(writer, "emits_nothing", False)
+        record = meta.alloc_type != AT_SATISFIABILITY
+        dom = self.dom
+        # what every vertex of the walk reads, gathered once (the containment subsystem's
+        # children first: the leaf test reads the others only for a vertex without any)
+        outs = [g.out[dom], *(col for ss, col in g.out.items() if ss != dom)]
+        ctx = (
+            writer,
+            meta,
+            by,
+            None if quiet else writer.emit_vtx,
+            outs,
+            record,
+            self.allocs if meta.alloc_type == AT_ALLOC else self.resvs,
+        )
         shadow = g.v_type[root] in self.exclusive_types
-        n = self._upd_items_dfv(root, writer, needs, excl, meta, {}, False, by, quiet, shadow)
+        n = self._upd_items_dfv(root, needs, excl, {}, False, shadow, ctx)
         self._fhint = set()
         return self._update_end(writer, meta, n)
 
     def _upd_items_dfv(
         self,
         u: int,
-        writer: Any,
         needs: int,
         excl: bool,
-        meta: JobMeta,
         to_parent: dict[str, int],
         excl_parent: bool,
-        by: dict[int, list[int]],
-        quiet: bool,
         shadow: bool,
+        ctx: tuple,
     ) -> int:
-        """:meth:`_upd_dfv_plain` of ``u`` over its marked out-edges ``by[u]`` (see :meth:`_update_items`)."""
+        """:meth:`_upd_dfv_plain` of ``u`` over its marked out-edges (see :meth:`_update_items`)."""
+        writer, meta, by, emit, outs, record, table = ctx
         g = self.g
         ep = self._epoch
         ep[u] = ep.get(u, 0) + 1
@@ -662,30 +674,22 @@ class UpdateStage:
             self._ep_log.append(u)
         self.trav_level += 1
         prefix = self._levels[self.trav_level + 1]
-        dom = self.dom
         dst, vt, vsize = g.e_dst, g.v_type, g.v_size
-        e_excl, e_needs = self.e_excl, self.e_needs
-        outs = list(g.out.values())
         xtypes = self.exclusive_types
         # taken whole (an exclusive type, or below one): every child, all its units, exclusively
         mod = shadow or vt[u] in xtypes
         excl = excl or mod
-        total = self.prune.total
-        record = meta.alloc_type != AT_SATISFIABILITY
-        table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
-        tags, xspans, vspans = self.tags, self.xspans, self.vspans
-        leaf_shared, ext = self._leaf_shared, self._leaf_ext
-        jv_add = self._jv_add
-        emit = writer.emit_vtx
+        dcol = outs[0]
         acc: dict[str, int] = {}
         n_plans = 0
         leaf_t: str | None = None
         leaf_units = 0
-        # the four new dicts of the last leaf recorded inline, and the four it held (None: fresh)
+        # the four new dicts of the last leaf recorded inline, and the four it held
         new4: tuple | None = None
-        old4: tuple | None = None
+        old4: tuple = ()
         last_nd = -1
-        kids = g.out[dom][u] if mod else by.get(u, ())
+        kids = dcol[u] if mod else by.get(u, ())
+        e_excl, e_needs = self.e_excl, self.e_needs
         for e in kids:
             tgt = dst[e]
             if mod:
@@ -700,31 +704,33 @@ class UpdateStage:
                     leaf = False
                     break
             if not leaf:
-                sub = self._upd_items_dfv(tgt, writer, nd, x, meta, acc, excl, by, quiet, mod)
+                sub = self._upd_items_dfv(tgt, nd, x, acc, excl, mod, ctx)
                 if sub > 0:
                     if self.stop_on_k:
-                        self._upd_by_outedges(dom, meta, u, e)
+                        self._upd_by_outedges(self.dom, meta, u, e)
                     n_plans += sub
                 continue
             if not (x or vt[tgt] in xtypes):
                 continue
+            vspans, tags, xspans = self.vspans, self.tags, self.xspans
             o0, o1, o2, o3 = vspans[tgt], table[tgt], tags[tgt], xspans[tgt]
-            same = new4 is not None and nd == last_nd
-            if not (same and o0 is old4[0] and o1 is old4[1] and o2 is old4[2] and o3 is old4[3]):
+            if new4 is None or nd != last_nd or o0 is not old4[0] or o1 is not old4[1] or o2 is not old4[2] or o3 is not old4[3]:
                 if o0 is None and o1 is None and o2 is None and o3 is None:
-                    got = leaf_shared.get(nd)
+                    got = self._leaf_shared.get(nd)
                     if got is None:
                         got = self._new_leaf_shared(nd, meta)
-                elif all(d is None or type(d) is _Shared for d in (o0, o1, o2, o3)):
+                elif (
+                    (o0 is None or type(o0) is _Shared)
+                    and (o1 is None or type(o1) is _Shared)
+                    and (o2 is None or type(o2) is _Shared)
+                    and (o3 is None or type(o3) is _Shared)
+                ):
                     # _upd_leaf's memo, read here without the call (its dicts are alive: ids are theirs)
-                    got = ext.get((id(o0), id(o1), id(o2), id(o3), nd, record))
-                    if got is None:
-                        self._upd_leaf(tgt, writer, nd, meta, True, acc, None if quiet else prefix)
-                        n_plans += 1
-                        new4 = None
-                        continue
+                    got = self._leaf_ext.get((id(o0), id(o1), id(o2), id(o3), nd, record))
                 else:
-                    self._upd_leaf(tgt, writer, nd, meta, True, acc, None if quiet else prefix)
+                    got = None
+                if got is None:
+                    self._upd_leaf(tgt, writer, nd, meta, True, acc, None if emit is None else prefix)
                     n_plans += 1
                     new4 = None
                     continue
@@ -734,31 +740,32 @@ class UpdateStage:
                 table[tgt] = new4[1]
             tags[tgt] = new4[2]
             xspans[tgt] = new4[3]
-            jv_add(tgt)
+            self._jv_add(tgt)
             t = vt[tgt]
             if t is leaf_t:
                 leaf_units += vsize[tgt]
-            elif t in total:
+            elif t in self.prune.total:
                 if leaf_t is not None:
                     acc[leaf_t] = acc.get(leaf_t, 0) + leaf_units
                 leaf_t = t
                 leaf_units = vsize[tgt]
-            if not quiet:
+            if emit is not None:
                 emit(prefix, g, tgt, nd, None, True)
             n_plans += 1
-        if len(g.out[dom][u]) > 64:
+        if len(dcol[u]) > 64:
             # as the walk: which children of a wide vertex the job reached (see _upd_dfv_plain)
-            key = (u, meta.jobid)
+            jobid = meta.jobid
+            key = (u, jobid)
             have = None if mod else self._wide_kids.get(key, [])
             if have is None:
                 self._wide_kids[key] = None
             else:
-                jobid = meta.jobid
+                tags = self.tags
                 have.extend(dst[e] for e in kids if tags[dst[e]] is not None and jobid in tags[dst[e]])
                 self._wide_kids[key] = have
         if leaf_t is not None:
             acc[leaf_t] = acc.get(leaf_t, 0) + leaf_units
-        return self._upd_sched(u, writer, dom, needs, excl, n_plans, meta, True, acc, to_parent, excl_parent)
+        return self._upd_sched(u, writer, self.dom, needs, excl, n_plans, meta, True, acc, to_parent, excl_parent)
 
     def _update_check(
         self, jobid: int, items: Sequence[tuple[int, int, bool]], at: int, duration: int

@@ -56,6 +56,7 @@ def full_state(eng: Engine) -> tuple:
         list(tr.e_weight),
         {k: list(v) for k, v in tr._outedges.items()},
         dict(eng.job_at),
+        (tr.total_preorder, tr.total_postorder),
     )
 
 

@@ -52,13 +52,21 @@ class ReleaseStage:
         ep[u] = ep.get(u, 0) + 1
         if self._ep_log is not None:
             self._ep_log.append(u)
-        _drop(self.tags, u, jobid, self._drop_memo)
+        if type(tg) is dict and len(tg) > 1:  # _drop's case of a vertex's own dict, inlined
+            del tg[jobid]
+        else:
+            _drop(self.tags, u, jobid, self._drop_memo)
         xs = self.xspans[u]
         if xs is None or jobid not in xs:
             self.err_msg += "rem_exclusive_filter: jobid isn't found in x_spans table.\n "
             return -1
-        _drop(self.xspans, u, jobid, self._drop_memo)
-        self._drop_job_aggregate(u, jobid)
+        if type(xs) is dict and len(xs) > 1:
+            del xs[jobid]
+        else:
+            _drop(self.xspans, u, jobid, self._drop_memo)
+        j2s = self.job2span.get(self.dom)
+        if j2s is not None and j2s[u] is not None:
+            self._drop_job_aggregate(u, jobid)
         self._rem_plan(u, jobid)
         dom = self.dom
         rc = 0
@@ -195,10 +203,14 @@ class ReleaseStage:
         for table in (self.allocs, self.resvs):
             d = table[u]
             if d is not None and jobid in d:
-                sid = _drop(table, u, jobid, self._drop_memo)
+                # _drop, with its case of a vertex's own dict inlined
+                sid = d.pop(jobid) if type(d) is dict and len(d) > 1 else _drop(table, u, jobid, self._drop_memo)
                 sp = self.vspans[u]
                 if sp is not None and sid in sp:
-                    start, end, amount = _drop(self.vspans, u, sid, self._drop_memo)
+                    if type(sp) is dict and len(sp) > 1:
+                        start, end, amount = sp.pop(sid)
+                    else:
+                        start, end, amount = _drop(self.vspans, u, sid, self._drop_memo)
                     return amount, start, end
                 return None
         return None

@@ -486,18 +486,33 @@ class UpdateStage:
                 table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
                 _own(table, u)[jobid] = sid
         if n > 0:
-            _own(self.tags, u)[jobid] = jobid
+            # _own inlined (a vertex above the leaves usually has its own dicts already)
+            tags = self.tags
+            d = tags[u]
+            if d is None:
+                tags[u] = {jobid: jobid}
+            else:
+                if type(d) is _Shared:
+                    d = tags[u] = dict(d)
+                d[jobid] = jobid
             self._jv_add(u)
-            xs = _own(self.xspans, u)
-            old = xs.get(jobid)
-            if old is None:
-                xs[jobid] = (at, end)
-            else:  # a grow: the job already uses this vertex
-                xs[jobid] = (min(old[0], at), max(old[1], end))
-            col = self.subplan.get(ss)
-            p = col[u] if col is not None else None
-            if p is not None and acc:
-                self._add_job_span(ss, u, p, jobid, at, meta.duration, acc)
+            xspans = self.xspans
+            xs = xspans[u]
+            if xs is None:
+                xspans[u] = {jobid: (at, end)}
+            else:
+                if type(xs) is _Shared:
+                    xs = xspans[u] = dict(xs)
+                old = xs.get(jobid)
+                if old is None:
+                    xs[jobid] = (at, end)
+                else:  # a grow: the job already uses this vertex
+                    xs[jobid] = (min(old[0], at), max(old[1], end))
+            if acc:
+                col = self.subplan.get(ss)
+                p = col[u] if col is not None else None
+                if p is not None:
+                    self._add_job_span(ss, u, p, jobid, at, meta.duration, acc)
             # _accum_if inlined: the vertex's own units, then what its subtree gave
             total = self.prune.total
             t = g.v_type[u]

@@ -111,6 +111,7 @@ class ReleaseStage:
         last = None
         #: the five dicts' ids a leaf held -> (those dicts, what _mod_dfv left it): see below
         kmemo = self._kids_memo if self.batched else None
+        prev: tuple[tuple, tuple] | None = None
         log = self._ep_log
         for e in out:
             v = dst[e]
@@ -145,9 +146,12 @@ class ReleaseStage:
                     rc += self._mod_dfv(v, jobid)
                     continue
                 al, rs, vs = allocs[v], resvs[v], vspans[v]
-                key = (id(tg), id(xs), id(al), id(rs), id(vs))
-                got = kmemo.get(key)
+                if prev is not None and tg is prev[0][0] and xs is prev[0][1] and al is prev[0][2] and rs is prev[0][3] and vs is prev[0][4]:
+                    got = prev  # the same dicts as the leaf just before (no key to build)
+                else:
+                    got = kmemo.get((id(tg), id(xs), id(al), id(rs), id(vs)))
                 if got is not None:
+                    prev = got
                     ep[v] = ep.get(v, 0) + 1
                     if log is not None:
                         log.append(v)
@@ -165,7 +169,10 @@ class ReleaseStage:
                     and (rs is None or type(rs) is _Shared)
                     and (vs is None or type(vs) is _Shared)
                 ):
-                    kmemo[key] = ((tg, xs, al, rs, vs), (tags[v], xspans[v], allocs[v], resvs[v], vspans[v]))
+                    prev = kmemo[(id(tg), id(xs), id(al), id(rs), id(vs))] = (
+                        (tg, xs, al, rs, vs),
+                        (tags[v], xspans[v], allocs[v], resvs[v], vspans[v]),
+                    )
                 continue
             if kmemo is None:
                 rc += self._mod_dfv(v, jobid)

@@ -583,23 +583,37 @@ class UpdateStage:
         root = g.roots[dom]
         pcol = g.parent_edge[dom]
         listed = {v for v, _, _ in items}
+        e_needs, e_excl, e_token, marked = self.e_needs, self.e_excl, self.e_token, self._marked
+        src, vsize = g.e_src, g.v_size
+        #: the marked edges by source vertex (what the direct path walks)
+        by: dict[int, list[int]] = {}
         for v, units, excl in items:
             pe = pcol[v]
             if pe < 0:
                 continue
-            self.e_needs[pe] = units
-            self.e_excl[pe] = bool(excl)
-            self.e_token[pe] = token
-            self._marked.append(pe)
+            e_needs[pe] = units
+            e_excl[pe] = bool(excl)
+            e_token[pe] = token
+            marked.append(pe)
+            a = src[pe]
+            lst = by.get(a)
+            if lst is None:
+                by[a] = [pe]
+            else:
+                lst.append(pe)
             # the path from the root down to the subgraph, shared
-            a = g.e_src[pe]
             pe = pcol[a]
-            while pe >= 0 and self.e_token[pe] != token and a not in listed:
-                self.e_needs[pe] = g.v_size[a]
-                self.e_excl[pe] = False
-                self.e_token[pe] = token
-                self._marked.append(pe)
-                a = g.e_src[pe]
+            while pe >= 0 and e_token[pe] != token and a not in listed:
+                e_needs[pe] = vsize[a]
+                e_excl[pe] = False
+                e_token[pe] = token
+                marked.append(pe)
+                a = src[pe]
+                lst = by.get(a)
+                if lst is None:
+                    by[a] = [pe]
+                else:
+                    lst.append(pe)
                 pe = pcol[a]
         root_items = [(u, x) for v, u, x in items if v == root]
         needs, excl = root_items[0] if root_items else (1, False)
@@ -608,12 +622,12 @@ class UpdateStage:
             jobid=jobid, at=at, now=at, duration=duration, alloc_type=AT_RESERVE if reserve else AT_ALLOC
         )
         if self.batched and len(listed) == len(items):
-            rc = self._update_items(root, writer, meta)
+            rc = self._update_items(root, writer, meta, by)
             if rc is not None:
                 return rc
         return self.update(root, writer, meta)
 
-    def _update_items(self, root: int, writer: Any, meta: JobMeta) -> int | None:
+    def _update_items(self, root: int, writer: Any, meta: JobMeta, by: dict[int, list[int]]) -> int | None:
         """:meth:`update` of the edges ``update_allocate`` marked, walked from the marks, not the graph.
 
         The walk over the graph visits each marked vertex's out-edges and tests
@@ -628,22 +642,15 @@ class UpdateStage:
 
         Below a vertex of an exclusive type (a node under a node-exclusive
         policy) every child is taken whole, marked or not, as in the walk.
-        Returns None, having changed nothing, off the case it covers: a writer
-        that emits edges or hides exclusive subtrees, or a walk that would
-        replay fresh-subtree templates.  O(marked edges + taken subtrees + depth).
+        ``by`` holds the marked edges by source vertex (``update_allocate``
+        groups them as it marks; each vertex listed once).  Returns None,
+        having changed nothing, off the case it covers: a writer that emits
+        edges or hides exclusive subtrees, or a walk that would replay
+        fresh-subtree templates.  O(marked edges + taken subtrees + depth).
         """
         if writer.emits_edges or not writer.emit_exclusive_subtrees or self._fresh_upd_ready(writer):
             return None
         g = self.g
-        src = g.e_src
-        by: dict[int, list[int]] = {}
-        for e in self._marked:
-            s = src[e]
-            lst = by.get(s)
-            if lst is None:
-                by[s] = [e]
-            else:
-                lst.append(e)
         seq = g.e_seq.__getitem__
         for lst in by.values():
             if len(lst) > 1:

@@ -406,12 +406,17 @@ class UpdateStage:
         at, end = meta.at, meta.at + meta.duration
         record = full and meta.alloc_type != AT_SATISFIABILITY
         vspans, tags, xspans = self.vspans, self.tags, self.xspans
-        olds = (vspans[v], table[v], tags[v], xspans[v])
-        if all(d is None or type(d) is _Shared for d in olds):
+        olds = o0, o1, o2, o3 = (vspans[v], table[v], tags[v], xspans[v])
+        if (
+            (o0 is None or type(o0) is _Shared)
+            and (o1 is None or type(o1) is _Shared)
+            and (o2 is None or type(o2) is _Shared)
+            and (o3 is None or type(o3) is _Shared)
+        ):
             # Leaves whose dicts are all shared (or empty) hold the same state, so they
             # take the same new dicts: made once per state and update walk, shared again.
             # The key's dicts are kept alive in the memo, so their ids stay theirs.
-            key = (id(olds[0]), id(olds[1]), id(olds[2]), id(olds[3]), needs, record)
+            key = (id(o0), id(o1), id(o2), id(o3), needs, record)
             got = self._leaf_ext.get(key)
             if got is None:
                 nv, nt = olds[0], olds[1]

@@ -111,6 +111,9 @@ class MatchResult:
     reserved: bool = False
     #: the job id is spent (the next match gets the next one)
     jobid_used: bool = False
+    #: (vertices, edges) of ``text``, where the caller was told them (:meth:`Engine.grow` in
+    #: ``jgf`` / ``jgf_shorthand``: what the writer wrote, without parsing the text again)
+    counts: tuple[int, int] | None = None
 
     @property
     def busy(self) -> bool:
@@ -508,6 +511,8 @@ class Engine:
             jobspec, op="allocate_with_satisfiability", jobid=jobid, fmt=fmt, at=now, _grow=True, hosts=hosts
         )
         if r.ok:
+            if fmt in ("jgf", "jgf_shorthand"):
+                r.counts = self._writer(fmt).counts
             return r
         if r.error:
             raise MatchError(r.error.strip(), jobid=jobid)

@@ -16,7 +16,7 @@ from typing import Any
 
 from fluxlite.api import Engine
 
-__all__ = ["node_vertices", "release_exact", "vertices_held"]
+__all__ = ["node_vertices", "release_exact", "release_set", "vertices_held"]
 
 
 def vertices_held(eng: Engine, jobid: int, vids: Iterable[int]) -> set[int]:
@@ -55,26 +55,35 @@ def node_vertices(g: Any, dom: str, vids: Iterable[int]) -> list[int]:
     return out
 
 
-def release_exact(eng: Engine, jobid: int, vids: Iterable[int]) -> bool:
-    """Release ``vids`` (subtrees held by ``jobid``); True if the job is gone.
-
-    The caller checked ownership.  Raises what the engine raises
-    (StateError, UnknownJobError, CommandError); then nothing changed.
+def release_set(eng: Engine, jobid: int, vids: Iterable[int]) -> list[int]:
+    """What :func:`release_exact` releases of ``vids``: the named vertices in nodes' subtrees, less
+    every named vertex with a held child that is not named (a match writer's JGF of one socket also
+    names its node and the cluster; the node stays held).  O(len(vids) x depth).
     """
     g = eng.graph
     dom = eng.dom
-    want = set(node_vertices(g, dom, vids))
+    want = dict.fromkeys(node_vertices(g, dom, vids))
     if not want:
-        return False
-    # A named vertex with a held child that is not named stays held (a match writer's JGF of one
-    # socket names its node too): children first, so a vertex that stays keeps its ancestors.
+        return []
+    # children first, so a vertex that stays keeps its ancestors
     kids = {v: g.children(v, dom) for v in want}
     unnamed = {c for cs in kids.values() for c in cs if c not in want}
     still = vertices_held(eng, jobid, unnamed) if unnamed else set()
     for v in sorted(want, key=lambda v: len(g.ancestors(v, dom)), reverse=True):
         if any(c in still for c in kids[v]):
             still.add(v)
-    want -= still
+    return [v for v in want if v not in still]
+
+
+def release_exact(eng: Engine, jobid: int, vids: Iterable[int]) -> bool:
+    """Release ``vids`` (subtrees held by ``jobid``; see :func:`release_set`); True if the job is gone.
+
+    The caller checked ownership.  Raises what the engine raises
+    (StateError, UnknownJobError, CommandError); then nothing changed.
+    """
+    g = eng.graph
+    dom = eng.dom
+    want = set(release_set(eng, jobid, vids))
     if not want:
         return False
     tops = [v for v in want if g.parent(v, dom) not in want]

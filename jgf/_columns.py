@@ -338,11 +338,14 @@ def _writer_nodes(cols: Columns, data: bytes, n0: int, n1: int, keys_out: list[s
     keys_out.extend(key)
     cols.type.extend(types)
     cols.basename.extend(types)
-    cols.name.extend([f"{a}{b}" for a, b in zip(types, rid)])  # ids have no leading zeros: str(int(b)) == b
+    cols.name.extend(map(str.__add__, types, rid))  # ids have no leading zeros: str(int(b)) == b
     cols.id.extend(map(int, rid))
     cols.uniq_id.extend(map(int, key))
     cols.rank.extend(map(int, rk))
-    cols.size.extend([1 if not x else int(x) for x in sz])
+    if sz.count("") == n:  # no "size" key: every node has size 1
+        cols.size.extend(repeat(1, n))
+    else:
+        cols.size.extend([1 if not x else int(x) for x in sz])
     cols.unit.extend(cols.interned(un))
     cols.exclusive.extend(map(bool, ex))
     cols.status.extend(repeat(0, n))

@@ -104,6 +104,7 @@ class ResourceGraph:
 
     __slots__ = (
         "_eseq",
+        "_fluxion_ids",
         "_interned",
         "_live",
         "_next_uniq",
@@ -115,7 +116,8 @@ class ResourceGraph:
         "e_seq",
         "e_src",
         "e_ss",
-        "fluxion_ids",
+        "jgf_ecache",
+        "jgf_vcache",
         "out",
         "parent_edge",
         "paths",
@@ -149,7 +151,12 @@ class ResourceGraph:
         self.v_props: dict[int, dict[str, str]] = {}
         #: how Fluxion's reader numbered and ranked the vertices, where that differs from the
         #: store's own (``FluxionIds`` of a GRUG load): what the match writers write
-        self.fluxion_ids: FluxionIds | None = None
+        self._fluxion_ids: FluxionIds | None = None
+        #: the match writers' text of vertices / edges (:mod:`fluxlite.writers.jgf`): the store
+        #: drops a vertex's entry whenever it changes what the writer prints of it (paths,
+        #: properties, removal, a reused handle) and both caches when ``fluxion_ids`` changes
+        self.jgf_vcache: dict[int, Any] = {}
+        self.jgf_ecache: dict[int, str] = {}
         self._live: list[bool] = []
         #: subsystem -> {vid: path}
         self.paths: dict[str, dict[int, str]] = {}
@@ -179,6 +186,17 @@ class ResourceGraph:
         self._next_uniq = 0
         #: bumped on every structural change (attach/remove); caches key on it
         self.version = 0
+
+    @property
+    def fluxion_ids(self) -> FluxionIds | None:
+        """How Fluxion's reader numbered and ranked the vertices (None: as the store does)."""
+        return self._fluxion_ids
+
+    @fluxion_ids.setter
+    def fluxion_ids(self, ids: FluxionIds | None) -> None:
+        self._fluxion_ids = ids
+        self.jgf_vcache.clear()
+        self.jgf_ecache.clear()
 
     # ------------------------------------------------------------------ build
     def _intern(self, s: str) -> str:
@@ -223,6 +241,7 @@ class ResourceGraph:
                     raise GraphFormatError(f"duplicate vertex path {p}", name=name)
         vid = self.rx.add_node(None)
         self.rx[vid] = vid
+        self.jgf_vcache.pop(vid, None)
         if uniq_id is None:
             uniq_id = self._next_uniq
         if uniq_id >= self._next_uniq:
@@ -368,11 +387,21 @@ class ResourceGraph:
             else:
                 vids = expected
         else:
-            vids = []
-            for _ in range(n):
-                v = self.rx.add_node(None)
+            vids = list(self.rx.add_nodes_from([None] * n))  # as add_node n times: holes first
+            for v in vids:
                 self.rx[v] = v
-                vids.append(v)
+        if not contiguous:
+            for v in vids:
+                self.jgf_vcache.pop(v, None)
+        lo = min(vids) if vids else 0
+        # the new handles fill exactly the holes lo..lo+n-1 (a removed subgraph's, in the
+        # order rustworkx hands them back): every column is written with one slice
+        refill = (
+            not contiguous
+            and max(vids) - lo + 1 == n
+            and max(vids) < len(self.v_type)
+            and not any(self._live[lo : lo + n])
+        )
         tcol = _interned_column(types, intern)
         bcol = _interned_column(basenames, intern)
         ucol = _interned_column(units, intern)
@@ -392,6 +421,28 @@ class ResourceGraph:
                 col.extend([_EMPTY] * n)
             for pcol in self.parent_edge.values():
                 pcol.extend([-1] * n)
+        elif refill:
+            # the k-th new vertex has handle vids[k]: slot lo+j takes entry order[j]
+            order = sorted(range(n), key=vids.__getitem__)
+
+            def take(col: Sequence[Any]) -> list[Any]:
+                return list(map(col.__getitem__, order))
+
+            sl = slice(lo, lo + n)
+            self.v_type[sl] = take(tcol)
+            self.v_basename[sl] = take(bcol)
+            self.v_name[sl] = take(names)
+            self.v_id[sl] = take(ids)
+            self.v_uniq[sl] = take(list(uniq_ids))
+            self.v_rank[sl] = take(ranks)
+            self.v_size[sl] = take(sizes)
+            self.v_unit[sl] = take(ucol)
+            self.v_status[sl] = take(scol)
+            self._live[sl] = [True] * n
+            for col in self.out.values():
+                col[sl] = [_EMPTY] * n
+            for pcol in self.parent_edge.values():
+                pcol[sl] = [-1] * n
         else:
             uq = list(uniq_ids)
             for k, vid in enumerate(vids):
@@ -566,12 +617,22 @@ class ResourceGraph:
                 self.rx.update_edge_by_index(e, e)
         seq0 = self._eseq
         self._eseq += m
+        lo = min(got)
         if got == expected:
             self.e_src.extend(sources)
             self.e_dst.extend(targets)
             self.e_ss.extend(ss_col)
             self.e_rel.extend(rel_col)
             self.e_seq.extend(range(seq0, seq0 + m))
+        elif max(got) - lo + 1 == m and max(got) < len(self.e_src) and self.e_ss[lo : lo + m].count(None) == m:
+            # the new handles refill exactly the removed edges lo..lo+m-1: one slice per column
+            order = sorted(range(m), key=got.__getitem__)
+            sl = slice(lo, lo + m)
+            self.e_src[sl] = map(list(sources).__getitem__, order)
+            self.e_dst[sl] = map(list(targets).__getitem__, order)
+            self.e_ss[sl] = map(ss_col.__getitem__, order)
+            self.e_rel[sl] = map(rel_col.__getitem__, order)
+            self.e_seq[sl] = [seq0 + k for k in order]
         else:
             for k, (e, s, d, ss, rel) in enumerate(zip(got, sources, targets, ss_col, rel_col)):
                 if e == len(self.e_src):
@@ -654,6 +715,7 @@ class ResourceGraph:
         """Give ``vid`` a path in ``subsystem`` (replacing an old one)."""
         ss = self._intern(subsystem)
         self._ensure_subsystem(ss)
+        self.jgf_vcache.pop(vid, None)
         col = self.paths[ss]
         old = col.get(vid)
         if old is not None:
@@ -692,6 +754,7 @@ class ResourceGraph:
                 if not lst:
                     del self.by_rank[self.v_rank[vid]]
             self.v_props.pop(vid, None)
+            self.jgf_vcache.pop(vid, None)
             for col2 in self.out.values():
                 col2[vid] = _EMPTY
             for pcol in self.parent_edge.values():
@@ -704,6 +767,7 @@ class ResourceGraph:
         ss = self.e_ss[eid]
         if ss is None:
             return
+        self.jgf_ecache.pop(eid, None)
         src, dst = self.e_src[eid], self.e_dst[eid]
         if src not in dead:
             lst = self.out[ss][src]
@@ -825,6 +889,7 @@ class ResourceGraph:
 
     def set_property(self, vid: int, key: str, value: str) -> None:
         self.v_props.setdefault(vid, {})[key] = value
+        self.jgf_vcache.pop(vid, None)
 
     def vertex_dict(self, vid: int) -> dict[str, Any]:
         """All attributes of one vertex as a plain dict (for writers and debugging)."""

@@ -11,6 +11,7 @@ restore or grow) and the accounting of attached or removed subgraphs
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import compress
 from typing import Any
 
 from fluxlite.graph import UP
@@ -924,6 +925,7 @@ class UpdateStage:
             if len(col) < n:
                 col.extend([None] * (n - len(col)))
         newset = set(new)
+        tops_of: dict[str, list[int]] = {}  # subsystem -> the new roots, where _prime_new found them
         for ss in self.subsystems:
             if ss not in self.subplan:
                 continue
@@ -937,17 +939,22 @@ class UpdateStage:
             # each existing ancestor's totals rise once, by what all the new subtrees below it bring
             shifts: dict[int, dict[str, int]] = {}
             primed = self._prime_new(ss, new, newset)
-            for v in new:
-                pe = pcol[v] if pcol is not None else -1
-                parent = g.e_src[pe] if pe >= 0 else None
-                if parent is not None and parent in newset:
-                    continue
-                if primed is not None:
-                    contrib = primed[v]
-                else:
+            if primed is not None:
+                counts, tops = primed
+                tops_of[ss] = tops
+                work = [(v, counts[v]) for v in tops]
+            else:
+                work = []
+                for v in new:
+                    pe = pcol[v] if pcol is not None else -1
+                    parent = g.e_src[pe] if pe >= 0 else None
+                    if parent is not None and parent in newset:
+                        continue
                     self._colors = {}
-                    contrib = {}
+                    contrib: dict[str, int] = {}
                     self._prime(ss, v, contrib, None)
+                    work.append((v, contrib))
+            for v, contrib in work:
                 for a in g.ancestors(v, ss):
                     d = shifts.get(a)
                     if d is None:
@@ -959,28 +966,32 @@ class UpdateStage:
                 self._shift_totals(ss, a, d, +1)
         self._reset_color()
         vt, st = g.v_type, g.v_status
-        self.nodes_up += sum(1 for v in new if vt[v] == "node" and st[v] == UP)
+        is_node = map("node".__eq__, map(vt.__getitem__, new))
+        self.nodes_up += sum(1 for v in compress(new, is_node) if st[v] == UP)
         if self._outedges_built:
             oe = self._outedges
-            for v in new:
-                oe.pop(v, None)
+            for v in newset.intersection(oe):
+                del oe[v]
             # the parents that are not new themselves (those were dropped just above)
             for ss in g.out:
                 pcol = g.parent_edge.get(ss)
                 if pcol is None:
                     continue
                 src = g.e_src
-                for v in new:
+                for v in tops_of.get(ss, new):  # (only a new root can have a parent that is not new)
                     pe = pcol[v]
                     if pe >= 0 and src[pe] not in newset:
                         oe.pop(src[pe], None)
 
-    def _prime_new(self, ss: str, new: Sequence[int], newset: set[int]) -> dict[int, dict[str, int]] | None:
+    def _prime_new(
+        self, ss: str, new: Sequence[int], newset: set[int]
+    ) -> tuple[dict[int, dict[str, int]], list[int]] | None:
         """:meth:`_prime` of every new subtree at once, children before parents, without recursion.
 
         Sets the aggregates of the new internal vertices exactly as
         :meth:`_prime` would and returns each new vertex's counts (what it
-        gives its parent).  Returns None, having set nothing, off the simple
+        gives its parent; leaves below a new vertex are left out) and the
+        new roots (new vertices without a new parent) in the order of ``new``.  Returns None, having set nothing, off the simple
         case: another subsystem, a new vertex with an existing child, or a
         leaf type not tracked yet (which :meth:`_prime` starts tracking
         mid-walk).  O(new).
@@ -991,45 +1002,77 @@ class UpdateStage:
         col = g.out[ss]
         dst, vt, vs = g.e_dst, g.v_type, g.v_size
         total = self.prune.total
-        # breadth-first from the new roots: every parent before its children
-        order = [v for v in new if (pe := g.parent_edge[ss][v]) < 0 or g.e_src[pe] not in newset]
+        tracked = total.__contains__
+        pcol, src = g.parent_edge[ss], g.e_src
+        get_dst, get_t, get_s, get_out = dst.__getitem__, vt.__getitem__, vs.__getitem__, col.__getitem__
+        # breadth-first from the new roots over the internal vertices (every parent before its
+        # children); leaves are only counted, a whole family of leaf children at C speed
+        order: list[int] = []
+        leaves: list[int] = []
+        counts: dict[int, dict[str, int]] = {}
+        tops: list[int] = []
+        for v in new:
+            if (pe := pcol[v]) < 0 or src[pe] not in newset:
+                tops.append(v)
+                if col[v]:
+                    order.append(v)
+                elif tracked(vt[v]):
+                    leaves.append(v)
+                    # a new root that is a leaf (other leaves count in their parent)
+                    counts[v] = {vt[v]: vs[v]}
+                else:
+                    return None
         kids_of: dict[int, list[int]] = {}
+        leaf_units: dict[int, dict[str, int]] = {}
         i = 0
         while i < len(order):
             v = order[i]
             i += 1
-            out = col[v]
-            if out:
-                kids = [dst[e] for e in out]
-                if not newset.issuperset(kids):
-                    return None
-                kids_of[v] = kids
-                order.extend(kids)
-            elif vt[v] not in total:
+            kids = list(map(get_dst, col[v]))
+            if not newset.issuperset(kids):
                 return None
-        if len(order) != len(newset) or len(set(order)) != len(order):
+            if not any(map(get_out, kids)):
+                # children all leaves: their units by type, without a step per child
+                types = list(map(get_t, kids))
+                if not all(map(tracked, types)):
+                    return None
+                leaves.extend(kids)
+                first = types[0]
+                if types.count(first) == len(types):
+                    leaf_units[v] = {first: sum(map(get_s, kids))}
+                else:
+                    d: dict[str, int] = {}
+                    for t, k in zip(types, kids):
+                        d[t] = d.get(t, 0) + vs[k]
+                    leaf_units[v] = d
+                continue
+            kids_of[v] = kids
+            for k in kids:
+                if col[k]:
+                    order.append(k)
+                elif tracked(vt[k]):
+                    leaves.append(k)
+                else:
+                    return None
+        if len(order) + len(leaves) != len(newset) or len(set(order).union(leaves)) != len(newset):
             return None  # a vertex with two parents, or new vertices no new root reaches
-        counts: dict[int, dict[str, int]] = {}
         types_for = self.prune.types_for
         plans = self.subplan[ss]
         start, length = self.graph_start, self.graph_end - self.graph_start
         made: list[tuple[int, PlannerMulti]] = []
         for v in reversed(order):
             t = vt[v]
-            kids = kids_of.get(v)
-            if kids is None:
-                if (pe := g.parent_edge[ss][v]) < 0 or g.e_src[pe] not in newset:
-                    counts[v] = {t: vs[v]}  # a new root that is a leaf (other leaves count in their parent)
-                continue
-            dfv: dict[str, int] = {}
-            for k in kids:
-                got = counts.get(k)
-                if got is None:  # a leaf: its own units (tracked, checked above)
-                    tt = vt[k]
-                    dfv[tt] = dfv.get(tt, 0) + vs[k]
-                else:
-                    for tt, c in got.items():
-                        dfv[tt] = dfv.get(tt, 0) + c
+            dfv = leaf_units.get(v)
+            if dfv is None:
+                dfv = {}
+                for k in kids_of[v]:
+                    got = counts.get(k)
+                    if got is None:  # a leaf: its own units (tracked, checked above)
+                        tt = vt[k]
+                        dfv[tt] = dfv.get(tt, 0) + vs[k]
+                    else:
+                        for tt, c in got.items():
+                            dfv[tt] = dfv.get(tt, 0) + c
             mine = {t: vs[v]} if t in total else {}
             for tt, c in dfv.items():
                 mine[tt] = mine.get(tt, 0) + c
@@ -1039,7 +1082,7 @@ class UpdateStage:
                 made.append((v, PlannerMulti(start, length, [dfv.get(pt, 0) for pt in ptypes], ptypes)))
         for v, p in made:
             plans[v] = p
-        return counts
+        return counts, tops
 
     def account_removal(self, roots: Sequence[int]) -> None:
         """Lower ancestors' aggregate totals for subtrees about to be removed.  O(subtrees + depth)."""

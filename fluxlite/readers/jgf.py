@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from itertools import compress
-from operator import and_, itemgetter, not_
+from itertools import compress, repeat
+from operator import and_, is_, is_not, itemgetter, not_
 from typing import Any, Literal
 
 import orjson
@@ -390,7 +390,7 @@ def attach_columns(
         return None
     n = len(ps)
     found = list(map(graph.by_path.get, ps))
-    old = [k for k, v in enumerate(found) if v is not None]
+    old = list(compress(range(n), map(is_not, found, repeat(None)))) if found.count(None) != n else []
     rank = cols.rank
     v_rank = graph.v_rank
     shared = graph.shared
@@ -398,7 +398,7 @@ def attach_columns(
         if v_rank[found[k]] != rank[k] or ps[k] in shared:
             return None
     if old:
-        new_pos = [k for k, v in enumerate(found) if v is None]
+        new_pos = list(compress(range(n), map(is_, found, repeat(None))))
         take = itemgetter(*new_pos) if len(new_pos) > 1 else None
     else:
         new_pos = list(range(n))

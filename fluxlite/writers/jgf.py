@@ -21,7 +21,11 @@ given (sorted by key).  An edge is ``{"source": "<uniq>", "target":
 "<uniq>"}`` plus ``"metadata": {"subsystem": S}`` for non-containment edges.
 
 Each node and edge is rendered to text as it is emitted (no per-vertex
-dict); :meth:`JgfWriter.emit_json` parses the assembled text back (orjson
+dict).  What does not depend on the match (a node's text but for
+``exclusive``/``size``/``ephemeral``/``agfilter``, an edge's whole text) is
+kept in the graph's ``jgf_vcache``/``jgf_ecache``, which the store clears for
+whatever it changes, so a vertex written again costs one lookup and one
+concatenation.  :meth:`JgfWriter.emit_json` parses the assembled text back (orjson
 keeps key order), so ``emit`` and ``find`` output cannot diverge.
 """
 
@@ -81,20 +85,18 @@ def _smap(m: Mapping[str, str]) -> str:
     )
 
 
-def vertex_json(
-    g: ResourceGraph,
-    vid: int,
-    needs: int,
-    agfilter: Mapping[str, str] | None,
-    exclusive: bool,
-    ephemeral: Mapping[str, str] | None = None,
-    subsystems: list[str] | None = None,
-    fluxion: bool = True,
-) -> str:
-    """One JGF node as jansson text (see the module docstring for the layout).
+#: at most this many vertices' (and edges') texts are kept per graph (a whole-graph
+#: allocation of a million vertices is written without filling the cache further)
+_CACHE_MAX = 1 << 18
 
-    ``fluxion``: the uniq id and rank Fluxion's reader gave the vertex
-    (``g.fluxion_ids``, GRUG loads) rather than the store's own.
+_EXCL = ', "exclusive": true'
+
+
+def _vertex_parts(g: ResourceGraph, vid: int, subsystems: list[str] | None, fluxion: bool) -> tuple[str, str]:
+    """The parts of vertex ``vid``'s node that do not depend on the match: ``(head, paths)``.
+
+    ``head`` runs from ``{"id"`` to the ``unit`` key, ``paths`` is the
+    ``, "paths": {..}`` member (empty when the vertex has none).
     """
     t = g.v_type[vid]
     b = g.v_basename[vid]
@@ -118,16 +120,13 @@ def vertex_json(
     unit = g.v_unit[vid]
     if unit:
         s += f', "unit": {quote(unit)}'
-    if exclusive:
-        s += ', "exclusive": true'
-    if needs != 1:
-        s += f', "size": {needs}'
     paths = g.paths
+    ptxt = ""
     if len(paths) == 1:
         for ss, col in paths.items():
             p = col.get(vid)
             if p is not None:
-                s += f', "paths": {{{_q(ss)}: {quote(p)}}}'
+                ptxt = f', "paths": {{{_q(ss)}: {quote(p)}}}'
     elif paths:
         items = []
         for ss in subsystems if subsystems is not None else subsystem_order(g):
@@ -135,16 +134,54 @@ def vertex_json(
             if p is not None:
                 items.append(f"{_q(ss)}: {quote(p)}")
         if items:
-            s += ', "paths": {' + ", ".join(items) + "}"
+            ptxt = ', "paths": {' + ", ".join(items) + "}"
+    return s, ptxt
+
+
+def _cached_parts(g: ResourceGraph, vid: int, subsystems: list[str] | None) -> tuple[str, str]:
+    """:func:`_vertex_parts` (Fluxion's ids) through the graph's text cache."""
+    cache = g.jgf_vcache
+    got = cache.get(vid)
+    if got is None:
+        got = _vertex_parts(g, vid, subsystems, True)
+        if len(cache) < _CACHE_MAX:
+            cache[vid] = got
+    return got
+
+
+def vertex_json(
+    g: ResourceGraph,
+    vid: int,
+    needs: int,
+    agfilter: Mapping[str, str] | None,
+    exclusive: bool,
+    ephemeral: Mapping[str, str] | None = None,
+    subsystems: list[str] | None = None,
+    fluxion: bool = True,
+) -> str:
+    """One JGF node as jansson text (see the module docstring for the layout).
+
+    ``fluxion``: the uniq id and rank Fluxion's reader gave the vertex
+    (``g.fluxion_ids``, GRUG loads) rather than the store's own.  The parts
+    that do not depend on the match come from ``g.jgf_vcache``.
+    """
+    if fluxion or g.fluxion_ids is None:
+        head, ptxt = _cached_parts(g, vid, subsystems)
+    else:
+        head, ptxt = _vertex_parts(g, vid, subsystems, False)
+    if exclusive:
+        head += _EXCL
+    if needs != 1:
+        head += f', "size": {needs}'
+    head += ptxt
     if ephemeral:
-        s += ', "ephemeral": ' + _smap(ephemeral)
+        head += ', "ephemeral": ' + _smap(ephemeral)
     if agfilter:
-        s += ', "agfilter": ' + _smap(agfilter)
-    return s + "}}"
+        head += ', "agfilter": ' + _smap(agfilter)
+    return head + "}}"
 
 
-def edge_json(g: ResourceGraph, eid: int) -> str:
-    """One JGF edge as jansson text (the vertices' Fluxion uniq ids, as :func:`vertex_json`)."""
+def _edge_text(g: ResourceGraph, eid: int) -> str:
     uniq = g.v_uniq
     src, dst = uniq[g.e_src[eid]], uniq[g.e_dst[eid]]
     fids = g.fluxion_ids
@@ -157,10 +194,21 @@ def edge_json(g: ResourceGraph, eid: int) -> str:
     return s + "}"
 
 
+def edge_json(g: ResourceGraph, eid: int) -> str:
+    """One JGF edge as jansson text (the vertices' Fluxion uniq ids, as :func:`vertex_json`)."""
+    cache = g.jgf_ecache
+    got = cache.get(eid)
+    if got is None:
+        got = _edge_text(g, eid)
+        if len(cache) < _CACHE_MAX:
+            cache[eid] = got
+    return got
+
+
 class JgfWriter:
     """Fluxion's ``jgf`` format (``jgf_match_writers_t``)."""
 
-    __slots__ = ("_e", "_ss", "_v", "complete")
+    __slots__ = ("_e", "_ss", "_v", "complete", "counts")
     emit_exclusive_subtrees = True
     emits_edges = True
     #: the ``"writer"`` key of an incomplete graph (Fluxion's get_uri; None: never written)
@@ -194,11 +242,30 @@ class JgfWriter:
         ephemeral: Mapping[str, str] | None = None,
     ) -> None:
         """Append one node."""
-        self._v.append(vertex_json(g, vid, needs, agfilter, exclusive, ephemeral, self._subsystems(g)))
+        cache = g.jgf_vcache
+        got = cache.get(vid)
+        if got is None:
+            got = _vertex_parts(g, vid, self._subsystems(g), True)
+            if len(cache) < _CACHE_MAX:
+                cache[vid] = got
+        if agfilter or ephemeral:
+            self._v.append(vertex_json(g, vid, needs, agfilter, exclusive, ephemeral, self._subsystems(g)))
+        elif needs == 1:
+            self._v.append(f"{got[0]}{_EXCL}{got[1]}}}}}" if exclusive else f"{got[0]}{got[1]}}}}}")
+        elif exclusive:
+            self._v.append(f'{got[0]}{_EXCL}, "size": {needs}{got[1]}}}}}')
+        else:
+            self._v.append(f'{got[0]}, "size": {needs}{got[1]}}}}}')
 
     def emit_edg(self, prefix: str, g: ResourceGraph, eid: int) -> None:
         """Append one edge."""
-        self._e.append(edge_json(g, eid))
+        cache = g.jgf_ecache
+        got = cache.get(eid)
+        if got is None:
+            got = _edge_text(g, eid)
+            if len(cache) < _CACHE_MAX:
+                cache[eid] = got
+        self._e.append(got)
 
     def emit_tm(self, start: int, end: int) -> None:
         """JGF carries no times."""
@@ -221,6 +288,7 @@ class JgfWriter:
         text = '{"graph": {"nodes": [' + ", ".join(self._v) + '], "edges": [' + ", ".join(self._e) + "]}"
         if not self.complete and self.uri is not None:
             text += f', "writer": "{self.uri}"'
+        self.counts = (nv, ne)
         self._v = []
         self._e = []
         return text + "}"

@@ -164,6 +164,7 @@ class GrowMixin(InstanceCore):
             up_timings: list[LevelTiming] = []
             outcome = "local"
             jgf: bytes | None = None
+            counted: tuple[int, int] | None = None
             nv = ne = 0
             local_err: MatchError | None = None
             if rec is None:
@@ -171,7 +172,9 @@ class GrowMixin(InstanceCore):
                 held = self._footprint(caller) if capped and caller is not None else None
                 tm = _now()
                 try:
-                    jgf = self.engine.grow(jobid, js, fmt="jgf").text.encode()
+                    got = self.engine.grow(jobid, js, fmt="jgf")
+                    jgf = got.text.encode()
+                    counted = getattr(got, "counts", None)
                 except (BusyError, UnsatisfiableError) as exc:
                     local_err = exc
                 match_s = _now() - tm
@@ -182,7 +185,7 @@ class GrowMixin(InstanceCore):
                         self.engine.shrink(jobid, jgf=jgf)  # the exact undo of a grow
                         raise
             if jgf is not None:
-                nv, ne = jgf_counts(jgf)
+                nv, ne = counted or jgf_counts(jgf)
             else:
                 sources = [rec["source"]] if rec is not None else self._sources()
                 if not sources:

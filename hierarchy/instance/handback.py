@@ -25,7 +25,7 @@ from fluxlite.errors import (
 from fluxlite.readers import read_vertices
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, NotAuthorizedError
 from hierarchy._jgfsub import subgraph_jgf
-from hierarchy._release import node_vertices, release_exact, vertices_held
+from hierarchy._release import node_vertices, release_exact, release_set, vertices_held
 from hierarchy.base import LevelTiming, ReleaseOutcome, ShrinkOutcome
 from hierarchy.instance import cloud
 from hierarchy.instance.core import InstanceCore, _now
@@ -122,7 +122,8 @@ class HandBackMixin(InstanceCore):
                     True,
                     [LevelTiming(self.name, self.depth, server_s=_now() - t0, outcome="replay")],
                 )
-            vids = self._shrink_vertices(jobid, jgf, paths)
+            # what will go: a named vertex that keeps a held child which is not named stays
+            vids = release_set(self.engine, jobid, self._shrink_vertices(jobid, jgf, paths))
             cloud.refuse_partial(self.engine, jobid, vids)
             self._preflight(vids, deadline)
             undo = self._items_of(jobid, vids) if self.parent is not None else []

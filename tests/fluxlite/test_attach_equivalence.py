@@ -208,3 +208,47 @@ def test_random_grow_sessions_leave_the_reference_state(seed: int, monkeypatch: 
         assert recount_errors(fast) == []
     print("attached", attached, "removed", removed)
     assert attached >= 2
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_whole_node_grows_and_refills_leave_the_reference_state(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Grows of several whole nodes (a MatchGrow's usual subgraph), each shrunk and removed again, so that
+    the next attach refills the removed handles: the fast paths leave the reference state every step."""
+    rng = random.Random(100 + seed)
+    shape = {"nodes": 16, "sockets": 2, "cores": rng.randint(2, 4), "memory": rng.choice([0, 2]), "gpus": seed % 2}
+    parent = Engine(generate_graph(**shape), policy=rng.choice(["first", "low", "high"]))
+    lease = parent.allocate(_spec("[{type: node, count: 1, exclusive: true, with: [{type: slot, count: 1, "
+                                  "label: s, with: [{type: core, count: 1}]}]}]"), fmt="jgf").text.encode()  # fmt: skip
+    engines = [Engine(load_graph(lease, format="jgf"), policy="first") for _ in range(2)]
+    job = [e.allocate(_spec("[{type: slot, count: 1, label: s, with: [{type: core, count: 1}]}]")).jobid for e in engines]
+    assert job[0] == job[1]
+    same(*engines)
+    held: list[tuple[int, list[str]]] = []
+    for _step in range(8):
+        if held and rng.random() < 0.5:
+            pjob, tops = held.pop(rng.randrange(len(held)))
+            for eng in engines:
+                eng.shrink(job[0], paths=tops)
+                for p in tops:
+                    eng.remove_subgraph(path=p)
+            parent.cancel(pjob)
+        else:
+            k = rng.randint(1, 4)
+            spec = _spec(f"[{{type: node, count: {k}, exclusive: true, with: [{{type: slot, count: 1, label: s, "
+                         f"with: [{{type: core, count: {shape['cores']}}}]}}]}}]")  # fmt: skip
+            try:
+                r = parent.allocate(spec, fmt="jgf")
+            except FluxliteError:
+                continue
+            got = []
+            for eng, ref in zip(engines, (False, True)):
+                with monkeypatch.context() as m:
+                    if ref:
+                        _reference(m)
+                    got.append(eng.attach(r.text.encode(), allocate_to=job[0], duration=3600))
+            assert got[0] == got[1]
+            g = engines[0].graph
+            newset = set(got[0])
+            held.append((r.jobid, [g.path(v) for v in got[0] if g.parent(v) not in newset]))
+        same(*engines)
+        assert recount_errors(engines[0]) == []

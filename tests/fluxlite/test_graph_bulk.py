@@ -138,3 +138,57 @@ def test_tree_edges_in_bulk_equal_one_at_a_time(seed: int) -> None:
             one.remove_vertices(dead)
             bulk.remove_vertices(dead)
         assert state(bulk) == state(one)
+
+
+def tree_edges(
+    rng: random.Random, one: ResourceGraph, bulk: ResourceGraph, vids: list[int], subsystems: list[str]
+) -> None:
+    """Each of ``vids`` but the first gets a parent among those before it, in every subsystem."""
+    pairs = [(vids[rng.randrange(k)], vids[k]) for k in range(1, len(vids))]
+    for ss in subsystems:
+        for s, d in pairs:
+            one.add_edge(s, d, ss)
+        bulk.add_edges_bulk([p[0] for p in pairs], [p[1] for p in pairs], ss)
+
+
+def add_rows(one: ResourceGraph, bulk: ResourceGraph, rows: list[dict[str, Any]], subsystems: list[str]) -> list[int]:
+    """``rows`` one at a time into ``one`` and in bulk into ``bulk``; the bulk handles."""
+    for r in rows:
+        one.add_vertex(
+            r["type"], r["type"], r["name"], r["id"], rank=r["rank"], size=r["size"],
+            properties=r["properties"], paths=r["paths"],
+        )  # fmt: skip
+    return bulk.add_vertices_bulk(
+        [r["type"] for r in rows], [r["type"] for r in rows], [r["name"] for r in rows],
+        [r["id"] for r in rows], [r["rank"] for r in rows], [r["size"] for r in rows], [""] * len(rows),
+        paths={ss: [r["paths"].get(ss) for r in rows] for ss in subsystems},
+        properties={k: r["properties"] for k, r in enumerate(rows) if r["properties"]},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bulk_into_a_removed_block_equals_one_at_a_time(seed: int) -> None:
+    """A batch that exactly refills the handles of a removed block (a shrunk subgraph's), in any removal order."""
+    rng = random.Random(seed)
+    subsystems = ["containment", "power"] if seed % 2 else ["containment"]
+    one, bulk = ResourceGraph(), ResourceGraph()
+    start = 0
+    for step in range(5):
+        n = rng.randrange(2, 25)
+        vids = add_rows(one, bulk, batch(rng, start, n, subsystems), subsystems)
+        start += n
+        if step:
+            assert sorted(vids) == list(range(min(vids), min(vids) + n))
+        tree_edges(rng, one, bulk, vids, subsystems)
+        assert state(bulk) == state(one)
+        # remove the block again in a random order; the next batch of the same size refills it
+        dead = list(vids)
+        rng.shuffle(dead)
+        one.remove_vertices(dead)
+        bulk.remove_vertices(dead)
+        assert state(bulk) == state(one)
+        got = add_rows(one, bulk, batch(rng, start, n, subsystems), subsystems)
+        start += n
+        assert sorted(got) == sorted(vids)  # the holes (in the order rustworkx hands them back)
+        tree_edges(rng, one, bulk, got, subsystems)  # their edges refill the removed edges' handles
+        assert state(bulk) == state(one)

@@ -344,3 +344,58 @@ def test_provider_grow_and_give_back(tmp_path: Path) -> None:
     assert out.returned == 1 + 1 + CORES and out.pending == 0
     assert root.engine.graph.vertex_by_path("/cluster0/node2") is None
     assert root.info(recount=True)["recount_errors"] == []
+
+
+def test_shrink_naming_a_node_that_stays_held_counts_and_undoes_only_what_it_released() -> None:
+    """A match writer's JGF of node B whole (grown from the parent) and of A's socket0 names node A
+    too.  A stays held (its socket1 is not named), so it is not released and not counted (it was
+    counted as released).  When the parent does not take B back, the job gets back exactly what
+    went; with the parent answering, ``released`` counts what went, and B goes back up."""
+    from hierarchy import InstanceUnavailableError
+    from hierarchy._jgfsub import subgraph_jgf
+
+    class TakesNothingBack(Direct):
+        def shrink(self, jobid: int, **kw: Any) -> ShrinkOutcome:
+            raise InstanceUnavailableError("parent lost")
+
+    def state(inst: Instance, job: int) -> tuple[Any, ...]:
+        g = inst.engine.graph
+        dom = inst.engine.dom
+        return (
+            sorted(g.path(v, dom) for v in inst.engine.traverser.job_vertices(job)),
+            inst.info(job)["holds"],
+            inst.stat()["free"],
+            len(inst.returning),
+        )
+
+    root = _root(4)
+    mid = Instance.from_parent(Direct(root), nodes_jobspec(1).encode(), name="mid")
+    job = mid.match_allocate(nodes_jobspec(1).encode()).jobid
+    mid.match_grow(job, nodes_jobspec(1).encode())
+    g = mid.engine.graph
+    dom = mid.engine.dom
+    nodes = [g.path(v, dom) for v in mid.engine.traverser.job_vertices(job) if g.v_type[v] == "node"]
+    (b,) = [p for p in nodes if p in mid._origin_of]
+    (a,) = [p for p in nodes if p != b]
+    part = [g.path(v, dom) for v in g.subtree(g.vertex_by_path(b), dom)]
+    part += ["/cluster0", a, a + "/socket0", *(f"{a}/socket0/core{i}" for i in range(CORES))]
+    doc = subgraph_jgf(g, [g.vertex_by_path(p) for p in part])
+    before = state(mid, job)
+    root_before = root.stat()["free"]
+    mid.parent = TakesNothingBack(root)
+    with pytest.raises(InstanceUnavailableError):
+        mid.shrink(job, jgf=doc)
+    assert state(mid, job) == before
+    assert root.stat()["free"] == root_before
+    assert mid.info(recount=True)["recount_errors"] == []
+
+    mid.parent = Direct(root)
+    out = mid.shrink(job, jgf=doc)
+    assert not out.job_gone
+    assert out.released == (1 + 2 + 2 * CORES) + (1 + CORES)  # B whole, A's socket0 and its cores
+    assert mid.info(job)["holds"] == {"socket": 1, "core": CORES}
+    assert out.returned > 0 and out.pending == 0
+    assert g.vertex_by_path(b) is None and g.vertex_by_path(a) is not None
+    assert root.stat()["free"]["node"] == root_before["node"] + 1
+    assert mid.info(recount=True)["recount_errors"] == []
+    assert root.info(recount=True)["recount_errors"] == []

@@ -7,7 +7,12 @@ An instance answers a MatchGrow with the match writer's JGF (the child attaches 
 shared L0 graph (128 nodes) T1 (64 nodes, 2 sockets x 16 cores each) is allocated and
 cancelled with no writer, with ``simple`` and with ``jgf``, in ROUNDS rounds of 10 matches
 (best thread CPU time of each round, so the machine's load moves it little); then the JGF text
-alone (``vertex_json`` / ``edge_json`` over the job's vertices and edges) is timed.
+alone (``vertex_json`` / ``edge_json`` over the job's vertices and edges) is timed, warm (as an
+instance writes its graph's vertices again and again) and, where the writer keeps a per-graph
+text cache (``jgf_vcache``), cold (caches emptied before each repetition).
+
+Run it against another revision's code with ``PYTHONPATH=<that tree>`` (e.g. ``git archive main``
+unpacked in a temporary directory) to compare on the same machine.
 """
 
 from __future__ import annotations
@@ -37,7 +42,9 @@ def main() -> None:
                 cpu.append(time.thread_time() - c)
                 eng.cancel(job.jobid)
             best.setdefault(fmt, []).append(min(cpu) * 1e3)
-    print(f"L0 ({len(g.v_rank)} vertices), T1 (64 nodes), policy first: allocate + cancel, {rounds} rounds of 10")
+    print(
+        f"L0 ({len(g.v_rank)} vertices), T1 (64 nodes), policy first: allocate + cancel, {rounds} rounds of 10"
+    )
     print("thread CPU ms per allocate, best of each round:")
     for fmt, xs in best.items():
         print(f"  writer {fmt:7s} " + "  ".join(f"{x:6.2f}" for x in xs))
@@ -45,15 +52,23 @@ def main() -> None:
     vids = eng.traverser.job_vertices(job.jobid)
     inside = set(vids)
     eids = [e for e in range(len(g.e_src)) if g.e_src[e] in inside and g.e_dst[e] in inside]
-    text = []
-    for _ in range(10):
-        c = time.thread_time()
-        for v in vids:
-            vertex_json(g, v, 1, None, True)
-        for e in eids:
-            edge_json(g, e)
-        text.append(time.thread_time() - c)
-    print(f"the JGF text alone ({len(vids)} vertices, {len(eids)} edges): best {min(text) * 1e3:.2f} ms CPU")
+    cached = hasattr(g, "jgf_vcache")
+    for mode in ("warm", "cold") if cached else ("uncached",):
+        text = []
+        for _ in range(10):
+            if mode == "cold":
+                g.jgf_vcache.clear()
+                g.jgf_ecache.clear()
+            c = time.thread_time()
+            for v in vids:
+                vertex_json(g, v, 1, None, True)
+            for e in eids:
+                edge_json(g, e)
+            text.append(time.thread_time() - c)
+        print(
+            f"the JGF text alone ({len(vids)} vertices, {len(eids)} edges), {mode}: "
+            f"best {min(text) * 1e3:.2f} ms CPU"
+        )
 
 
 if __name__ == "__main__":

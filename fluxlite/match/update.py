@@ -597,21 +597,10 @@ class UpdateStage:
             pe = pcol[v]
             if pe < 0:
                 continue
-            e_needs[pe] = units
-            e_excl[pe] = bool(excl)
-            e_token[pe] = token
-            marked.append(pe)
-            a = src[pe]
-            lst = by.get(a)
-            if lst is None:
-                by[a] = [pe]
-            else:
-                lst.append(pe)
-            # the path from the root down to the subgraph, shared
-            pe = pcol[a]
-            while pe >= 0 and e_token[pe] != token and a not in listed:
-                e_needs[pe] = vsize[a]
-                e_excl[pe] = False
+            nd, x = units, bool(excl)
+            while True:
+                e_needs[pe] = nd
+                e_excl[pe] = x
                 e_token[pe] = token
                 marked.append(pe)
                 a = src[pe]
@@ -620,7 +609,11 @@ class UpdateStage:
                     by[a] = [pe]
                 else:
                     lst.append(pe)
+                # then the path from the root down to the subgraph, shared
                 pe = pcol[a]
+                if pe < 0 or e_token[pe] == token or a in listed:
+                    break
+                nd, x = vsize[a], False
         root_items = [(u, x) for v, u, x in items if v == root]
         needs, excl = root_items[0] if root_items else (1, False)
         self.v_rt_edges[dom] = (needs, excl, token)

@@ -160,7 +160,11 @@ class Traverser(
         self.fresh = True
         #: subtrees replayed so far: [in select, in update]
         self.fresh_stats = [0, 0]
+        #: of the select replays, those of subtrees that are not fresh but clear over the window
+        self.fresh_clear = 0
         self._fsel: dict[tuple, Any] | None = None
+        #: request signatures of the current select pass: id(request list) -> (list, signature)
+        self._fsigs: dict[int, tuple[Any, tuple]] = {}
         self._fupd: dict[tuple, Any] | None = None
         self._ftries: dict[tuple, int] = {}
         self._futries: dict[tuple, int] = {}

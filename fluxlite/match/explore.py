@@ -259,6 +259,7 @@ class ExploreStage:
         misses = 0 if (whole and dfv and self.shortcuts and len(keys) >= self._SKIP_MIN) else -1
         alive: list[bool] | None = None
         apos: dict[int, int] = {}
+        counted = False
         for _w, _uq, e in keys:
             if ess[e] != ss:
                 continue
@@ -268,14 +269,18 @@ class ExploreStage:
             if alive is not None:
                 i = apos.get(tgt)
                 if i is not None and not alive[i]:
+                    if counted:
+                        self.preorder += 1
                     continue
             elif misses > 2:
                 misses = -1
                 got = self._dynamic_alive(meta, u, ss, resources)
                 if got is not None:
-                    apos, alive = got
+                    apos, alive, counted = got
                     i = apos.get(tgt)
                     if i is not None and not alive[i]:
+                        if counted:
+                            self.preorder += 1
                         continue
             t = vt[tgt]
             if t in sat_types:

@@ -29,10 +29,18 @@ same thing up to vertex and edge ids.  This module owns that shortcut:
   the job's id, window and span ids), aggregate spans, epochs, the first
   policy's child order, the per-job vertex index and the output lines (one
   string per twin);
+- *clear over the window* (select only): a subtree that jobs used or will
+  use, but whose vertices' spans, exclusive windows and aggregates show
+  nothing during the match's window, every vertex up (and, for an
+  allocation now, none allocated), is walked by select exactly as a fresh
+  twin, so select templates are replayed there too (see
+  ``_window_clear``); the update walk still walks it plainly;
 - the library: templates are kept across matches, keyed by what the walks
-  read besides the subtree -- for select the request tree (held, so its
-  identity is not reused), pristine/exclusive flags, start time, duration,
-  allocation kind, root and pruning types; for update the marks' context
+  read besides the subtree -- for select the request's signature (its
+  structure and pruning counts: jobspecs that differ only in duration share
+  templates), pristine/exclusive flags, allocation kind, root and pruning
+  types, not the window (a fresh or clear subtree reads it only in the
+  aggregates' range checks, checked on each replay); for update the marks' context
   (needs, exclusivity, level), allocation kind, exclusive and pruning
   types -- with a
   few templates per key (a node's sockets are not twins of each other;
@@ -51,12 +59,13 @@ C-level slice operations plus O(internal vertices) in Python.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
 
 from fluxlite.graph import UP
-from fluxlite.match._common import JobMeta, _Shared
+from fluxlite.match._common import AT_ALLOC, JobMeta, _request_sig, _Shared
 from fluxlite.match._scoring import MATCH_MET, Dfu
 from fluxlite.writers.simple import SimpleWriter
 
@@ -138,6 +147,7 @@ class _Shape:
         "internal",
         "kid_pats",
         "kids",
+        "leafy",
         "m",
         "n",
         "sizes",
@@ -161,6 +171,12 @@ class _Shape:
         self.kid_pats = [(i, _pattern(erel)) for i, erel in self.kids]
         #: the target of every inner edge, relative to a
         self.dst_rel = _pattern([v - a for v in g.e_dst[e0 : e0 + n - 1]])
+        #: (position, type) of each inner vertex whose children are all leaves of one type
+        self.leafy = []
+        for i in self.internal:
+            kt = {g.v_type[g.e_dst[e]] for e in col[a + i]}
+            if len(kt) == 1 and not any(col[g.e_dst[e]] for e in col[a + i]):
+                self.leafy.append((i, kt.pop()))
         self.uniq_rel = _pattern(self.uniq_rel)
 
 
@@ -364,18 +380,104 @@ class FreshStage:
             tmpls[key] = _NOPE
 
     # ------------------------------------------------------------ select
-    def _sel_clean(self, shape: _Shape, b: int, e0: int) -> bool:
-        """Fresh, and no edge of the subtree marked by this select pass yet."""
-        return self.token not in self.e_token[e0 : e0 + shape.m] and self._fresh_state(shape, b)
+    def _sel_clean(self, meta: JobMeta, shape: _Shape, b: int, e0: int, used: bool) -> int:
+        """No edge of the subtree marked by this select pass yet, and its state: 1 fresh, 2 clear
+        over the match's window (see :meth:`_window_clear`), 0 neither or a window the subtree's
+        aggregates cannot hold (``used``: a job holds ``b``'s subtree, so it is not fresh)."""
+        if self.token in self.e_token[e0 : e0 + shape.m] or meta.duration < 1:
+            return 0
+        if not used and self._fresh_state(shape, b):
+            return 1 if self._window_clear(meta, shape, b, True) else 0
+        return 2 if self._window_clear(meta, shape, b, False) else 0
+
+    def _window_clear(self, meta: JobMeta, shape: _Shape, b: int, fresh: bool) -> bool:
+        """Does every test of the select walk in ``b``'s subtree answer as on a fresh twin, whatever
+        the window?  (``fresh``: ``b``'s subtree is fresh; only the aggregates' ends are checked.)
+
+        The walk in a fresh subtree reads the window only in the aggregate
+        prunes, whose range checks pass when the window ends by each
+        aggregate's plan end (``duration`` >= 1 is checked by the caller), so
+        its templates are kept independently of the window.  A subtree that
+        jobs used or will use, but not during the match's window ``[at, at +
+        duration)``, walks as a fresh one when: every vertex is up; no span
+        of a vertex (``vspans``) or exclusive window (``xspans``) meets the
+        window, so each free count is the vertex's size and no exclusivity
+        test fails; for an allocation now, no vertex is allocated
+        (``allocs``); and each aggregate of an inner vertex has all its units
+        free at every point the window sees, so each prune answers as an
+        empty planner's.  Those are all the per-vertex states the select walk
+        reads (tags, reservations and job spans only the update walk reads).
+        Such a subtree is not fresh for the update walk (``_fok`` is not
+        set).  O(subtree) in the worst case; the subtree root's aggregate
+        (checked first) rules out a busy subtree in O(log spans).
+        """
+        at = meta.at
+        end = at + meta.duration
+        sub = self.subplan.get(self.dom)
+        if sub is not None:
+            for i in shape.internal:  # preorder: the root first
+                p = sub[b + i]
+                if p is None:
+                    continue
+                for pl in p._planners:
+                    if end > pl._end:
+                        return False
+                    times = pl._times
+                    if times is None:
+                        continue
+                    k = bisect_right(times, at) - 1
+                    # k < 0: Fluxion's planner passes a window before its first point
+                    if k >= 0 and min(pl._rem[k : bisect_left(times, end, k)]) < pl._total:
+                        return False
+        if fresh:
+            return True
+        n = shape.n
+        hi = b + n
+        if self.g.v_status[b:hi].count(UP) != n:
+            return False
+        if meta.alloc_type == AT_ALLOC and any(self.allocs[b:hi]):
+            return False
+        for col in (self.vspans, self.xspans):
+            sl = col[b:hi]
+            if sl.count(None) == n:
+                continue
+            seen = None  # the leaves of one job share their dicts, side by side
+            for sp in sl:
+                if sp is None or sp is seen:
+                    continue
+                for iv in sp.values():
+                    if iv[0] < end and iv[1] > at:
+                        return False
+                seen = sp
+        return True
 
     def _fresh_dfv(
         self, meta: JobMeta, u: int, resources: Sequence[Any], pristine: bool, excl: bool, to_parent: Dfu
     ) -> tuple[int, bool] | None:
         """``_dom_dfv`` of ``u`` from a template (or recording one); None: take the plain walk."""
         g = self.g
-        if self.tags[u] is not None or not g.out[self.dom][u]:
-            return None  # a job uses u or something below it (cheap test before any other)
-        key = (id(resources), pristine, excl)
+        if not g.out[self.dom][u]:
+            return None
+        used = self.tags[u] is not None  # a job uses u or something below it: not fresh
+        if used:
+            # a busy subtree's own aggregate usually rules it out (the first test of _window_clear)
+            sub = self.subplan.get(self.dom)
+            p = sub[u] if sub is not None else None
+            if p is not None:
+                at, end = meta.at, meta.at + meta.duration
+                for pl in p._planners:
+                    times = pl._times
+                    if (
+                        times is not None
+                        and (k := bisect_right(times, at) - 1) >= 0
+                        and min(pl._rem[k : bisect_left(times, end, k)]) < pl._total
+                    ):
+                        return None
+        # templates are shared by requests alike (jobspecs that differ only in their duration)
+        sig = self._fsigs.get(id(resources))
+        if sig is None or sig[0] is not resources:
+            sig = self._fsigs[id(resources)] = (resources, _request_sig(resources, self._ud))
+        key = (sig[1], pristine, excl)
         tms = self._fsel.get(key)
         if tms is _NOPE:
             return None
@@ -383,12 +485,13 @@ class FreshStage:
             twins, e0 = self._fresh_twins(tms, u)
             if twins:
                 shape = twins[0].shape
-                if not self._sel_clean(shape, u, e0):
+                state = self._sel_clean(meta, shape, u, e0, used)
+                if not state:
                     return None
                 weights = self.e_weight[e0 : e0 + shape.m]
                 for tm in twins:
                     if tm.weights == weights:
-                        return self._sel_replay(tm, u, e0, to_parent)
+                        return self._sel_replay(tm, u, e0, to_parent, state == 1)
             if len(tms) >= _TMPLS_MAX:
                 return None
         t = g.v_type[u]
@@ -398,11 +501,12 @@ class FreshStage:
         if got is None:
             return None
         shape, e0 = got
-        if not self._sel_clean(shape, u, e0) or any(
-            g.v_type[u + i] in self.factors for i in range(1, shape.n)
-        ):
+        if self.factors and any(g.v_type[u + i] in self.factors for i in range(1, shape.n)):
             return None
-        return self._sel_record(meta, u, resources, pristine, excl, to_parent, key, shape, e0)
+        state = self._sel_clean(meta, shape, u, e0, used)
+        if not state:
+            return None
+        return self._sel_record(meta, u, resources, pristine, excl, to_parent, key, shape, e0, state == 1)
 
     def _sel_record(
         self,
@@ -415,6 +519,7 @@ class FreshStage:
         key: tuple,
         shape: _Shape,
         e0: int,
+        fresh: bool = True,
     ) -> tuple[int, bool]:
         marked = self._marked
         m0, pre0, post0, ml0 = len(marked), self.preorder, self.postorder, self.multilevel
@@ -441,7 +546,7 @@ class FreshStage:
             self._fresh_failed(self._fsel, self._ftries, key)
             return rc, x_in
         tm = _SelTmpl()
-        tm.resources = resources  # held: the key's id(resources) cannot be reused while tm lives
+        tm.resources = resources
         tm.shape = shape
         tm.weights = weights
         tm.pre = self.preorder - pre0
@@ -465,10 +570,13 @@ class FreshStage:
         tm.mruns = runs
         tm.morder = _runs([e - e0 for e in new])
         self._fresh_keep(self._fsel, self._ftries, key, tm)
-        self._fok.add(u)
+        if fresh:
+            self._fok.add(u)
         return rc, x_in
 
-    def _sel_replay(self, tm: _SelTmpl, u: int, e0: int, to_parent: Dfu) -> tuple[int, bool] | None:
+    def _sel_replay(
+        self, tm: _SelTmpl, u: int, e0: int, to_parent: Dfu, fresh: bool = True
+    ) -> tuple[int, bool] | None:
         g = self.g
         vid = g.v_id[u]
         if tm.factor:
@@ -490,10 +598,24 @@ class FreshStage:
         ext = self._marked.extend
         for lo, hi, step in tm.morder:
             ext(range(e0 + lo, e0 + hi, step))
-        self._fok.add(u)
         to_parent.avail = tm.avail
         to_parent.overall_score = tm.score_off + self.multilevel + vid
-        self._fhint.add(g.v_type[u])
+        if tm.shape.leafy:
+            # what the walk's leaf test would have cached: the update walk reads it to
+            # record runs of leaves inline (see _leaf_kids_of)
+            if self._kids_version != g.version:
+                self._kids_cache.clear()
+                self._child_types.clear()
+                self._leaf_kids.clear()
+                self._kids_version = g.version
+            lk = self._leaf_kids
+            for i, t in tm.shape.leafy:
+                lk[u + i] = t
+        if fresh:  # the update walk may replay its own template here (see _upd_clean)
+            self._fok.add(u)
+            self._fhint.add(g.v_type[u])
+        else:
+            self.fresh_clear += 1
         self.fresh_stats[0] += 1
         return 0, tm.x_in
 

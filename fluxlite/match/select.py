@@ -258,11 +258,13 @@ class SelectStage:
         dfu = Dfu()
         self._select_root = root
         self._fok, self._fok_token = set(), self.token
+        self._fsigs = {}
         if self._fresh_ready(meta, resources):
             primed = self._primed_reqs.get(id(resources))
             if primed is not None and primed[0] is resources:
                 # an immutable request tree (see _primed): its templates are kept for later matches
-                ctx = ("select", meta.at, meta.duration, meta.alloc_type, root, len(self.prune.total))
+                # the window is not in the key: see FreshStage._window_clear
+                ctx = ("select", meta.alloc_type, root, len(self.prune.total))
                 self._fsel, self._ftries = self._fresh_lib(ctx)
             else:
                 self._fresh_sync()

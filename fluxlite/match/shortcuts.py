@@ -147,24 +147,34 @@ class ShortcutsStage:
 
     def _dynamic_alive(
         self, meta: JobMeta, u: int, ss: str, resources: Sequence[Any]
-    ) -> tuple[dict[int, int], list[bool]] | None:
-        """(child -> position, alive flags) for the children of ``u`` if they are of one requested type."""
+    ) -> tuple[dict[int, int], list[bool], bool] | None:
+        """(child -> position, alive flags, count skips) for the children of ``u`` if they are of one
+        requested type, or below a lone slot (then each child passed over counts as the visit the plain
+        walk makes to prune it, so the visit counts stay the plain walk's)."""
         kids = self._kids_by_type(u, ss)
         if len(kids) != 1:
             return None
         (kt,) = kids
         rs = [r for r in resources if r.type == kt]
-        if len(rs) != 1 or any(r.type in ("slot", "xor_slot") for r in resources):
+        if not rs and len(resources) == 1 and resources[0].type == "slot":
+            # a lone slot above the children (T8: a socket anywhere): _prune tests every child,
+            # whatever its type, against the slot's aggregate counts (_by_subplan), and _test
+            # adds no message for a lone request, so a child ruled out here fails there
+            rs = [resources[0]]
+            counted = True
+        elif len(rs) != 1 or any(r.type in ("slot", "xor_slot") for r in resources):
             # a slot sibling of the request: _test refuses every child of that type with
             # "siblings in jobspec request same resource type", once per child visited, so
             # the plain walk's message depends on visiting every child
             return None
+        else:
+            counted = False
         eids = kids[kt][0]
         mask = self._alive_mask(meta, u, ss, rs[0], kt, eids)
         if mask is None:
             return None
         pos = self._skip[(u, ss, kt)][0]
-        return pos, mask.tolist()
+        return pos, mask.tolist(), counted
 
     def _subtree_ranges(
         self, u: int, ss: str, kid_type: str, types: frozenset[str]

@@ -72,6 +72,8 @@ class _NullWriter:
 
     emit_exclusive_subtrees = True
     emits_edges = False
+    #: the update walk may skip its calls to emit_vtx
+    emits_nothing = True
 
     def emit_vtx(self, *args: Any, **kwargs: Any) -> None:
         pass

@@ -28,6 +28,7 @@ class ReleaseStage:
         self.postorder = 0
         self._reset_color()
         self._drop_memo = {}
+        self._kids_memo: dict[tuple[int, ...], tuple[tuple, tuple]] = {}
         tg = self.tags[root]
         try:
             if tg is not None and jobid in tg:
@@ -36,6 +37,7 @@ class ReleaseStage:
                 rc = self._mod_exv(jobid)
         finally:
             self._drop_memo = {}  # drops the old dicts it kept alive
+            self._kids_memo = {}
         self.total_preorder = self.preorder
         self.total_postorder = self.postorder
         self.job_vertices(jobid)  # compacts (drops) the job's index entry
@@ -50,13 +52,21 @@ class ReleaseStage:
         ep[u] = ep.get(u, 0) + 1
         if self._ep_log is not None:
             self._ep_log.append(u)
-        _drop(self.tags, u, jobid, self._drop_memo)
+        if type(tg) is dict and len(tg) > 1:  # _drop's case of a vertex's own dict, inlined
+            del tg[jobid]
+        else:
+            _drop(self.tags, u, jobid, self._drop_memo)
         xs = self.xspans[u]
         if xs is None or jobid not in xs:
             self.err_msg += "rem_exclusive_filter: jobid isn't found in x_spans table.\n "
             return -1
-        _drop(self.xspans, u, jobid, self._drop_memo)
-        self._drop_job_aggregate(u, jobid)
+        if type(xs) is dict and len(xs) > 1:
+            del xs[jobid]
+        else:
+            _drop(self.xspans, u, jobid, self._drop_memo)
+        j2s = self.job2span.get(self.dom)
+        if j2s is not None and j2s[u] is not None:
+            self._drop_job_aggregate(u, jobid)
         self._rem_plan(u, jobid)
         dom = self.dom
         rc = 0
@@ -82,7 +92,10 @@ class ReleaseStage:
         Such a leaf (no children in the dominant subsystem, no aggregate) ends exactly as the
         recursive call would leave it -- its tag, window and own span gone --
         without the calls: cancel costs O(job's vertices) with a small
-        constant.
+        constant.  Leaves other jobs hold too are cleared inline when they hold
+        the same five shared dicts as a leaf cleared before in this release
+        walk (under any vertex: the cores of the nodes of one job).  With
+        ``batched`` False every such leaf takes the call (tests compare).
         """
         g = self.g
         col = g.out[self.dom]
@@ -96,8 +109,10 @@ class ReleaseStage:
         # The leaves of one allocation share their four dicts (see UpdateStage._upd_dfv):
         # a leaf holding exactly the dicts the previous leaf was cleared of ends the same way.
         last = None
-        #: (the five dicts a leaf held, what _mod_dfv left it): see below
-        shared: tuple[tuple, tuple] | None = None
+        #: the five dicts' ids a leaf held -> (those dicts, what _mod_dfv left it): see below
+        kmemo = self._kids_memo if self.batched else None
+        prev: tuple[tuple, tuple] | None = None
+        log = self._ep_log
         for e in out:
             v = dst[e]
             if col[v]:
@@ -108,7 +123,8 @@ class ReleaseStage:
                 pre += 1
                 continue
             xs = xspans[v]
-            if last is not None and tg is last[0] and xs is last[1] and not (j2s is not None and j2s[v]):
+            plain = j2s is None or not j2s[v]
+            if last is not None and tg is last[0] and xs is last[1] and plain:
                 table = last[2]
                 if (
                     table[v] is last[3]
@@ -120,29 +136,46 @@ class ReleaseStage:
                     ep[v] = ep.get(v, 0) + 1
                     tags[v] = xspans[v] = table[v] = vspans[v] = None
                     continue
-            if len(tg) != 1 or xs is None or len(xs) != 1 or jobid not in xs or (j2s is not None and j2s[v]):
+            if len(tg) != 1 or xs is None or len(xs) != 1 or jobid not in xs or not plain:
                 # a leaf other jobs hold too: the leaves of one allocation share their dicts
                 # (_Shared, never changed in place), and _drop's memo gives each shared dict one
-                # successor per walk, so a leaf holding the same five dicts as the leaf before it
-                # ends with that leaf's new dicts (what _mod_dfv would give it, without the calls)
-                olds = (tg, xs, allocs[v], resvs[v], vspans[v])
-                if (
-                    shared is not None
-                    and all(a is b for a, b in zip(shared[0], olds, strict=True))
-                    and not (j2s is not None and j2s[v])
-                ):
+                # successor per walk, so a leaf holding the same five dicts as a leaf cleared
+                # before ends with that leaf's new dicts (what _mod_dfv would give it, without
+                # the calls); the memo keeps the old dicts alive, so their ids are theirs
+                if kmemo is None or not plain:
+                    rc += self._mod_dfv(v, jobid)
+                    continue
+                al, rs, vs = allocs[v], resvs[v], vspans[v]
+                if prev is not None and tg is prev[0][0] and xs is prev[0][1] and al is prev[0][2] and rs is prev[0][3] and vs is prev[0][4]:
+                    got = prev  # the same dicts as the leaf just before (no key to build)
+                else:
+                    got = kmemo.get((id(tg), id(xs), id(al), id(rs), id(vs)))
+                if got is not None:
+                    prev = got
                     ep[v] = ep.get(v, 0) + 1
-                    if self._ep_log is not None:
-                        self._ep_log.append(v)
-                    tags[v], xspans[v], allocs[v], resvs[v], vspans[v] = shared[1]
+                    if log is not None:
+                        log.append(v)
+                    tags[v], xspans[v], allocs[v], resvs[v], vspans[v] = got[1]
                     pre += 1
                     post += 1
                     continue
                 r = self._mod_dfv(v, jobid)
                 rc += r
-                shared = None
-                if r == 0 and all(d is None or type(d) is _Shared for d in olds):
-                    shared = (olds, (tags[v], xspans[v], allocs[v], resvs[v], vspans[v]))
+                if (
+                    r == 0
+                    and type(tg) is _Shared
+                    and type(xs) is _Shared
+                    and (al is None or type(al) is _Shared)
+                    and (rs is None or type(rs) is _Shared)
+                    and (vs is None or type(vs) is _Shared)
+                ):
+                    prev = kmemo[(id(tg), id(xs), id(al), id(rs), id(vs))] = (
+                        (tg, xs, al, rs, vs),
+                        (tags[v], xspans[v], allocs[v], resvs[v], vspans[v]),
+                    )
+                continue
+            if kmemo is None:
+                rc += self._mod_dfv(v, jobid)
                 continue
             pre += 1
             ep[v] = ep.get(v, 0) + 1
@@ -177,10 +210,14 @@ class ReleaseStage:
         for table in (self.allocs, self.resvs):
             d = table[u]
             if d is not None and jobid in d:
-                sid = _drop(table, u, jobid, self._drop_memo)
+                # _drop, with its case of a vertex's own dict inlined
+                sid = d.pop(jobid) if type(d) is dict and len(d) > 1 else _drop(table, u, jobid, self._drop_memo)
                 sp = self.vspans[u]
                 if sp is not None and sid in sp:
-                    start, end, amount = _drop(self.vspans, u, sid, self._drop_memo)
+                    if type(sp) is dict and len(sp) > 1:
+                        start, end, amount = sp.pop(sid)
+                    else:
+                        start, end, amount = _drop(self.vspans, u, sid, self._drop_memo)
                     return amount, start, end
                 return None
         return None

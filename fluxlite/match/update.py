@@ -34,12 +34,32 @@ class UpdateStage:
     def _level(self) -> str:
         return "      " + "---" * self.trav_level
 
+    #: ``update_allocate`` records the listed vertices directly (:meth:`_update_items`) where
+    #: that path applies; False always walks the graph as a match's update does -- the same
+    #: state and output, slower (tests compare the two after every step)
+    batched = True
+
     def update(self, root: int, writer: Any, meta: JobMeta) -> int:
         rt = self.v_rt_edges.get(self.dom)
         if rt is None or rt[2] != self.token:
             self.err_msg += "update: resource state wasn't properly set up for update.\n"
             return -1
         needs, excl, _tok = rt
+        self._update_begin(meta)
+        emit_shadow = self.g.v_type[root] in self.exclusive_types
+        if self._fresh_upd_ready(writer):
+            self._fupd, self._futries = self._fresh_lib(
+                ("update", meta.alloc_type, frozenset(self.exclusive_types), len(self.prune.total))
+            )
+        try:
+            n = self._upd_dfv_plain(root, writer, needs, excl, meta, True, {}, emit_shadow)
+        finally:
+            self._fupd = None
+            self._fhint = set()
+        return self._update_end(writer, meta, n)
+
+    def _update_begin(self, meta: JobMeta) -> None:
+        """Reset the per-walk state of an update walk for job ``meta.jobid``."""
         self._marked_by = None
         self._marked_asked = False
         self._reset_color()
@@ -52,17 +72,10 @@ class UpdateStage:
         self._jv = jv
         self._span_seq += 1
         self._leaf_sid = self._span_seq
-        emit_shadow = self.g.v_type[root] in self.exclusive_types
         self.trav_level = 0
-        if self._fresh_upd_ready(writer):
-            self._fupd, self._futries = self._fresh_lib(
-                ("update", meta.alloc_type, frozenset(self.exclusive_types), len(self.prune.total))
-            )
-        try:
-            n = self._upd_dfv_plain(root, writer, needs, excl, meta, True, {}, emit_shadow)
-        finally:
-            self._fupd = None
-            self._fhint = set()
+
+    def _update_end(self, writer: Any, meta: JobMeta, n: int) -> int:
+        """Finish an update walk that recorded ``n`` plans: the times and attributes, or the error."""
         if n == 0:
             # Fluxion reports nothing here and prints the job as allocated;
             # say what went wrong instead.
@@ -394,12 +407,17 @@ class UpdateStage:
         at, end = meta.at, meta.at + meta.duration
         record = full and meta.alloc_type != AT_SATISFIABILITY
         vspans, tags, xspans = self.vspans, self.tags, self.xspans
-        olds = (vspans[v], table[v], tags[v], xspans[v])
-        if all(d is None or type(d) is _Shared for d in olds):
+        olds = o0, o1, o2, o3 = (vspans[v], table[v], tags[v], xspans[v])
+        if (
+            (o0 is None or type(o0) is _Shared)
+            and (o1 is None or type(o1) is _Shared)
+            and (o2 is None or type(o2) is _Shared)
+            and (o3 is None or type(o3) is _Shared)
+        ):
             # Leaves whose dicts are all shared (or empty) hold the same state, so they
             # take the same new dicts: made once per state and update walk, shared again.
             # The key's dicts are kept alive in the memo, so their ids stay theirs.
-            key = (id(olds[0]), id(olds[1]), id(olds[2]), id(olds[3]), needs, record)
+            key = (id(o0), id(o1), id(o2), id(o3), needs, record)
             got = self._leaf_ext.get(key)
             if got is None:
                 nv, nt = olds[0], olds[1]
@@ -474,18 +492,33 @@ class UpdateStage:
                 table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
                 _own(table, u)[jobid] = sid
         if n > 0:
-            _own(self.tags, u)[jobid] = jobid
+            # _own inlined (a vertex above the leaves usually has its own dicts already)
+            tags = self.tags
+            d = tags[u]
+            if d is None:
+                tags[u] = {jobid: jobid}
+            else:
+                if type(d) is _Shared:
+                    d = tags[u] = dict(d)
+                d[jobid] = jobid
             self._jv_add(u)
-            xs = _own(self.xspans, u)
-            old = xs.get(jobid)
-            if old is None:
-                xs[jobid] = (at, end)
-            else:  # a grow: the job already uses this vertex
-                xs[jobid] = (min(old[0], at), max(old[1], end))
-            col = self.subplan.get(ss)
-            p = col[u] if col is not None else None
-            if p is not None and acc:
-                self._add_job_span(ss, u, p, jobid, at, meta.duration, acc)
+            xspans = self.xspans
+            xs = xspans[u]
+            if xs is None:
+                xspans[u] = {jobid: (at, end)}
+            else:
+                if type(xs) is _Shared:
+                    xs = xspans[u] = dict(xs)
+                old = xs.get(jobid)
+                if old is None:
+                    xs[jobid] = (at, end)
+                else:  # a grow: the job already uses this vertex
+                    xs[jobid] = (min(old[0], at), max(old[1], end))
+            if acc:
+                col = self.subplan.get(ss)
+                p = col[u] if col is not None else None
+                if p is not None:
+                    self._add_job_span(ss, u, p, jobid, at, meta.duration, acc)
             # _accum_if inlined: the vertex's own units, then what its subtree gave
             total = self.prune.total
             t = g.v_type[u]
@@ -556,31 +589,204 @@ class UpdateStage:
         root = g.roots[dom]
         pcol = g.parent_edge[dom]
         listed = {v for v, _, _ in items}
+        e_needs, e_excl, e_token, marked = self.e_needs, self.e_excl, self.e_token, self._marked
+        src, vsize = g.e_src, g.v_size
+        #: the marked edges by source vertex (what the direct path walks)
+        by: dict[int, list[int]] = {}
         for v, units, excl in items:
             pe = pcol[v]
             if pe < 0:
                 continue
-            self.e_needs[pe] = units
-            self.e_excl[pe] = bool(excl)
-            self.e_token[pe] = token
-            self._marked.append(pe)
-            # the path from the root down to the subgraph, shared
-            a = g.e_src[pe]
-            pe = pcol[a]
-            while pe >= 0 and self.e_token[pe] != token and a not in listed:
-                self.e_needs[pe] = g.v_size[a]
-                self.e_excl[pe] = False
-                self.e_token[pe] = token
-                self._marked.append(pe)
-                a = g.e_src[pe]
+            nd, x = units, bool(excl)
+            while True:
+                e_needs[pe] = nd
+                e_excl[pe] = x
+                e_token[pe] = token
+                marked.append(pe)
+                a = src[pe]
+                lst = by.get(a)
+                if lst is None:
+                    by[a] = [pe]
+                else:
+                    lst.append(pe)
+                # then the path from the root down to the subgraph, shared
                 pe = pcol[a]
+                if pe < 0 or e_token[pe] == token or a in listed:
+                    break
+                nd, x = vsize[a], False
         root_items = [(u, x) for v, u, x in items if v == root]
         needs, excl = root_items[0] if root_items else (1, False)
         self.v_rt_edges[dom] = (needs, excl, token)
         meta = JobMeta(
             jobid=jobid, at=at, now=at, duration=duration, alloc_type=AT_RESERVE if reserve else AT_ALLOC
         )
+        if self.batched and len(listed) == len(items):
+            rc = self._update_items(root, writer, meta, by)
+            if rc is not None:
+                return rc
         return self.update(root, writer, meta)
+
+    def _update_items(self, root: int, writer: Any, meta: JobMeta, by: dict[int, list[int]]) -> int | None:
+        """:meth:`update` of the edges ``update_allocate`` marked, walked from the marks, not the graph.
+
+        The walk over the graph visits each marked vertex's out-edges and tests
+        every child; this one visits exactly the marked edges, grouped by
+        source in the walk's order (sibling order), and records each leaf
+        inline: the leaves of one vertex that hold the same shared dicts (the
+        cores of a node other jobs also use over other windows) take the same
+        new dicts without a call each.  Each internal vertex's own span, tag,
+        window and aggregate span are recorded by :meth:`_upd_sched`, once per
+        vertex with the summed counts of its subtree, as in the walk.  The
+        state, the span ids and the output are the walk's.
+
+        Below a vertex of an exclusive type (a node under a node-exclusive
+        policy) every child is taken whole, marked or not, as in the walk.
+        ``by`` holds the marked edges by source vertex (``update_allocate``
+        groups them as it marks; each vertex listed once).  Returns None,
+        having changed nothing, off the case it covers: a writer that emits
+        edges or hides exclusive subtrees, or a walk that would replay
+        fresh-subtree templates.  O(marked edges + taken subtrees + depth).
+        """
+        if writer.emits_edges or not writer.emit_exclusive_subtrees or self._fresh_upd_ready(writer):
+            return None
+        g = self.g
+        seq = g.e_seq.__getitem__
+        for lst in by.values():
+            if len(lst) > 1:
+                lst.sort(key=seq)
+        needs, excl, _tok = self.v_rt_edges[self.dom]
+        self._update_begin(meta)
+        quiet = getattr(writer, "emits_nothing", False)
+        record = meta.alloc_type != AT_SATISFIABILITY
+        dom = self.dom
+        # what every vertex of the walk reads, gathered once (the containment subsystem's
+        # children first: the leaf test reads the others only for a vertex without any)
+        outs = [g.out[dom], *(col for ss, col in g.out.items() if ss != dom)]
+        ctx = (
+            writer,
+            meta,
+            by,
+            None if quiet else writer.emit_vtx,
+            outs,
+            record,
+            self.allocs if meta.alloc_type == AT_ALLOC else self.resvs,
+        )
+        shadow = g.v_type[root] in self.exclusive_types
+        n = self._upd_items_dfv(root, needs, excl, {}, False, shadow, ctx)
+        self._fhint = set()
+        return self._update_end(writer, meta, n)
+
+    def _upd_items_dfv(
+        self,
+        u: int,
+        needs: int,
+        excl: bool,
+        to_parent: dict[str, int],
+        excl_parent: bool,
+        shadow: bool,
+        ctx: tuple,
+    ) -> int:
+        """:meth:`_upd_dfv_plain` of ``u`` over its marked out-edges (see :meth:`_update_items`)."""
+        writer, meta, by, emit, outs, record, table = ctx
+        g = self.g
+        ep = self._epoch
+        ep[u] = ep.get(u, 0) + 1
+        if self._ep_log is not None:
+            self._ep_log.append(u)
+        self.trav_level += 1
+        prefix = self._levels[self.trav_level + 1]
+        dst, vt, vsize = g.e_dst, g.v_type, g.v_size
+        xtypes = self.exclusive_types
+        # taken whole (an exclusive type, or below one): every child, all its units, exclusively
+        mod = shadow or vt[u] in xtypes
+        excl = excl or mod
+        dcol = outs[0]
+        acc: dict[str, int] = {}
+        n_plans = 0
+        leaf_t: str | None = None
+        leaf_units = 0
+        # the four new dicts of the last leaf recorded inline, and the four it held
+        new4: tuple | None = None
+        old4: tuple = ()
+        last_nd = -1
+        kids = dcol[u] if mod else by.get(u, ())
+        e_excl, e_needs = self.e_excl, self.e_needs
+        for e in kids:
+            tgt = dst[e]
+            if mod:
+                x = True
+                nd = vsize[tgt]
+            else:
+                x = e_excl[e]
+                nd = e_needs[e]
+            leaf = True
+            for col in outs:
+                if col[tgt]:
+                    leaf = False
+                    break
+            if not leaf:
+                sub = self._upd_items_dfv(tgt, nd, x, acc, excl, mod, ctx)
+                if sub > 0:
+                    if self.stop_on_k:
+                        self._upd_by_outedges(self.dom, meta, u, e)
+                    n_plans += sub
+                continue
+            if not (x or vt[tgt] in xtypes):
+                continue
+            vspans, tags, xspans = self.vspans, self.tags, self.xspans
+            o0, o1, o2, o3 = vspans[tgt], table[tgt], tags[tgt], xspans[tgt]
+            if new4 is None or nd != last_nd or o0 is not old4[0] or o1 is not old4[1] or o2 is not old4[2] or o3 is not old4[3]:
+                if o0 is None and o1 is None and o2 is None and o3 is None:
+                    got = self._leaf_shared.get(nd)
+                    if got is None:
+                        got = self._new_leaf_shared(nd, meta)
+                elif (
+                    (o0 is None or type(o0) is _Shared)
+                    and (o1 is None or type(o1) is _Shared)
+                    and (o2 is None or type(o2) is _Shared)
+                    and (o3 is None or type(o3) is _Shared)
+                ):
+                    # _upd_leaf's memo, read here without the call (its dicts are alive: ids are theirs)
+                    got = self._leaf_ext.get((id(o0), id(o1), id(o2), id(o3), nd, record))
+                else:
+                    got = None
+                if got is None:
+                    self._upd_leaf(tgt, writer, nd, meta, True, acc, None if emit is None else prefix)
+                    n_plans += 1
+                    new4 = None
+                    continue
+                new4, old4, last_nd = got, (o0, o1, o2, o3), nd
+            if record:
+                vspans[tgt] = new4[0]
+                table[tgt] = new4[1]
+            tags[tgt] = new4[2]
+            xspans[tgt] = new4[3]
+            self._jv_add(tgt)
+            t = vt[tgt]
+            if t is leaf_t:
+                leaf_units += vsize[tgt]
+            elif t in self.prune.total:
+                if leaf_t is not None:
+                    acc[leaf_t] = acc.get(leaf_t, 0) + leaf_units
+                leaf_t = t
+                leaf_units = vsize[tgt]
+            if emit is not None:
+                emit(prefix, g, tgt, nd, None, True)
+            n_plans += 1
+        if len(dcol[u]) > 64:
+            # as the walk: which children of a wide vertex the job reached (see _upd_dfv_plain)
+            jobid = meta.jobid
+            key = (u, jobid)
+            have = None if mod else self._wide_kids.get(key, [])
+            if have is None:
+                self._wide_kids[key] = None
+            else:
+                tags = self.tags
+                have.extend(dst[e] for e in kids if tags[dst[e]] is not None and jobid in tags[dst[e]])
+                self._wide_kids[key] = have
+        if leaf_t is not None:
+            acc[leaf_t] = acc.get(leaf_t, 0) + leaf_units
+        return self._upd_sched(u, writer, self.dom, needs, excl, n_plans, meta, True, acc, to_parent, excl_parent)
 
     def _update_check(
         self, jobid: int, items: Sequence[tuple[int, int, bool]], at: int, duration: int

@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -62,6 +64,11 @@ class Instance:
         self.env = dict(os.environ)
         self.env["PATH"] = f"{Path(flux).parent}:{self.env.get('PATH', '')}"
         self.env.pop("FLUX_URI", None)
+        # `flux start` makes its rundir (a "start" socket) under TMPDIR and leaves it when its process
+        # group is signalled: give it a short private one (a socket path has ~100 bytes) removed in stop()
+        base = tempfile.gettempdir()
+        self._tmp = tempfile.mkdtemp(prefix="fluxlite-start-", dir=base if len(base) <= 40 else "/tmp")
+        self.env["TMPDIR"] = self._tmp
         if by_config:
             self.env["FLUX_MODPROBE_PATH_APPEND"] = str(self.loader.parent)
         uri = workdir / "uri"
@@ -115,3 +122,4 @@ class Instance:
                     os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
         self._out.close()
+        shutil.rmtree(self._tmp, ignore_errors=True)

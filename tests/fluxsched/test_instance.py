@@ -228,3 +228,27 @@ print(json.dumps(out))
     j = inst.submit("-n1", "true")
     assert "status=0" in inst.wait_event(j, "finish")
     assert json.loads(before)["running"] == 0
+
+
+def test_a_stopped_instance_leaves_nothing_in_the_temp_dir(tmp_path, monkeypatch):
+    """`flux start` makes its rundir under TMPDIR and left it behind (a /tmp/flux-XXXXXX with its
+    "start" socket) when the process group was signalled; the instance now gives it a private
+    directory and removes it on stop.  (A short temp dir: a rundir must stay under 96 bytes.)"""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    tmp = Path(tempfile.mkdtemp(prefix="fl-t-", dir="/tmp"))
+    try:
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+        monkeypatch.setenv("TMPDIR", str(tmp))
+        i = Instance(tmp_path / "w", size=1)
+        try:
+            assert i.flux("getattr", "size").stdout.strip() == "1"
+            made = list(tmp.iterdir())
+            assert [p.name[:15] for p in made] == ["fluxlite-start-"]  # flux's rundir is inside it
+        finally:
+            i.stop()
+        assert list(tmp.iterdir()) == []
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

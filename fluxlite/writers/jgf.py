@@ -259,13 +259,7 @@ class JgfWriter:
 
     def emit_edg(self, prefix: str, g: ResourceGraph, eid: int) -> None:
         """Append one edge."""
-        cache = g.jgf_ecache
-        got = cache.get(eid)
-        if got is None:
-            got = _edge_text(g, eid)
-            if len(cache) < _CACHE_MAX:
-                cache[eid] = got
-        self._e.append(got)
+        self._e.append(edge_json(g, eid))
 
     def emit_tm(self, start: int, end: int) -> None:
         """JGF carries no times."""

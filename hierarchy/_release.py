@@ -16,7 +16,7 @@ from typing import Any
 
 from fluxlite.api import Engine
 
-__all__ = ["node_vertices", "release_exact", "release_set", "vertices_held"]
+__all__ = ["node_vertices", "release_exact", "release_set", "release_vertices", "vertices_held"]
 
 
 def vertices_held(eng: Engine, jobid: int, vids: Iterable[int]) -> set[int]:
@@ -81,9 +81,14 @@ def release_exact(eng: Engine, jobid: int, vids: Iterable[int]) -> bool:
     The caller checked ownership.  Raises what the engine raises
     (StateError, UnknownJobError, CommandError); then nothing changed.
     """
+    return release_vertices(eng, jobid, release_set(eng, jobid, vids))
+
+
+def release_vertices(eng: Engine, jobid: int, vids: Iterable[int]) -> bool:
+    """Release exactly ``vids``, a :func:`release_set` answer; True if the job is gone.  As :func:`release_exact`."""
     g = eng.graph
     dom = eng.dom
-    want = set(release_set(eng, jobid, vids))
+    want = set(vids)
     if not want:
         return False
     tops = [v for v in want if g.parent(v, dom) not in want]

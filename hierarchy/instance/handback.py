@@ -25,7 +25,7 @@ from fluxlite.errors import (
 from fluxlite.readers import read_vertices
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, NotAuthorizedError
 from hierarchy._jgfsub import subgraph_jgf
-from hierarchy._release import node_vertices, release_exact, release_set, vertices_held
+from hierarchy._release import node_vertices, release_set, release_vertices, vertices_held
 from hierarchy.base import LevelTiming, ReleaseOutcome, ShrinkOutcome
 from hierarchy.instance import cloud
 from hierarchy.instance.core import InstanceCore, _now
@@ -128,7 +128,7 @@ class HandBackMixin(InstanceCore):
             self._preflight(vids, deadline)
             undo = self._items_of(jobid, vids) if self.parent is not None else []
             ta = _now()
-            gone = release_exact(self.engine, jobid, vids)
+            gone = release_vertices(self.engine, jobid, vids)  # vids is release_set's answer
             if gone:
                 self.jobs.pop(jobid, None)  # (requests forgotten below, once the answer is recorded)
             release_s = _now() - ta

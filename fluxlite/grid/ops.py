@@ -15,6 +15,7 @@ each leak job's processes (which core, or oversubscribed on which node).
 from __future__ import annotations
 
 import math
+import operator
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,17 @@ GRID_POLICIES = tuple(ALLOCATORS)
 #: a free row of the window table: a window that meets no interval
 _NEVER_S = np.iinfo(np.int64).max
 _NEVER_E = np.iinfo(np.int64).min
+
+#: the stamp of a node whose windows were never read (matches no dict)
+_UNREAD = object()
+
+
+def _getter(keys: Sequence[int]) -> Any:
+    """``col -> tuple(col[k] for k in keys)``, done by one :func:`operator.itemgetter` call."""
+    if len(keys) > 1:
+        return operator.itemgetter(*keys)
+    return lambda col: tuple(col[k] for k in keys)
+
 
 #: grow/shrink strategies (registered in fluxlite.match.policies.PLACEMENTS)
 LEAK_STRATEGIES = ("leak", "leak-noncontig")
@@ -318,7 +330,13 @@ class GridOps:
         # dict's length, a copy of the dict, and its jobs' rows; the rows (grid index, start, end;
         # a free row is (-1, _NEVER_S, _NEVER_E)) and the free rows
         self._cols: list[Any] | None = None
-        self._stamps: list[tuple[Any, int, int] | None] = [None] * gi.n
+        #: the stamps, one list per part, by grid index: the dict (held, so its id is not reused
+        #: while compared), the change counter (None: never bumped) and the length (-1: no dict)
+        self._st_xs: list[Any] = [_UNREAD] * gi.n
+        self._st_ep: list[int | None] = [None] * gi.n
+        self._st_len: list[int] = [-1] * gi.n
+        #: the nodes' vertices as one getter (a tuple of their entries in one C call)
+        self._node_get = _getter(gi.node_vid)
         self._copy: list[dict[int, Any]] = [{} for _ in range(gi.n)]
         self._rows: list[dict[int, int]] = [{} for _ in range(gi.n)]
         self._wi = np.full(64, -1, dtype=np.int64)
@@ -344,48 +362,74 @@ class GridOps:
         added for new jobs and freed for gone ones, and if any job's window changed the
         node's rows are all read again.  So the table is a cache checked against the
         engine at each call, never a second source of truth; the cost of a call is the
-        number of nodes plus the size of the changed nodes' dicts.
+        number of nodes plus the size of the changed nodes' dicts.  The stamps of all the
+        nodes are read and compared a part at a time, each in one C-level pass (a call that
+        finds no change does no Python work per node).
         """
         tr = self.eng.traverser
         xspans = tr.xspans
-        ep = tr._epoch
-        stamps = self._stamps
         if xspans is not self._cols:  # another traverser or column: read everything again
             self._cols = xspans
-            stamps[:] = [None] * len(stamps)
-            for i in range(len(stamps)):
+            n = len(self._st_xs)
+            self._st_xs = [_UNREAD] * n
+            self._st_ep = [None] * n
+            self._st_len = [-1] * n
+            for i in range(n):
                 self._drop_rows(i, list(self._rows[i]))
                 self._copy[i] = {}
             self._flat = None
-        for i, v in enumerate(self._node_vid):
-            xs = xspans[v]
-            st = stamps[i]
-            e = ep.get(v, 0)
-            if st is not None and st[0] is xs and st[1] == e and (xs is None or st[2] == len(xs)):
+        # the stamps of every node, each part read in one pass (C loops), compared as lists
+        xss = self._node_get(xspans)
+        eps = list(map(tr._epoch.get, self._node_vid))
+        lens = [len(x) if x is not None else -1 for x in xss]
+        old_xs, ep_old, len_old = self._st_xs, self._st_ep, self._st_len
+        if eps == self._st_ep and lens == self._st_len and all(map(operator.is_, xss, old_xs)):
+            return self._wi, self._ws, self._we
+        self._st_ep = eps
+        self._st_len = lens
+        self._st_xs = list(xss)
+        self._flat = None
+        for i in range(len(xss)):
+            xs = xss[i]
+            if xs is old_xs[i] and eps[i] == ep_old[i] and lens[i] == len_old[i]:
                 continue
-            # the stamp holds the dict itself: its id cannot be reused while it is compared
-            stamps[i] = (xs, e, len(xs) if xs is not None else 0)
-            self._flat = None
             old = self._copy[i]
             if not xs:
                 self._drop_rows(i, list(self._rows[i]))
                 old.clear()
                 continue
-            gone = old.keys() - xs.keys()
-            new = xs.keys() - old.keys()
-            if gone:
-                self._drop_rows(i, gone)
-                for j in gone:
+            if lens[i] == len(old) + 1:  # one job more? a new key is the dict's last
+                j = next(reversed(xs))
+                if j not in old:
+                    old[j] = xs[j]
+                    if old == xs:
+                        self._add_rows(i, (j,), old)
+                        continue
                     del old[j]
-            for j in new:
-                old[j] = xs[j]
-            if old != xs:  # a job's window on the node changed: read the node again
-                self._drop_rows(i, list(self._rows[i]))
-                old.clear()
-                old.update(xs)
-                new = set(old)
-            self._add_rows(i, new, old)
+            self._reread(i, xs, old)
         return self._wi, self._ws, self._we
+
+    def _reread(self, i: int, xs: dict[int, Any], old: dict[int, Any]) -> None:
+        """Node ``i``'s rows follow its windows ``xs``, given ``old``, the windows they hold now
+        (updated to ``xs``): the (job, window) pairs in one and not the other are the changes."""
+        try:
+            diff = xs.items() ^ old.items()
+        except TypeError:  # a window that cannot be hashed: every row of the node again
+            self._drop_rows(i, list(self._rows[i]))
+            old.clear()
+            old.update(xs)
+            self._add_rows(i, list(old), old)
+            return
+        missing = _UNREAD
+        gone = [j for j, w in diff if xs.get(j, missing) != w]  # gone, or the old window of a changed one
+        new = [j for j, w in diff if xs.get(j, missing) == w]  # new, or the new window of a changed one
+        if gone:
+            self._drop_rows(i, gone)
+            for j in gone:
+                del old[j]
+        for j in new:
+            old[j] = xs[j]
+        self._add_rows(i, new, old)
 
     def _drop_rows(self, i: int, jobs: Any) -> None:
         rows = self._rows[i]
@@ -477,8 +521,13 @@ class GridOps:
         policy: str | None = None,
         fmt: str | None = None,
         busy_error: bool = False,
+        nodes: list[int] | None = None,
     ) -> MatchResult:
-        """Reserve whole nodes at the earliest start meeting the deadline (see :mod:`fluxlite.grid`)."""
+        """Reserve whole nodes at the earliest start meeting the deadline (see :mod:`fluxlite.grid`).
+
+        ``nodes``: a list to which the grid indices of the nodes placed are appended, in grid
+        index order (:meth:`job_nodes` of the new job, without reading them back).
+        """
         eng = self.eng
         policy = policy or self.policy or "hilbert"
         choose = ALLOCATORS.get(policy) or ABLATION_ALLOCATORS.get(policy)
@@ -518,7 +567,10 @@ class GridOps:
             items: list[tuple[int, int, bool]] = []
             for i in chosen:
                 items.extend(self._node_items[i])
-            return eng._allocate_items(jobid, items, t, d, fmt, t > now)
+            got = eng._allocate_items(jobid, items, t, d, fmt, t > now)
+            if nodes is not None:
+                nodes.extend(sorted(chosen))
+            return got
         if busy_error:
             raise BusyError("resources exist but are not free now", jobid=jobid)
         raise DeadlineError(

@@ -346,8 +346,9 @@ class DeadlineSim:
         # the latest end: the deadline, or (ablation "none") the end of a start at the earliest time
         limit = job.deadline if self.static_shift == "later" else min(job.deadline, t + dur)
         if self.grid:
+            nodes: list[int] = []  # the nodes placed, in grid index order (what job_nodes reads back)
             try:
-                got = m.engine.allocate_deadline(
+                got = m.engine.grid.allocate_deadline(
                     count,
                     job.earliest_start,
                     limit,
@@ -355,11 +356,12 @@ class DeadlineSim:
                     duration=dur,
                     jobid=job.jobid,
                     policy=self.policy,
+                    nodes=nodes,
                 )
             except MatchError:  # DeadlineError (cannot meet the deadline) or unsatisfiable
                 self._reject(job)
                 return
-            self._accept_static(job, prog, int(got.at), list(m.engine.job_nodes(job.jobid)))
+            self._accept_static(job, prog, int(got.at), nodes)
             return
         assert self.static is not None
         for start in m.start_times(t, dur, count * m.cpn, limit - dur):
@@ -741,8 +743,15 @@ class DeadlineSim:
             self._finish(r, "completed")
             return
         r.phase = i
-        if self.leak or prog.forks[i] or prog.active[i] != prog.active[i - 1]:
-            r.place = None  # processes move (static: only joins and forks move them)
+        if not prog.forks[i] and prog.active[i] == prog.active[i - 1]:
+            # nothing joins or forks here, so no process moves: a job's processes and their
+            # cores change only by its own joins and forks (under a leak too), and the last
+            # placement stands; what _grid_sync would redo gives the same, down to its busy update
+            if self.leak and self.grid:
+                self._busy(0)
+            self._phase(r)
+            return
+        r.place = None  # processes move
         # joins (last forked first), then forks
         for k in range(prog.active[i - 1] - 1, prog.active[i] - 1, -1):
             if self.leak:

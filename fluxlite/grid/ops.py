@@ -19,6 +19,7 @@ import operator
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,6 +49,10 @@ GRID_POLICIES = tuple(ALLOCATORS)
 _NEVER_S = np.iinfo(np.int64).max
 _NEVER_E = np.iinfo(np.int64).min
 
+#: the window table's time buckets: 2**15 s (about 9 hours) each; a window over more is filed
+#: under each bucket it meets, up to _BUCKETS_MAX of them (a wider one is looked at by every query)
+_BUCKET_BITS = 15
+_BUCKETS_MAX = 64
 #: the stamp of a node whose windows were never read (matches no dict)
 _UNREAD = object()
 
@@ -344,6 +349,12 @@ class GridOps:
         self._we = np.full(64, _NEVER_E, dtype=np.int64)
         self._free_rows: list[int] = list(range(63, -1, -1))
         self._flat: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        #: the rows by time: bucket (time >> _BUCKET_BITS) -> rows whose window meets it; wide rows
+        self._buckets: dict[int, set[int]] = {}
+        self._wide: set[int] = set()
+        #: the nodes' statuses when last read, and the mask of the nodes down then
+        self._down_st: tuple[int, ...] | None = None
+        self._down_mask = np.zeros(0, dtype=bool)
 
     # ------------------------------------------------------------ state, read from the engine
     def _windows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -389,10 +400,10 @@ class GridOps:
         self._st_len = lens
         self._st_xs = list(xss)
         self._flat = None
-        for i in range(len(xss)):
+        ne = operator.ne
+        moved = map(operator.or_, map(ne, eps, ep_old), map(ne, lens, len_old))
+        for i in compress(range(len(xss)), map(operator.or_, moved, map(operator.is_not, xss, old_xs))):
             xs = xss[i]
-            if xs is old_xs[i] and eps[i] == ep_old[i] and lens[i] == len_old[i]:
-                continue
             old = self._copy[i]
             if not xs:
                 self._drop_rows(i, list(self._rows[i]))
@@ -436,6 +447,7 @@ class GridOps:
         free = self._free_rows
         for j in jobs:
             r = rows.pop(j)
+            self._unfile(r, int(self._ws[r]), int(self._we[r]))
             self._wi[r] = -1
             self._ws[r] = _NEVER_S
             self._we[r] = _NEVER_E
@@ -458,6 +470,59 @@ class GridOps:
             wi[r] = i
             ws[r] = s
             we[r] = e
+            self._file(r, s, e)
+
+    def _file(self, r: int, s: int, e: int) -> None:
+        """Row ``r`` (window ``[s, e)``) joins the time buckets it meets (or the wide rows)."""
+        lo, hi = s >> _BUCKET_BITS, (e - 1) >> _BUCKET_BITS
+        if e <= s or hi - lo > _BUCKETS_MAX:  # (an empty window still passes the exact test)
+            self._wide.add(r)
+            return
+        bk = self._buckets
+        for b in range(lo, hi + 1):
+            got = bk.get(b)
+            if got is None:
+                bk[b] = {r}
+            else:
+                got.add(r)
+
+    def _unfile(self, r: int, s: int, e: int) -> None:
+        lo, hi = s >> _BUCKET_BITS, (e - 1) >> _BUCKET_BITS
+        if e <= s or hi - lo > _BUCKETS_MAX:
+            self._wide.discard(r)
+            return
+        bk = self._buckets
+        for b in range(lo, hi + 1):
+            got = bk[b]
+            got.discard(r)
+            if not got:
+                del bk[b]
+
+    def _near(self, t0: int, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(grid index, start, end) of the job windows on the nodes that meet ``[t0, limit)`` (read
+        from the engine: :meth:`_windows` first), in no particular order.
+
+        The rows are found through time buckets of ``2**_BUCKET_BITS`` seconds: a row is filed
+        under every bucket its window meets (a window over more than ``_BUCKETS_MAX`` buckets
+        is a wide row, always looked at), so every window that meets ``[t0, limit)`` is in a
+        bucket that range meets; those rows are then tested exactly.  A range over more buckets
+        than that tests the whole table.
+        """
+        wi, ws, we = self._windows()
+        lo, hi = t0 >> _BUCKET_BITS, (limit - 1) >> _BUCKET_BITS
+        if hi - lo > _BUCKETS_MAX:
+            near = (ws < limit) & (we > t0)  # a free row meets no interval
+            return wi[near], ws[near], we[near]
+        bk = self._buckets
+        rows = set(self._wide)
+        for b in range(lo, hi + 1):
+            got = bk.get(b)
+            if got:
+                rows |= got
+        r = np.fromiter(rows, dtype=np.int64, count=len(rows))
+        idx, s, e = wi.take(r), ws.take(r), we.take(r)
+        near = (s < limit) & (e > t0)
+        return idx[near], s[near], e[near]
 
     def _spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(grid index, start, end) of every job window on every node (from ``xspans``), read-only arrays.
@@ -475,8 +540,14 @@ class GridOps:
         return self._flat
 
     def _down(self) -> np.ndarray:
-        st = self.eng.graph.v_status
-        return np.array([st[v] != UP for v in self._node_vid], dtype=bool)
+        """Boolean mask by grid index: the node is not up (read-only; read from the graph at every
+        call, the nodes' statuses in one pass, and built again only when one of them changed)."""
+        st = self._node_get(self.eng.graph.v_status)
+        if st != self._down_st:
+            mask = np.array([x != UP for x in st], dtype=bool)
+            mask.setflags(write=False)
+            self._down_st, self._down_mask = st, mask
+        return self._down_mask
 
     def free_nodes(self, at: int, duration: int) -> np.ndarray:
         """Boolean mask by grid index: node up and used by no job over ``[at, at + duration)``."""
@@ -552,9 +623,7 @@ class GridOps:
             raise DeadlineError(
                 f"cannot meet the deadline: earliest start {t0} + runtime {d} > {limit}", jobid=jobid
             )
-        idx, s, e = self._windows()
-        near = (s < limit) & (e > t0)  # only windows that meet [t0, limit) can stand in the way (no free row)
-        idx, s, e = idx[near], s[near], e[near]
+        idx, s, e = self._near(t0, limit)  # only windows that meet [t0, limit) can stand in the way
         cands = np.unique(e[e > t0]) if len(e) else np.empty(0, dtype=np.int64)
         times = [t0, *cands[cands + d <= limit].tolist()]
         for t in times:

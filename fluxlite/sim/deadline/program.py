@@ -270,41 +270,78 @@ class Program:
         #: 1 = each process sends one message, in process order; 2 = two, the first p then the
         #: next p in process order; 0 = any other pattern (``np.add.at``)
         self._out: list[int] = []
-        for i in range(self.phases):
-            p = self.active[i]
-            out = 0
-            if p < 2:
-                s_, d_ = np.zeros(0, np.int64), np.zeros(0, np.int64)
-            elif job.type == 0:
-                others = np.arange(1, p)
-                s_ = np.concatenate([np.zeros(p - 1, np.int64), others])
-                d_ = np.concatenate([others, np.zeros(p - 1, np.int64)])
-            elif job.type == 1:
-                k = np.arange(p)
-                s_ = np.concatenate([k, k])
-                d_ = np.concatenate([(k + 1) % p, (k - 1) % p])
-                out = 2
-            else:
-                k = np.arange(p)
+        if job.type < 2:  # no randomness: every phase of the job has the same messages (one copy)
+            s_, d_, out = _fixed_messages(job.type, n)
+            for _ in range(self.phases):
+                self.src.append(s_)
+                self.dst.append(d_)
+                self._out.append(out)
+        else:
+            ks: dict[int, np.ndarray] = {}
+            for i in range(self.phases):
+                p = self.active[i]
+                if p < 2:
+                    self.src.append(_NO_MESSAGES)
+                    self.dst.append(_NO_MESSAGES)
+                    self._out.append(0)
+                    continue
+                k = ks.get(p)
+                if k is None:
+                    k = ks[p] = np.arange(p)
                 off = rng.integers(1, p, size=p)
-                s_, d_ = k, (k + off) % p
-                out = 1
-            self.src.append(s_)
-            self.dst.append(d_)
-            self._out.append(out)
+                self.src.append(k)
+                self.dst.append((k + off) % p)
+                self._out.append(1)
         # calibration on a compact block of an empty machine
         cpn = geom.cores_per_node
-        block = geom.compact_block(math.ceil(n / cpn))
-        node_of = np.asarray(block, dtype=np.int64).repeat(cpn)[:n]
         self.c = 1.0
         # types 0 and 1 have no randomness: their unit time depends only on (type, n, comm, machine)
         key = (job.type, n, comm, model, geom.width, geom.height, geom.torus, cpn) if job.type < 2 else None
         unit = _UNIT_CACHE.get(key) if key is not None else None
         if unit is None:
-            unit = sum(self._unit_phase_time(i, node_of, geom) for i in range(self.phases))
+            block = geom.compact_block(math.ceil(n / cpn))
+            node_of = np.asarray(block, dtype=np.int64).repeat(cpn)[:n]
+            unit = sum(self._unit_phase_times(node_of, geom))
             if key is not None:
                 _UNIT_CACHE[key] = unit
         self.c = job.runtime / unit if unit > 0 else float(job.runtime)
+
+    def _unit_phase_times(self, node_of: np.ndarray, geom: Geometry) -> list[float]:
+        """``[_unit_phase_time(i, node_of, geom) for i in range(phases)]``, the same floats, with
+        the phases' messages handled together (one array operation for all the phases, each
+        phase's maximum by ``reduceat`` over its own segment; the per-phase arithmetic as there)."""
+        segs = [i for i in range(self.phases) if len(self.src[i])]
+        units = [1.0] * self.phases
+        if not segs:
+            return units
+        m = self.model
+        v = m.kappa * 1.0
+        src = np.concatenate([self.src[i] for i in segs])
+        dst = np.concatenate([self.dst[i] for i in segs])
+        ns, nd = node_of[src], node_of[dst]
+        tab = geom.hop_table()
+        hops = tab[ns, nd] if tab is not None else geom.hops(ns, nd)
+        starts = np.cumsum([0] + [len(self.src[i]) for i in segs[:-1]])
+        if self.comm == "async":
+            tops = np.maximum.reduceat(hops, starts).tolist()
+            lows = np.minimum.reduceat(hops, starts).tolist()
+            for i, top, low in zip(segs, tops, lows):
+                worst = v * (1.0 + m.beta * top) * 1.0 if top > 0 else 0.0
+                if low == 0:
+                    worst = max(worst, v * m.local)
+                units[i] = 1.0 + max(0.0, worst)
+            return units
+        # sync: each phase's processes get a segment of one array (offset by the processes before)
+        cost = np.where(hops > 0, v * (1.0 + m.beta * hops), v * m.local)
+        sizes = [self.active[i] for i in segs]
+        poff = np.cumsum([0, *sizes[:-1]])
+        shift = np.repeat(poff, [len(self.src[i]) for i in segs])
+        comm = np.zeros(sum(sizes))
+        np.maximum.at(comm, dst + shift, cost)
+        np.add.at(comm, src + shift, cost)  # each process's outgoing costs, in message order
+        for i, t in zip(segs, np.maximum.reduceat(1.0 + comm, poff).tolist()):
+            units[i] = t
+        return units
 
     def _unit_phase_time(self, i: int, node_of: np.ndarray, geom: Geometry) -> float:
         """``phase_time(i, node_of, 1.0, geom, no traffic)[0]`` with ``c = 1`` (the calibration), the
@@ -392,6 +429,35 @@ class Program:
 
 
 _ZEROS: dict[int, np.ndarray] = {}
+#: the messages of a phase of fewer than two processes (read-only)
+_NO_MESSAGES = np.zeros(0, np.int64)
+_NO_MESSAGES.setflags(write=False)
+#: (type, processes) -> (senders, receivers, pattern) of the types without randomness (read-only)
+_FIXED: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, int]] = {}
+
+
+def _fixed_messages(jtype: int, p: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The messages of a phase of ``p`` processes of type 0 or 1, shared by every such phase."""
+    got = _FIXED.get((jtype, p))
+    if got is not None:
+        return got
+    out = 0
+    if p < 2:
+        s_, d_ = _NO_MESSAGES, _NO_MESSAGES
+    elif jtype == 0:
+        others = np.arange(1, p)
+        s_ = np.concatenate([np.zeros(p - 1, np.int64), others])
+        d_ = np.concatenate([others, np.zeros(p - 1, np.int64)])
+    else:
+        k = np.arange(p)
+        s_ = np.concatenate([k, k])
+        d_ = np.concatenate([(k + 1) % p, (k - 1) % p])
+        out = 2
+    for a in (s_, d_):
+        a.setflags(write=False)
+    if len(_FIXED) < 4096:
+        _FIXED[(jtype, p)] = (s_, d_, out)
+    return s_, d_, out
 
 
 def _zeros(n: int) -> np.ndarray:

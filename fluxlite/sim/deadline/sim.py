@@ -242,7 +242,10 @@ class DeadlineSim:
         self.noncontig = strategy == "leak-noncontig"
         self.res = RunResult(strategy=strategy, comm=comm, jobs=len(jobs))
         self.traffic = np.zeros(self.m.nodes)
-        self.core_count = [0] * self.m.cores  # live processes per core
+        #: live processes per core, kept where it is read: static runs and the interim leak (the
+        #: engine's leak policies keep each process's core in its ``Proc``)
+        self.core_count = [0] * self.m.cores
+        self._count_cores = not (self.grid and self.leak)
         self.busy = 0  # engine-held cores of running jobs
         self.busy_area = 0.0
         self.busy_t = 0.0
@@ -525,10 +528,6 @@ class DeadlineSim:
         node (round robin), else any core of the job.  O(processes).
         """
         m = self.m
-        cc = self.core_count
-        for c in r.core_of:
-            if c >= 0:
-                cc[c] -= 1
         alive = r.prog.active[r.phase]
         core_of = [-1] * len(r.core_of)
         held: list[int] = []
@@ -556,10 +555,6 @@ class DeadlineSim:
                     continue
                 mine = on_node.get(p.node) or held
                 core_of[k] = mine[k % len(mine)] if mine else p.node * m.cpn
-        for k in range(alive):
-            c = core_of[k]
-            if c >= 0:
-                cc[c] += 1
         r.core_of = core_of
         self._busy(len(held) - len(r.held))
         r.held = held
@@ -627,9 +622,10 @@ class DeadlineSim:
                 r.procs[child] = _Shared(r.procs[parent].node)
                 self.res.oversubscribed += 1
             return
-        cpn = self.m.cpn
-        held_nodes = list(dict.fromkeys(x // cpn for x in r.held))
         local = r.job.type == 2 and self.type2_forks == "local"
+        if local:
+            cpn = self.m.cpn
+            held_nodes = list(dict.fromkeys(x // cpn for x in r.held))
         with eng.grid.fork_batch(jobid, now) as b:
             for child, parent in forks:
                 pnode = r.procs[parent].node  # the parent may be a fork of this same boundary
@@ -684,13 +680,13 @@ class DeadlineSim:
     def _leak_join(self, r: _Run, k: int) -> None:
         c = r.core_of[k]
         r.core_of[k] = -1
-        self.core_count[c] -= 1
         if self.grid:
             proc = r.procs[k]
             r.procs[k] = None
             if proc is not None and not isinstance(proc, _Shared):
                 r.ending.append(proc)  # joined together by _phase_end: one engine release
             return
+        self.core_count[c] -= 1
         if self.core_count[c] == 0 and c in r.held:
             r.held.remove(c)
             r.released.append(c)
@@ -791,10 +787,11 @@ class DeadlineSim:
         job = r.job
         now = self.k.now
         assert outcome != "completed" or now <= job.deadline + 1e-9
-        for k, c in enumerate(r.core_of):
-            if c >= 0:
-                self.core_count[c] -= 1
-                r.core_of[k] = -1
+        if self._count_cores:
+            for k, c in enumerate(r.core_of):
+                if c >= 0:
+                    self.core_count[c] -= 1
+                    r.core_of[k] = -1
         self._busy(-len(r.held))
         r.held = []
         self.m.release(job.jobid)

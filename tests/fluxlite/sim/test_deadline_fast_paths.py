@@ -82,6 +82,34 @@ def test_phase_time_equals_the_plain_cost_model(comm: str, torus: bool) -> None:
     assert checked > 1000
 
 
+def _reference_messages(job, active: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:  # type: ignore[no-untyped-def]
+    """Each phase's (senders, receivers) built on its own, after the fork draws (the plain build)."""
+    rng = np.random.default_rng(job.seed)
+    _reference_forks_draw(rng, active)
+    out = []
+    for p in active:
+        if p < 2:
+            s_, d_ = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        elif job.type == 0:
+            others = np.arange(1, p)
+            s_ = np.concatenate([np.zeros(p - 1, np.int64), others])
+            d_ = np.concatenate([others, np.zeros(p - 1, np.int64)])
+        elif job.type == 1:
+            k = np.arange(p)
+            s_, d_ = np.concatenate([k, k]), np.concatenate([(k + 1) % p, (k - 1) % p])
+        else:
+            k = np.arange(p)
+            s_, d_ = k, (k + rng.integers(1, p, size=p)) % p
+        out.append((s_, d_))
+    return out
+
+
+def _reference_forks_draw(rng: np.random.Generator, active: list[int]) -> None:
+    for i in range(1, len(active)):
+        for child in range(active[i - 1], active[i]):
+            rng.integers(0, child)
+
+
 @pytest.mark.parametrize("torus", [False, True])
 def test_programs_draw_the_same_forks_and_calibrate_the_same_as_the_plain_build(torus: bool) -> None:
     geom = Geometry(16, 8, torus=torus, cores_per_node=4)
@@ -93,6 +121,9 @@ def test_programs_draw_the_same_forks_and_calibrate_the_same_as_the_plain_build(
             for comm in ("async", "sync"):
                 prog = Program(job, comm, geom, models[k % len(models)])
                 assert prog.forks == _reference_forks(job, prog.active)
+                msgs = _reference_messages(job, prog.active)
+                assert [s.tolist() for s in prog.src] == [m[0].tolist() for m in msgs]
+                assert [d.tolist() for d in prog.dst] == [m[1].tolist() for m in msgs]
                 # calibration: unit time on the compact block, processes packed in order, c = 1
                 block = geom.compact_block(math.ceil(job.procs / 4))
                 node_of = np.asarray([block[k // 4] for k in range(job.procs)])

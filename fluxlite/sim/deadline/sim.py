@@ -716,8 +716,8 @@ class DeadlineSim:
                 r.comp_n = 1
         else:
             if r.comp_held != r.held:  # the partition changed since the last phase
-                nodes = np.unique(np.asarray(r.held, dtype=np.int64) // self.m.cpn)
-                r.comp_last = self.m.geom.pairwise(nodes.tolist())
+                cpn = self.m.cpn
+                r.comp_last = self.m.geom.pairwise(sorted({c // cpn for c in r.held}))
                 r.comp_held = list(r.held)
             r.comp_sum += r.comp_last
             r.comp_n += 1

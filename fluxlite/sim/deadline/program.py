@@ -241,7 +241,8 @@ class Program:
         self.n = n = job.procs
         self.comm = comm
         self.model = model
-        rng = np.random.Generator(np.random.PCG64(job.seed))  # what default_rng(seed) builds, cheaper
+        # what default_rng(seed) builds, cheaper; types 0 and 1 draw nothing (no forks, fixed messages)
+        rng = np.random.Generator(np.random.PCG64(job.seed)) if job.type >= 2 else None
         if job.type == 0:
             self.phases = 1
             self.active = [n]
@@ -260,6 +261,7 @@ class Program:
         for i in range(1, self.phases):
             lo, hi = self.active[i - 1], self.active[i]
             if hi > lo:
+                assert rng is not None
                 parents = rng.integers(0, np.arange(lo, hi)).tolist()
                 self.forks.append(list(zip(range(lo, hi), parents)))
             else:
@@ -288,7 +290,7 @@ class Program:
                 k = ks.get(p)
                 if k is None:
                     k = ks[p] = np.arange(p)
-                off = rng.integers(1, p, size=p)
+                off = rng.integers(1, p, size=p)  # type: ignore[union-attr]
                 self.src.append(k)
                 self.dst.append((k + off) % p)
                 self._out.append(1)

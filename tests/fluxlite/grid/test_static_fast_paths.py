@@ -46,8 +46,8 @@ def _reference_check(self: UpdateStage, jobid: int, items, at: int, duration: in
     return None
 
 
-def _run(strategy: str, comm: str, seed: int, load: str, mp: pytest.MonkeyPatch) -> tuple[object, ...]:
-    """Every job's outcome, and every allocation the engine was handed: (job, items, start, reserved)."""
+def record_allocations(mp: pytest.MonkeyPatch) -> list[tuple[object, ...]]:
+    """A list that every allocation the engine is handed from now on joins: (job, items, start, reserved)."""
     placed: list[tuple[object, ...]] = []
     alloc = Engine._allocate_items
 
@@ -56,6 +56,12 @@ def _run(strategy: str, comm: str, seed: int, load: str, mp: pytest.MonkeyPatch)
         return alloc(self, jobid, items, at, *rest)  # type: ignore[arg-type]
 
     mp.setattr(Engine, "_allocate_items", record)
+    return placed
+
+
+def _run(strategy: str, comm: str, seed: int, load: str, mp: pytest.MonkeyPatch) -> tuple[object, ...]:
+    """Every job's outcome, and every allocation the engine was handed: (job, items, start, reserved)."""
+    placed = record_allocations(mp)
     trace = lublin_trace(150, load, "uniform", seed=seed, cores=64, lag_model="half-1h")
     r = simulate(trace, strategy, comm, machine=Machine(4, 4, 4, strategy=strategy, backend="grid"))
     return (r.outcomes, r.accepted, r.completed, r.cancelled, placed)

@@ -28,6 +28,7 @@ from fluxlite.grid.ops import GridOps
 from fluxlite.sim.deadline.placement import Machine
 from fluxlite.sim.deadline.sim import DeadlineSim, simulate
 from fluxlite.sim.deadline.workload import lublin_trace
+from tests.fluxlite.grid.test_static_fast_paths import record_allocations
 
 
 def _engine_windows(ops: GridOps) -> list[tuple[int, int, int]]:
@@ -105,22 +106,10 @@ def test_allocate_deadline_hands_back_the_nodes_it_placed() -> None:
         assert nodes == eng.job_nodes(jobid) and len(nodes) == k
 
 
-def _record(mp: pytest.MonkeyPatch) -> list[tuple[object, ...]]:
-    placed: list[tuple[object, ...]] = []
-    alloc = Engine._allocate_items
-
-    def record(self: Engine, jobid: int, items: list, at: int, *rest: object) -> object:  # type: ignore[type-arg]
-        placed.append((jobid, tuple(items), at, rest[-1]))
-        return alloc(self, jobid, items, at, *rest)  # type: ignore[arg-type]
-
-    mp.setattr(Engine, "_allocate_items", record)
-    return placed
-
-
 def _run(
     strategy: str, comm: str, seed: int, load: str, jtype: str, mp: pytest.MonkeyPatch
 ) -> tuple[object, ...]:
-    placed = _record(mp)
+    placed = record_allocations(mp)
     # a busy machine: windows stand in the way
     trace = lublin_trace(150, load, jtype, seed=seed, cores=64, lag_model="half-1h")
     snaps = [trace[k].submit + 0.5 for k in (30, 90)]

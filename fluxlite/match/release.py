@@ -344,6 +344,13 @@ class ReleaseStage:
         depth x ranks).
         """
         self.memo_clear()
+        self._drop_memo = {}
+        try:
+            return self._release_groups(jobid, groups)
+        finally:
+            self._drop_memo = {}  # drops the old dicts it kept alive (as remove does)
+
+    def _release_groups(self, jobid: int, groups: list[tuple[int | None, list[int]]]) -> bool:
         g = self.g
         dom = self.dom
         # accumulate reductions along each group root's ancestor chain

@@ -27,6 +27,11 @@ from fluxlite.match._vplan import avail_during, overlaps
 from fluxlite.planner import PlannerMulti
 from fluxlite.writers.simple import SimpleWriter
 
+#: a leaf held by this many jobs gets dicts of its own rather than dicts shared with other leaves
+#: (changing a shared dict copies it: O(jobs) per change, against O(1) in place; the cores of one
+#: node in a busy deadline simulation are held by ~80 jobs)
+_SHARE_MAX = 8
+
 # what an update walk journals of the state it changes on vertices the job already held
 # (a grow), for _undo_update: the rest is dropped as a cancel would
 _UNDO_GROW, _UNDO_EXTRA, _UNDO_XSPAN, _UNDO_WEIGHT = 0, 1, 2, 3
@@ -415,12 +420,14 @@ class UpdateStage:
         if (
             (o0 is None or type(o0) is _Shared)
             and (o1 is None or type(o1) is _Shared)
-            and (o2 is None or type(o2) is _Shared)
+            and (o2 is None or (type(o2) is _Shared and len(o2) < _SHARE_MAX))
             and (o3 is None or type(o3) is _Shared)
         ):
             # Leaves whose dicts are all shared (or empty) hold the same state, so they
             # take the same new dicts: made once per state and update walk, shared again.
             # The key's dicts are kept alive in the memo, so their ids stay theirs.
+            # A leaf many jobs hold takes its own dicts instead (below): each change to a
+            # shared dict is a copy of all its entries, a change to an own dict is O(1).
             key = (id(o0), id(o1), id(o2), id(o3), needs, record)
             got = self._leaf_ext.get(key)
             if got is None:
@@ -849,7 +856,29 @@ class UpdateStage:
                 else:
                     got = None
                 if got is None:
-                    self._upd_leaf(tgt, writer, nd, meta, True, acc, None if emit is None else prefix)
+                    if (
+                        type(o2) is dict
+                        and type(o3) is dict
+                        and (not record or (type(o0) is dict and type(o1) is dict))
+                    ):
+                        # a leaf with dicts of its own (held by many jobs, see _SHARE_MAX):
+                        # _upd_leaf's change in place, inline
+                        jobid = meta.jobid
+                        if record:
+                            self._span_seq += 1
+                            sid = self._span_seq
+                            o0[sid] = (meta.at, meta.at + meta.duration, nd)
+                            o1[jobid] = sid
+                        o2[jobid] = jobid
+                        o3[jobid] = (meta.at, meta.at + meta.duration)
+                        self._jv_add(tgt)
+                        t = vt[tgt]
+                        if t in self.prune.total:
+                            acc[t] = acc.get(t, 0) + vsize[tgt]
+                        if emit is not None:
+                            emit(prefix, g, tgt, nd, None, True)
+                    else:
+                        self._upd_leaf(tgt, writer, nd, meta, True, acc, None if emit is None else prefix)
                     n_plans += 1
                     new4 = None
                     continue

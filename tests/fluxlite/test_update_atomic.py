@@ -230,3 +230,52 @@ def test_planner_grow_span_all_or_nothing() -> None:
         one.shift_span(sid, 3)
     one.shift_span(sid, -2)
     assert one.avail_resources_during(10, 10) == 4 and one.span_resource_count(sid) == 0
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_leaves_many_jobs_hold(seed: int) -> None:
+    """Leaves held by more than ``_SHARE_MAX`` jobs keep dicts of their own: the batched walks
+    (allocation and cancel, inline) leave exactly the general walks' state, and the aggregates recount."""
+    import random
+
+    from fluxlite.match.update import _SHARE_MAX
+    from tests.fluxlite.test_update_batched import full_state
+
+    rng = random.Random(seed)
+    a, b = _machine(True), _machine(False)
+    g = a.graph
+    dom = a.traverser.dom
+    nodes = _nodes(a)[:2]
+    live: list[int] = []
+    most = 0
+    for job in range(1, 160):
+        if live and rng.random() < 0.3:
+            j = live.pop(rng.randrange(len(live)))
+            a.cancel(j)
+            b.cancel(j)
+        else:
+            n = rng.choice(nodes)
+            cores = g.subtree(n, dom)[1:]
+            if rng.random() < 0.5:
+                items = _whole(a, [n])
+            else:
+                items = [(n, 1, False), *((c, 1, True) for c in rng.sample(cores, rng.randint(1, len(cores))))]
+            at, dur = rng.randrange(0, 20000, 10), rng.choice((5, 10, 40))
+            ra = rb = "ok"
+            reserve = rng.random() < 0.3
+            try:
+                a._allocate_items(job, items, at, dur, None, reserve)
+            except FluxliteError:
+                ra = "error"
+            try:
+                b._allocate_items(job, items, at, dur, None, reserve)
+            except FluxliteError:
+                rb = "error"
+            assert ra == rb
+            if ra == "ok":
+                live.append(job)
+        assert full_state(a)[0] == full_state(b)[0]
+        most = max(most, *(len(a.traverser.tags[c] or ()) for n in nodes for c in g.subtree(n, dom)))
+    assert most > _SHARE_MAX  # the case this test is about was reached
+    assert full_state(a) == full_state(b)
+    assert check.recount_errors(a, list(range(0, 20000, 500))) == []

@@ -644,7 +644,7 @@ class UpdateStage:
         # all or nothing: the check above leaves only failures it cannot foresee (a planner's
         # refusal, an error raised by the writer); those are undone before they propagate
         jv = self.job_vtx.get(jobid)
-        before = (jv is not None, len(jv) if jv else 0, self._wide_of(jobid, jv))
+        before = (jv is not None, len(jv) if jv else 0, self._wide_of(jobid, by) if jv else {})
         self._undo = []
         try:
             rc = None
@@ -661,16 +661,22 @@ class UpdateStage:
             self._undo = None
         return rc
 
-    def _wide_of(self, jobid: int, jv: list[int] | None) -> dict[int, list[int] | None]:
-        """The job's entries in ``_wide_kids`` (copies), for :meth:`_undo_update`.  O(job's vertices)."""
-        if not jv:
-            return {}
+    def _wide_of(self, jobid: int, sources: Iterable[int]) -> dict[int, list[int] | None]:
+        """The job's entries in ``_wide_kids`` (copies) at the walk's marked vertices, for :meth:`_undo_update`.
+
+        The walk changes the entries of the wide vertices it visits: the
+        sources of marked edges, and vertices below one of an exclusive
+        type, which the job cannot have held before (the check refuses it).
+        O(marked vertices).
+        """
         wide = self._wide_kids
+        col = self.g.out[self.dom]
         out = {}
-        for u in set(jv):
-            have = wide.get((u, jobid), False)
-            if have is not False:
-                out[u] = None if have is None else list(have)
+        for u in sources:
+            if len(col[u]) > 64:
+                have = wide.get((u, jobid), False)
+                if have is not False:
+                    out[u] = None if have is None else list(have)
         return out
 
     def _undo_update(

@@ -97,6 +97,15 @@ def _session(eng: Engine) -> None:
     eng._allocate_items(4, _whole(eng, n[4:5]), 0, 300, None, False)
 
 
+def _allocates(eng: Engine, job: int, items: list[tuple[int, int, bool]], at: int, dur: int) -> bool:
+    """True if the allocation succeeds, False if the engine refuses it."""
+    try:
+        eng._allocate_items(job, items, at, dur, None, False)
+    except FluxliteError:
+        return False
+    return True
+
+
 # (job, items as node indices, at, duration): a new job, a same-window grow, another-window grow
 _STEPS = [
     (5, [3, 5], 200, 100),
@@ -114,21 +123,13 @@ def test_failures_mid_walk_change_nothing(monkeypatch: pytest.MonkeyPatch, batch
     for job, idx, at, dur in _STEPS:
         nodes = [_nodes(eng)[i] for i in idx]
         items = _whole(eng, nodes)
-        try:
-            ref._allocate_items(job, items, at, dur, None, False)
-            ok = True
-        except FluxliteError:
-            ok = False
+        ok = _allocates(ref, job, items, at, dur)
         k = 1
         while True:
             before = state(eng)
             with monkeypatch.context() as m:
                 inj = _Inject(m, k)
-                try:
-                    eng._allocate_items(job, items, at, dur, None, False)
-                    failed = False
-                except FluxliteError:
-                    failed = True
+                failed = not _allocates(eng, job, items, at, dur)
             if not failed:
                 break
             assert state(eng) == before, (job, k)

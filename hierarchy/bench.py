@@ -466,11 +466,18 @@ def headline(summary: list[dict[str, Any]], fits: list[dict[str, Any]]) -> dict[
     return out
 
 
+def verdict(v: float, limit: float) -> str:
+    """A target's verdict.  A negative figure is no cost: a fitted line with a negative intercept (or
+    slope) does not describe the run (a loaded machine's noise), so the target is not measured."""
+    if v != v:
+        return "not measured"
+    if v < 0:
+        return "not measured (negative fit)"
+    return "met" if v <= limit else "NOT met"
+
+
 def target_lines(summary: list[dict[str, Any]], fits: list[dict[str, Any]]) -> list[str]:
     h = headline(summary, fits)
-
-    def verdict(v: float, limit: float) -> str:
-        return "not measured" if v != v else ("met" if v <= limit else "NOT met")
 
     return [
         f"  attach+update <= {TARGETS['attach_slope_us']:g} us per vertex+edge (sync run, worst level L1..L4): "
@@ -772,7 +779,7 @@ def compare_report(cmp: dict[str, Any]) -> str:
     for key, label, limit in names:
         a, b = this[key], base[key]
         ratio = a / b if b == b and b != 0 and a == a else float("nan")
-        tgt = "" if limit is None else (f"<={limit:g} " + ("met" if a <= limit else "NOT"))
+        tgt = "" if limit is None else f"<={limit:g} " + {"met": "met", "NOT met": "NOT"}.get(verdict(a, limit), "n/a")
         lines.append(f"  {label:<58} {_f(a, 9)} {_f(b, 9)} {_f(ratio, 6)} {tgt:>8}")
     lines.append("")
     lines.append("  per level, sync run (this / baseline):")

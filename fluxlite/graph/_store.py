@@ -423,17 +423,23 @@ class ResourceGraph:
                 pcol.extend([-1] * n)
         elif refill:
             # the k-th new vertex has handle vids[k]: slot lo+j takes entry order[j]
-            order = sorted(range(n), key=vids.__getitem__)
+            if vids == list(range(lo, lo + n)):  # handed back in order (the usual refill): no reordering
 
-            def take(col: Sequence[Any]) -> list[Any]:
-                return list(map(col.__getitem__, order))
+                def take(col: Sequence[Any]) -> list[Any]:
+                    return col if isinstance(col, list) else list(col)
+
+            else:
+                order = sorted(range(n), key=vids.__getitem__)
+
+                def take(col: Sequence[Any]) -> list[Any]:
+                    return list(map(col.__getitem__, order))
 
             sl = slice(lo, lo + n)
             self.v_type[sl] = take(tcol)
             self.v_basename[sl] = take(bcol)
             self.v_name[sl] = take(names)
             self.v_id[sl] = take(ids)
-            self.v_uniq[sl] = take(list(uniq_ids))
+            self.v_uniq[sl] = take(uniq_ids)
             self.v_rank[sl] = take(ranks)
             self.v_size[sl] = take(sizes)
             self.v_unit[sl] = take(ucol)
@@ -626,13 +632,20 @@ class ResourceGraph:
             self.e_seq.extend(range(seq0, seq0 + m))
         elif max(got) - lo + 1 == m and max(got) < len(self.e_src) and self.e_ss[lo : lo + m].count(None) == m:
             # the new handles refill exactly the removed edges lo..lo+m-1: one slice per column
-            order = sorted(range(m), key=got.__getitem__)
             sl = slice(lo, lo + m)
-            self.e_src[sl] = map(list(sources).__getitem__, order)
-            self.e_dst[sl] = map(list(targets).__getitem__, order)
-            self.e_ss[sl] = map(ss_col.__getitem__, order)
-            self.e_rel[sl] = map(rel_col.__getitem__, order)
-            self.e_seq[sl] = [seq0 + k for k in order]
+            if got == list(range(lo, lo + m)):  # handed back in order: the columns as given
+                self.e_src[sl] = sources
+                self.e_dst[sl] = targets
+                self.e_ss[sl] = ss_col
+                self.e_rel[sl] = rel_col
+                self.e_seq[sl] = range(seq0, seq0 + m)
+            else:
+                order = sorted(range(m), key=got.__getitem__)
+                self.e_src[sl] = map(list(sources).__getitem__, order)
+                self.e_dst[sl] = map(list(targets).__getitem__, order)
+                self.e_ss[sl] = map(ss_col.__getitem__, order)
+                self.e_rel[sl] = map(rel_col.__getitem__, order)
+                self.e_seq[sl] = [seq0 + k for k in order]
         else:
             for k, (e, s, d, ss, rel) in enumerate(zip(got, sources, targets, ss_col, rel_col)):
                 if e == len(self.e_src):
@@ -647,6 +660,9 @@ class ResourceGraph:
                     self.e_ss[e] = ss
                     self.e_rel[e] = rel
                     self.e_seq[e] = seq0 + k
+        if ss_col.count(ss_col[0]) == m and self._link_one_subsystem(got, sources, targets, ss_col[0]):
+            self.version += 1
+            return got
         last_ss = None
         col: list[Any] = []
         pcol: list[int] = []
@@ -664,6 +680,34 @@ class ResourceGraph:
                 pcol[d] = e
         self.version += 1
         return got
+
+    def _link_one_subsystem(self, got: list[int], sources: Sequence[int], targets: Sequence[int], ss: str) -> bool:
+        """Out-edge lists and parent edges of new edges of one subsystem, a run of equal sources at a time.
+
+        The same as appending each edge to its source's out-list and making it
+        its target's parent edge where the target has none, edge by edge in
+        order, when every target is distinct and has no parent edge yet (a
+        subtree being attached): then no target's parent edge depends on the
+        order, and each run of one source extends its list in order.  Returns
+        False (nothing written) otherwise.  O(m) with one Python step per run.
+        """
+        pcol = self.parent_edge[ss]
+        m = len(got)
+        if list(map(pcol.__getitem__, targets)).count(-1) != m or len(set(targets)) != m:
+            return False
+        col = self.out[ss]
+        list(map(pcol.__setitem__, targets, got))
+        src = sources if isinstance(sources, list) else list(sources)
+        k = 0
+        cuts = [*compress(range(1, m), map(ne, src[1:], src[:-1])), m]
+        for b in cuts:
+            lst = col[src[k]]
+            if lst is _EMPTY:
+                col[src[k]] = got[k:b]
+            else:
+                lst.extend(got[k:b])
+            k = b
+        return True
 
     def _ensure_subsystem(self, ss: str) -> None:
         if ss not in self.out:

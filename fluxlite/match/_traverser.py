@@ -164,7 +164,10 @@ class Traverser(
         self.fresh_clear = 0
         self._fsel: dict[tuple, Any] | None = None
         #: request signatures of the current select pass: id(request list) -> (list, signature)
-        self._fsigs: dict[int, tuple[Any, tuple]] = {}
+        self._fsigs: dict[int, tuple[Any, int, frozenset[str]]] = {}
+        #: request signature -> its number in the template library's keys (see FreshStage._fresh_sig)
+        self._fsig_ids: dict[tuple, int] = {}
+        self._fsig_next = 0
         self._fupd: dict[tuple, Any] | None = None
         self._ftries: dict[tuple, int] = {}
         self._futries: dict[tuple, int] = {}

@@ -83,6 +83,8 @@ _SHAPES_KNOWN = 32
 _LIB_MAX = 64
 #: keys (request trees, flags) per context before the context starts over
 _KEYS_MAX = 256
+#: request signatures numbered (see _fresh_sig) before the table starts over
+_SIGS_MAX = 1024
 _NOPE = object()
 
 
@@ -451,6 +453,27 @@ class FreshStage:
                 seen = sp
         return True
 
+    def _fresh_sig(self, resources: Sequence[Any]) -> tuple[Any, int, frozenset[str]]:
+        """``resources`` with its signature's number and its types, kept for this select pass.
+
+        The library's keys hold the number, not the signature: a signature
+        is a nested tuple (request structure and counts) whose hash Python
+        recomputes on every lookup.  Equal signatures get the same number
+        while the table holds them; a number is never reused (when the table
+        is full it starts over with new numbers, and templates under the old
+        ones are never found again).
+        """
+        s = _request_sig(resources, self._ud)
+        ids = self._fsig_ids
+        n = ids.get(s)
+        if n is None:
+            if len(ids) >= _SIGS_MAX:
+                ids.clear()
+            n = ids[s] = self._fsig_next
+            self._fsig_next += 1
+        got = self._fsigs[id(resources)] = (resources, n, frozenset(r.type for r in resources))
+        return got
+
     def _fresh_dfv(
         self, meta: JobMeta, u: int, resources: Sequence[Any], pristine: bool, excl: bool, to_parent: Dfu
     ) -> tuple[int, bool] | None:
@@ -476,7 +499,7 @@ class FreshStage:
         # templates are shared by requests alike (jobspecs that differ only in their duration)
         sig = self._fsigs.get(id(resources))
         if sig is None or sig[0] is not resources:
-            sig = self._fsigs[id(resources)] = (resources, _request_sig(resources, self._ud))
+            sig = self._fresh_sig(resources)
         key = (sig[1], pristine, excl)
         tms = self._fsel.get(key)
         if tms is _NOPE:
@@ -494,8 +517,7 @@ class FreshStage:
                         return self._sel_replay(tm, u, e0, to_parent, state == 1)
             if len(tms) >= _TMPLS_MAX:
                 return None
-        t = g.v_type[u]
-        if not any(r.type == t for r in resources):
+        if g.v_type[u] not in sig[2]:
             return None
         got = self._fresh_shape(u)
         if got is None:

@@ -76,7 +76,8 @@ class SelectStage:
         ud = self._ud.get(id(r))
         if not ud:
             return 0
-        return 0 if p.avail_during(meta.at, meta.duration, p.counts_for(ud)) else -1
+        get = ud.get
+        return 0 if p.avail_during(meta.at, meta.duration, [get(t, 0) for t in p._types]) else -1
 
     def _prune(self, meta: JobMeta, excl: bool, ss: str, u: int, resources: Sequence[Any]) -> int:
         g = self.g

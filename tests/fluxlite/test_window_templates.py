@@ -198,3 +198,24 @@ def test_a_window_that_meets_a_span_is_walked() -> None:
     # another node is clear over [3600, 5400) and replayed
     r = both(short)
     assert r.at == 3600 and fast.traverser.fresh_clear == 1, fast.traverser.fresh_clear
+
+
+def test_signature_numbers_are_never_reused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The template library is keyed by a number per request signature (``FreshStage._fresh_sig``).
+    With a table of one signature it starts over at every new request; a number given again to
+    another request would replay the other request's templates.  The busy session must still be
+    the plain walk's, and requests that differ only in their duration share one number."""
+    import fluxlite.match.fresh as fresh_mod
+
+    monkeypatch.setattr(fresh_mod, "_SIGS_MAX", 1)
+    fast, _skips = _session("first", 0, 70, 8, 7)
+    assert fast.traverser.fresh_clear > 0
+    tr = _engine("first", 0, 4, 8, True, True).traverser
+    monkeypatch.setattr(fresh_mod, "_SIGS_MAX", 1024)
+    a, b, c = _nodes(1, 8, 600), _nodes(1, 8, 3600), _nodes(2, 8, 600)
+    nums = []
+    for js in (a, b, c, a):
+        tr._fsigs = {}
+        tr._ud = tr._primed(js.resources)[1]  # type: ignore[attr-defined]
+        nums.append(tr._fresh_sig(js.resources)[1])  # type: ignore[attr-defined]
+    assert nums[0] == nums[1] == nums[3] and nums[2] != nums[0]

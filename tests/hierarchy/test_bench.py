@@ -100,3 +100,29 @@ def test_single_level_workers_run_and_reset(mode: str, tmp_path: Path) -> None:
     got = _single_worker(mode, generate_inputs(tmp_path), 2)
     assert got["n"] == 19 + 18
     assert (got["attach_ms"] if mode == "attach" else got["match_ms"]) > 0
+
+
+def test_a_negative_fitted_figure_is_not_a_met_target() -> None:
+    """A fitted line with a negative intercept (a loaded run's noise) is no cost: the target is not measured,
+    not met, in summary.txt's verdicts and compare.txt's target column."""
+    from hierarchy.bench import TARGETS, compare_report, verdict
+
+    assert verdict(0.2, 0.3) == "met" and verdict(0.5, 0.3) == "NOT met"
+    assert verdict(-0.66, 0.3) == "not measured (negative fit)"
+    assert verdict(float("nan"), 0.3) == "not measured"
+    head = {k: 1.0 for k in ("attach_cpu_slope_us", "attach_cpu_intercept_ms", "comm_slope_us", "comm_intercept_ms",
+                             "leaf_t1_sync_ms", "leaf_t8_deferred_ms", "leaf_t8_sync_ms")}  # fmt: skip
+    this = {**head, "attach_slope_us": 11.3, "attach_intercept_ms": -0.66, "leaf_t1_deferred_ms": 19.0}
+    base = {**head, "attach_slope_us": 11.4, "attach_intercept_ms": 0.2, "leaf_t1_deferred_ms": 63.7}
+    cmp = {
+        "trees": {"this": {"headline": this, "fits": []}, "baseline": {"headline": base, "fits": []}},
+        "labels": {"this": "a", "baseline": "b"},
+        "loads": [5.0, 9.0],
+        "rounds": 1,
+        "reps": 1,
+    }
+    lines = {ln.split("  ")[1].strip(): ln for ln in compare_report(cmp).splitlines() if ln.startswith("  attach+upd")}
+    assert lines["attach+update intercept, worst level (ms, sync)"].endswith(f"<={TARGETS['attach_intercept_ms']:g} n/a")
+    assert lines["attach+update slope, worst level L1..L4 (us/elem, sync)"].endswith("NOT")
+    leaf = next(ln for ln in compare_report(cmp).splitlines() if "64 nodes, deferred" in ln)
+    assert leaf.endswith("<=20 met")

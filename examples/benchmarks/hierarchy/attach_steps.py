@@ -1,6 +1,9 @@
 """One level's attach of a 64-node grow, in process, by step (thread CPU time).
 
-    python examples/benchmarks/hierarchy/attach_steps.py [BENCH_DIR [ROUNDS [REPS]]]
+    python examples/benchmarks/hierarchy/attach_steps.py [BENCH_DIR [ROUNDS [REPS [REQUEST]]]]
+
+REQUEST (default T1) names the jobspec L0 answers: T1 is the 64-node grow, T8 one socket (the
+fixed part of a level's attach, what the per-level intercept measures).
 
 The shape of L1 in ``fluxlite bench hierarchy``: L0 (``graphs/L0.graphml``, 128 nodes) leases 8
 nodes (T4) to a child, which loads the lease's JGF as its graph and fills it with one job; L0
@@ -55,7 +58,8 @@ def main() -> None:
     bench = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/bench")
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     reps = int(sys.argv[3]) if len(sys.argv) > 3 else 10
-    spec = {t: parse_jobspec((bench / "jobspecs" / f"{t}.yaml").read_text()) for t in ("T1", "T4")}
+    req = sys.argv[4] if len(sys.argv) > 4 else "T1"
+    spec = {t: parse_jobspec((bench / "jobspecs" / f"{t}.yaml").read_text()) for t in {req, "T4"}}
     parent = Engine.from_file(bench / "graphs" / "L0.graphml", format="grug", policy="first")
     lease = parent.allocate(spec["T4"], fmt="jgf").text
     child = Engine(load_graph(lease, format="jgf"), policy="first")
@@ -69,7 +73,7 @@ def main() -> None:
     for _ in range(rounds):
         best: dict[str, float] = {}
         for _ in range(reps):
-            r = parent.allocate(spec["T1"], fmt="jgf")
+            r = parent.allocate(spec[req], fmt="jgf")
             sub = r.text
             ACC.clear()
             c = time.thread_time()
@@ -92,12 +96,13 @@ def main() -> None:
         best["bulk"] = time.thread_time() - c
         for k, x in best.items():
             rows.setdefault(k, []).append(x * 1e3)
-    print(f"child with 8 nodes attaches L0's 64-node T1 ({nv} new vertices, {ne} new edges: n = {n}),")
+    print(f"child with 8 nodes attaches L0's {req} ({nv} new vertices, {ne} new edges: n = {n}),")
     print(f"{rounds} rounds of {reps}; thread CPU ms, best of each round:")
     for k, xs in rows.items():
         print(f"  {k:7s} " + "  ".join(f"{x:6.2f}" for x in xs))
     per = min(rows["attach"]) * 1e3 / n
     print(f"attach per new vertex+edge: {per:.2f} us (best round)")
+    print("medians of the rounds (ms): " + ", ".join(f"{k} {sorted(xs)[len(xs) // 2]:.3f}" for k, xs in rows.items()))
 
 
 if __name__ == "__main__":

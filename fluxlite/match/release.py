@@ -136,6 +136,34 @@ class ReleaseStage:
                     ep[v] = ep.get(v, 0) + 1
                     tags[v] = xspans[v] = table[v] = vspans[v] = None
                     continue
+            if type(tg) is dict and type(xs) is dict and kmemo is not None and plain and jobid in xs:
+                # a leaf with dicts of its own (held by many jobs, see update._SHARE_MAX): what
+                # _mod_dfv does to it, inline (pops in place; a dict left empty becomes None)
+                pre += 1
+                post += 1
+                ep[v] = ep.get(v, 0) + 1
+                if log is not None:
+                    log.append(v)
+                if len(tg) > 1:
+                    del tg[jobid]
+                else:
+                    tags[v] = None
+                if len(xs) > 1:
+                    del xs[jobid]
+                else:
+                    xspans[v] = None
+                for table in (allocs, resvs):
+                    d = table[v]
+                    if d is not None and jobid in d:
+                        sid = d.pop(jobid) if type(d) is dict and len(d) > 1 else _drop(table, v, jobid, self._drop_memo)
+                        sp = vspans[v]
+                        if sp is not None and sid in sp:
+                            if type(sp) is dict and len(sp) > 1:
+                                del sp[sid]
+                            else:
+                                _drop(vspans, v, sid, self._drop_memo)
+                        break
+                continue
             if len(tg) != 1 or xs is None or len(xs) != 1 or jobid not in xs or not plain:
                 # a leaf other jobs hold too: the leaves of one allocation share their dicts
                 # (_Shared, never changed in place), and _drop's memo gives each shared dict one
@@ -344,6 +372,13 @@ class ReleaseStage:
         depth x ranks).
         """
         self.memo_clear()
+        self._drop_memo = {}
+        try:
+            return self._release_groups(jobid, groups)
+        finally:
+            self._drop_memo = {}  # drops the old dicts it kept alive (as remove does)
+
+    def _release_groups(self, jobid: int, groups: list[tuple[int | None, list[int]]]) -> bool:
         g = self.g
         dom = self.dom
         # accumulate reductions along each group root's ancestor chain

@@ -25,6 +25,9 @@ from fluxlite.planner import PlannerMulti
 class GraphStateStage:
     """Per-vertex state kept in step with the graph (a mixin of :class:`~fluxlite.match.Traverser`)."""
 
+    #: the journal of a running ``update_allocate`` (see ``UpdateStage._undo_update``), else None
+    _undo: list[tuple[Any, ...]] | None = None
+
     # ------------------------------------------------------------ observers
     def vertex_added(self, vid: int) -> None:
         self.memo_clear()
@@ -195,12 +198,26 @@ class GraphStateStage:
         if keys is None:
             return
         old = (-self.e_weight[e], -g.v_uniq[tgt], e)
+        if self._undo is not None:
+            self._undo.append((3, u, e, self.e_weight[e]))  # update._UNDO_WEIGHT
         i = bisect.bisect_left(keys, old)
         if i < len(keys) and keys[i] == old:
             del keys[i]
         w = 0 if avail < 0 else avail
         self.e_weight[e] = w
         bisect.insort(keys, (-w, -g.v_uniq[tgt], e))
+
+    def _set_edge_weight(self, u: int, e: int, w: int) -> None:
+        """Give out-edge ``e`` of ``u`` weight ``w``, keeping ``u``'s ranked out-edges in order."""
+        keys = self._outedges.get(u)
+        if keys is not None:
+            tgt = self.g.e_dst[e]
+            old = (-self.e_weight[e], -self.g.v_uniq[tgt], e)
+            i = bisect.bisect_left(keys, old)
+            if i < len(keys) and keys[i] == old:
+                del keys[i]
+            bisect.insort(keys, (-w, -self.g.v_uniq[tgt], e))
+        self.e_weight[e] = w
 
     # ------------------------------------------------------------ jobspec priming
     def prime_jobspec(

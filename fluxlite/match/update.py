@@ -10,7 +10,7 @@ restore or grow) and the accounting of attached or removed subgraphs
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import compress
 from typing import Any
 
@@ -26,6 +26,15 @@ from fluxlite.match._common import (
 from fluxlite.match._vplan import avail_during, overlaps
 from fluxlite.planner import PlannerMulti
 from fluxlite.writers.simple import SimpleWriter
+
+#: a leaf held by this many jobs gets dicts of its own rather than dicts shared with other leaves
+#: (changing a shared dict copies it: O(jobs) per change, against O(1) in place; the cores of one
+#: node in a busy deadline simulation are held by ~80 jobs)
+_SHARE_MAX = 8
+
+# what an update walk journals of the state it changes on vertices the job already held
+# (a grow), for _undo_update: the rest is dropped as a cancel would
+_UNDO_GROW, _UNDO_EXTRA, _UNDO_XSPAN, _UNDO_WEIGHT = 0, 1, 2, 3
 
 
 class UpdateStage:
@@ -411,12 +420,14 @@ class UpdateStage:
         if (
             (o0 is None or type(o0) is _Shared)
             and (o1 is None or type(o1) is _Shared)
-            and (o2 is None or type(o2) is _Shared)
+            and (o2 is None or (type(o2) is _Shared and len(o2) < _SHARE_MAX))
             and (o3 is None or type(o3) is _Shared)
         ):
             # Leaves whose dicts are all shared (or empty) hold the same state, so they
             # take the same new dicts: made once per state and update walk, shared again.
             # The key's dicts are kept alive in the memo, so their ids stay theirs.
+            # A leaf many jobs hold takes its own dicts instead (below): each change to a
+            # shared dict is a copy of all its entries, a change to an own dict is O(1).
             key = (id(o0), id(o1), id(o2), id(o3), needs, record)
             got = self._leaf_ext.get(key)
             if got is None:
@@ -514,6 +525,8 @@ class UpdateStage:
                     xs[jobid] = (at, end)
                 else:  # a grow: the job already uses this vertex
                     xs[jobid] = (min(old[0], at), max(old[1], end))
+                    if self._undo is not None:
+                        self._undo.append((_UNDO_XSPAN, u, jobid, old))
             if acc:
                 col = self.subplan.get(ss)
                 p = col[u] if col is not None else None
@@ -539,17 +552,25 @@ class UpdateStage:
         counts = p.counts_for(acc)
         j2s = self.job2span[ss]
         d2 = j2s[u]
-        if d2 is None:
-            d2 = j2s[u] = {}
-        old = d2.get(jobid)
-        if old is not None:
-            if p.span_window(old) == (at, duration):
-                prev = p.span_counts(old)
-                p.rem_span(old)
-                counts = [a + b for a, b in zip(counts, prev)]
-            else:
-                self._extra_spans.setdefault((ss, u, jobid), []).append(old)
-        d2[jobid] = p.add_span(at, duration, counts)
+        old = d2.get(jobid) if d2 is not None else None
+        if old is None:
+            sid = p.add_span(at, duration, counts)  # may fail: nothing changed yet
+            if d2 is None:
+                d2 = j2s[u] = {}
+            d2[jobid] = sid
+        elif p.span_window(old) == (at, duration):
+            # a grow over the same window: the job's span takes the new units in place (its id
+            # stays; all or nothing), so a failure here or later loses nothing (see _undo_update)
+            created = p.grow_span(old, counts)
+            if self._undo is not None:
+                self._undo.append((_UNDO_GROW, p, old, counts, created))
+        else:
+            # a grow over another window: one more span; the old one is kept as an extra
+            new = p.add_span(at, duration, counts)
+            self._extra_spans.setdefault((ss, u, jobid), []).append(old)
+            d2[jobid] = new
+            if self._undo is not None:
+                self._undo.append((_UNDO_EXTRA, p, (ss, u, jobid), old, new))
         self._agg_touched(ss, u)
 
     def update_allocate(
@@ -620,11 +641,101 @@ class UpdateStage:
         meta = JobMeta(
             jobid=jobid, at=at, now=at, duration=duration, alloc_type=AT_RESERVE if reserve else AT_ALLOC
         )
-        if self.batched and len(listed) == len(items):
-            rc = self._update_items(root, writer, meta, by)
-            if rc is not None:
-                return rc
-        return self.update(root, writer, meta)
+        # all or nothing: the check above leaves only failures it cannot foresee (a planner's
+        # refusal, an error raised by the writer); those are undone before they propagate
+        jv = self.job_vtx.get(jobid)
+        before = (jv is not None, len(jv) if jv else 0, self._wide_of(jobid, by) if jv else {})
+        self._undo = []
+        try:
+            rc = None
+            if self.batched and len(listed) == len(items):
+                rc = self._update_items(root, writer, meta, by)
+            if rc is None:
+                rc = self.update(root, writer, meta)
+            if rc != 0:
+                self._undo_update(jobid, before, by)
+        except BaseException:
+            self._undo_update(jobid, before, by)
+            raise
+        finally:
+            self._undo = None
+        return rc
+
+    def _wide_of(self, jobid: int, sources: Iterable[int]) -> dict[int, list[int] | None]:
+        """The job's entries in ``_wide_kids`` (copies) at the walk's marked vertices, for :meth:`_undo_update`.
+
+        The walk changes the entries of the wide vertices it visits: the
+        sources of marked edges, and vertices below one of an exclusive
+        type, which the job cannot have held before (the check refuses it).
+        O(marked vertices).
+        """
+        wide = self._wide_kids
+        col = self.g.out[self.dom]
+        out = {}
+        for u in sources:
+            if len(col[u]) > 64:
+                have = wide.get((u, jobid), False)
+                if have is not False:
+                    out[u] = None if have is None else list(have)
+        return out
+
+    def _undo_update(
+        self, jobid: int, before: tuple[bool, int, dict[int, list[int] | None]], sources: Iterable[int]
+    ) -> None:
+        """Put back what a failed ``update_allocate`` of ``jobid`` changed (the graph state as before).
+
+        Vertices the walk recorded that the job did not hold before lose
+        everything of the job (tags, windows, own and aggregate spans), as in
+        a cancel; on those it held (a grow) the journal puts back the widened
+        windows and the grown or added aggregate spans, newest first; edge
+        weights the walk re-ranked get their old weight.  Span ids a planner
+        handed out stay used, as after any failed add.  O(walk's vertices).
+        """
+        existed, n0, wide0 = before
+        undo, self._undo = self._undo or [], None
+        self.memo_clear()
+        for rec in reversed(undo):
+            kind = rec[0]
+            if kind == _UNDO_GROW:
+                _k, p, sid, counts, created = rec
+                p.ungrow_span(sid, counts, created)
+            elif kind == _UNDO_EXTRA:
+                _k, p, key, old, new = rec
+                p.rem_span(new)
+                extra = self._extra_spans[key]
+                extra.remove(old)
+                if not extra:
+                    del self._extra_spans[key]
+                self.job2span[key[0]][key[1]][jobid] = old
+                self._agg_touched(key[0], key[1])
+            elif kind == _UNDO_XSPAN:
+                _k, u, _j, old = rec
+                _own(self.xspans, u)[jobid] = old
+            else:
+                _k, u, e, w = rec
+                self._set_edge_weight(u, e, w)
+        jv = self.job_vtx.get(jobid)
+        touched = dict.fromkeys(sources)
+        if jv is not None:
+            held = set(jv[:n0])
+            self._drop_memo = {}
+            try:
+                for v in dict.fromkeys(jv[n0:]):
+                    touched[v] = None
+                    if v not in held:
+                        self._purge_vertex(v, jobid)
+            finally:
+                self._drop_memo = {}
+            if existed:
+                del jv[n0:]
+            else:
+                del self.job_vtx[jobid]
+        wide = self._wide_kids
+        for u in touched:
+            if u not in wide0:
+                wide.pop((u, jobid), None)
+        for u, have in wide0.items():
+            wide[(u, jobid)] = have
 
     def _update_items(self, root: int, writer: Any, meta: JobMeta, by: dict[int, list[int]]) -> int | None:
         """:meth:`update` of the edges ``update_allocate`` marked, walked from the marks, not the graph.
@@ -751,7 +862,29 @@ class UpdateStage:
                 else:
                     got = None
                 if got is None:
-                    self._upd_leaf(tgt, writer, nd, meta, True, acc, None if emit is None else prefix)
+                    if (
+                        type(o2) is dict
+                        and type(o3) is dict
+                        and (not record or (type(o0) is dict and type(o1) is dict))
+                    ):
+                        # a leaf with dicts of its own (held by many jobs, see _SHARE_MAX):
+                        # _upd_leaf's change in place, inline
+                        jobid = meta.jobid
+                        if record:
+                            self._span_seq += 1
+                            sid = self._span_seq
+                            o0[sid] = (meta.at, meta.at + meta.duration, nd)
+                            o1[jobid] = sid
+                        o2[jobid] = jobid
+                        o3[jobid] = (meta.at, meta.at + meta.duration)
+                        self._jv_add(tgt)
+                        t = vt[tgt]
+                        if t in self.prune.total:
+                            acc[t] = acc.get(t, 0) + vsize[tgt]
+                        if emit is not None:
+                            emit(prefix, g, tgt, nd, None, True)
+                    else:
+                        self._upd_leaf(tgt, writer, nd, meta, True, acc, None if emit is None else prefix)
                     n_plans += 1
                     new4 = None
                     continue

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 
 from fluxlite.errors import PlannerError
-from fluxlite.planner._planner import EINVAL, ENOENT, ERANGE, Planner
+from fluxlite.planner._planner import EBUSY, EINVAL, ENOENT, ERANGE, Planner
 
 __all__ = ["PlannerMulti"]
 
@@ -338,6 +338,64 @@ class PlannerMulti:
             if sid != -1:
                 p.rem_span(sid)
         del self._spans[span_id]
+
+    def grow_span(self, span_id: int, counts: Sequence[int]) -> tuple[int, ...]:
+        """Add ``counts[i]`` units of every type to a multi-span in place (its id and window stay).
+
+        A type whose part of the span is gone (a partial release emptied it)
+        gets a new part over the span's window.  Returns the indices of the
+        types given a new part, for :meth:`ungrow_span`.  All-or-nothing:
+        every type is checked first, so a failure changes nothing.  Raises
+        PlannerError: ENOENT (unknown span), EINVAL (mismatched counts, no
+        part left to give the window), ERANGE (negative count, more than
+        the total), EBUSY (not enough free units over the window).
+        """
+        sids = self._spans.get(span_id)
+        if sids is None:
+            raise PlannerError("unknown span", errno=ENOENT, span_id=span_id)
+        planners = self._planners
+        if len(counts) != len(planners) or len(sids) < len(planners):
+            raise PlannerError("counts do not match the resource types", errno=EINVAL, span_id=span_id)
+        win = self.span_window(span_id)
+        if win is None:
+            raise PlannerError("the span holds nothing", errno=EINVAL, span_id=span_id)
+        at, duration = win
+        created = []
+        for i, c in enumerate(counts):
+            if c < 0:
+                raise PlannerError("count must be >= 0", errno=ERANGE, type=self._types[i], count=c)
+            if not c:
+                continue
+            p = planners[i]
+            sid = sids[i]
+            if sid == -1 or not p.is_active_span(sid):
+                created.append(i)
+            elif p.span_resource_count(sid) + c > p.resource_total:
+                raise PlannerError("span amount out of range", errno=ERANGE, type=self._types[i], count=c)
+            if p.avail_resources_during(at, duration) < c:
+                raise PlannerError(
+                    "not enough free units for the span", errno=EBUSY, type=self._types[i], count=c
+                )
+        for i, c in enumerate(counts):
+            if c:
+                if i in created:
+                    sids[i] = planners[i].add_span(at, duration, c)
+                else:
+                    planners[i].shift_span(sids[i], c)
+        return tuple(created)
+
+    def ungrow_span(self, span_id: int, counts: Sequence[int], created: Sequence[int]) -> None:
+        """Undo :meth:`grow_span` (same ``counts``, its answer ``created``): the span as it was."""
+        sids = self._spans[span_id]
+        planners = self._planners
+        for i, c in enumerate(counts):
+            if not c:
+                continue
+            if i in created:
+                planners[i].rem_span(sids[i])
+                sids[i] = -1
+            else:
+                planners[i].shift_span(sids[i], -c)
 
     def reduce_span(self, span_id: int, counts: Mapping[str, int]) -> bool:
         """Give back part of a multi-span (partial cancel); return True when it is gone entirely.

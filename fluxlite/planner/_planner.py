@@ -669,6 +669,46 @@ class Planner:
             self._key[a:b] = rem[a:b]
         return False
 
+    def shift_span(self, span_id: int, delta: int) -> None:
+        """Change the units a span holds by ``delta`` in place: same id, same window.
+
+        What a grow of a job over the same window needs (and its undo): the
+        points end as a remove and re-add of the span with the new amount
+        would leave them, but the span keeps its id and nothing is removed on
+        the way.  All-or-nothing: raises PlannerError (changing nothing) with
+        EINVAL for an unknown span, ERANGE when the new amount would leave
+        ``[0, total]``, EBUSY when fewer than ``delta`` units are free
+        somewhere in the window.  O(log k + w).
+        """
+        spans = self._spans
+        span = spans.get(span_id) if spans else None
+        if span is None:
+            raise PlannerError("unknown span", errno=EINVAL, span_id=span_id)
+        start, last, planned = span
+        amount = planned + delta
+        if amount < 0 or amount > self._total:
+            raise PlannerError("span amount out of range", errno=ERANGE, amount=amount, total=self._total)
+        if not delta:
+            return
+        rem = self._rem
+        assert rem is not None and spans is not None
+        a, b = self._window(start, last)
+        if delta > 0 and min(rem[a:b]) < delta:
+            raise PlannerError(
+                "not enough free units for the span",
+                errno=EBUSY,
+                start=start,
+                duration=last - start,
+                amount=delta,
+            )
+        if self._cursor:
+            self._restore()
+        self._iter = None
+        rem[a:b] = map(delta.__rsub__, rem[a:b])
+        if self._key is not None:
+            self._key[a:b] = rem[a:b]
+        spans[span_id] = (start, last, amount)
+
     def update_total(self, total: int) -> None:
         """Change the pool size, shifting every point's free amount by the difference.
 

@@ -194,18 +194,11 @@ class GraphStateStage:
         avail = p.avail_resources_at(meta.now, n - 1)
         if avail == 0 and not p.span_size:
             return
-        keys = self._outedge_order(u)
-        if keys is None:
+        if self._outedge_order(u) is None:  # builds u's ranked out-edges if they are not yet
             return
-        old = (-self.e_weight[e], -g.v_uniq[tgt], e)
         if self._undo is not None:
             self._undo.append((3, u, e, self.e_weight[e]))  # update._UNDO_WEIGHT
-        i = bisect.bisect_left(keys, old)
-        if i < len(keys) and keys[i] == old:
-            del keys[i]
-        w = 0 if avail < 0 else avail
-        self.e_weight[e] = w
-        bisect.insort(keys, (-w, -g.v_uniq[tgt], e))
+        self._set_edge_weight(u, e, 0 if avail < 0 else avail)
 
     def _set_edge_weight(self, u: int, e: int, w: int) -> None:
         """Give out-edge ``e`` of ``u`` weight ``w``, keeping ``u``'s ranked out-edges in order."""

@@ -29,6 +29,7 @@ class ReleaseStage:
         self._reset_color()
         self._drop_memo = {}
         self._kids_memo: dict[tuple[int, ...], tuple[tuple, tuple]] = {}
+        self._rm_ctx = self._release_ctx()
         tg = self.tags[root]
         try:
             if tg is not None and jobid in tg:
@@ -38,6 +39,7 @@ class ReleaseStage:
         finally:
             self._drop_memo = {}  # drops the old dicts it kept alive
             self._kids_memo = {}
+            self._rm_ctx = None
         self.total_preorder = self.preorder
         self.total_postorder = self.postorder
         self.job_vertices(jobid)  # compacts (drops) the job's index entry
@@ -45,7 +47,8 @@ class ReleaseStage:
 
     def _mod_dfv(self, u: int, jobid: int) -> int:
         self.preorder += 1
-        tg = self.tags[u]
+        tags = self.tags
+        tg = tags[u]
         if tg is None or jobid not in tg:
             return 0
         ep = self._epoch
@@ -55,7 +58,7 @@ class ReleaseStage:
         if type(tg) is dict and len(tg) > 1:  # _drop's case of a vertex's own dict, inlined
             del tg[jobid]
         else:
-            _drop(self.tags, u, jobid, self._drop_memo)
+            _drop(tags, u, jobid, self._drop_memo)
         xs = self.xspans[u]
         if xs is None or jobid not in xs:
             self.err_msg += "rem_exclusive_filter: jobid isn't found in x_spans table.\n "
@@ -64,27 +67,81 @@ class ReleaseStage:
             del xs[jobid]
         else:
             _drop(self.xspans, u, jobid, self._drop_memo)
-        j2s = self.job2span.get(self.dom)
-        if j2s is not None and j2s[u] is not None:
-            self._drop_job_aggregate(u, jobid)
-        self._rem_plan(u, jobid)
         dom = self.dom
+        j2s = self.job2span.get(dom)
+        if j2s is not None:
+            d2 = j2s[u]
+            if d2 is not None and jobid in d2:
+                # _drop_job_aggregate inlined
+                p = self.subplan[dom][u]
+                if p is not None:
+                    p.rem_span(d2[jobid])
+                    if self._extra_spans:
+                        for sid in self._extra_spans.pop((dom, u, jobid), ()):
+                            p.rem_span(sid)
+                    self._agg_touched(dom, u)
+                del d2[jobid]
+                if not d2:
+                    j2s[u] = None
+        # _rem_plan inlined for a vertex's own dicts (the usual case above the leaves)
+        d = self.allocs[u]
+        if d is None or jobid not in d:
+            d = self.resvs[u]
+        if d is not None and jobid in d:
+            if type(d) is dict and len(d) > 1:
+                sid = d.pop(jobid)
+                sp = self.vspans[u]
+                if sp is not None and sid in sp:
+                    if type(sp) is dict and len(sp) > 1:
+                        del sp[sid]
+                    else:
+                        _drop(self.vspans, u, sid, self._drop_memo)
+            else:
+                self._rem_plan(u, jobid)
         rc = 0
-        g = self.g
-        for ss in self.subsystems:
-            if ss != dom:
-                continue
-            out = g.out[ss][u]
+        subs = self.subsystems
+        if len(subs) == 1 and subs[0] == dom:
+            out = self.g.out[dom][u]
             kids = self._wide_kids.pop((u, jobid), None) if len(out) > 64 else None
             if kids is not None:
                 for v in dict.fromkeys(kids):
                     rc += self._mod_dfv(v, jobid)
-                continue
-            # the walk reads and changes the dominant subsystem's state only, so the
-            # children's shortcuts hold whatever other subsystems the graph has
-            rc += self._mod_kids(out, jobid)
+            elif out:
+                # the walk reads and changes the dominant subsystem's state only, so the
+                # children's shortcuts hold whatever other subsystems the graph has
+                rc += self._mod_kids(out, jobid)
+        else:
+            g = self.g
+            for ss in self.subsystems:
+                if ss != dom:
+                    continue
+                out = g.out[ss][u]
+                kids = self._wide_kids.pop((u, jobid), None) if len(out) > 64 else None
+                if kids is not None:
+                    for v in dict.fromkeys(kids):
+                        rc += self._mod_dfv(v, jobid)
+                    continue
+                rc += self._mod_kids(out, jobid)
         self.postorder += 1
         return rc
+
+    #: what :meth:`_mod_kids` reads on every call, gathered once per release walk (None outside one)
+    _rm_ctx: tuple | None = None
+
+    def _release_ctx(self) -> tuple:
+        """The columns :meth:`_mod_kids` reads, as one tuple (built once per release walk)."""
+        dom = self.dom
+        return (
+            self.g.out[dom],
+            self.g.e_dst,
+            self.tags,
+            self.xspans,
+            self.vspans,
+            self.allocs,
+            self.resvs,
+            self.job2span.get(dom),
+            self._epoch,
+        )
 
     def _mod_kids(self, out: list[int], jobid: int) -> int:
         """_mod_dfv of ``u``'s children, with leaves held by ``jobid`` alone cleared inline.
@@ -97,13 +154,10 @@ class ReleaseStage:
         walk (under any vertex: the cores of the nodes of one job).  With
         ``batched`` False every such leaf takes the call (tests compare).
         """
-        g = self.g
-        col = g.out[self.dom]
-        dst = g.e_dst
-        tags, xspans, vspans = self.tags, self.xspans, self.vspans
-        allocs, resvs = self.allocs, self.resvs
-        j2s = self.job2span.get(self.dom)
-        ep = self._epoch
+        ctx = self._rm_ctx
+        if ctx is None:
+            ctx = self._release_ctx()
+        col, dst, tags, xspans, vspans, allocs, resvs, j2s, ep = ctx
         rc = 0
         pre = post = 0
         # The leaves of one allocation share their four dicts (see UpdateStage._upd_dfv):

@@ -10,6 +10,7 @@ restore or grow) and the accounting of attached or removed subgraphs
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Iterable, Sequence
 from itertools import compress
 from typing import Any
@@ -490,18 +491,34 @@ class UpdateStage:
         to_parent: dict[str, int],
         excl_parent: bool = False,
     ) -> int:
-        g = self.g
+        """Record ``u``'s own span (exclusive), tag, window and aggregate span once its subtree is done.
+
+        ``writer`` None: nothing is emitted (a writer that writes nothing).
+        """
         at = meta.at
         end = at + meta.duration
         jobid = meta.jobid
         if excl:
             n += 1
             if full and meta.alloc_type != AT_SATISFIABILITY:
-                self._span_seq += 1
-                sid = self._span_seq
-                _own(self.vspans, u)[sid] = (at, end, needs)
-                table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
-                _own(table, u)[jobid] = sid
+                self._span_seq = sid = self._span_seq + 1
+                # _own inlined, for the own span and its table entry
+                col = self.vspans
+                d = col[u]
+                if d is None:
+                    col[u] = {sid: (at, end, needs)}
+                else:
+                    if type(d) is _Shared:
+                        d = col[u] = dict(d)
+                    d[sid] = (at, end, needs)
+                col = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
+                d = col[u]
+                if d is None:
+                    col[u] = {jobid: sid}
+                else:
+                    if type(d) is _Shared:
+                        d = col[u] = dict(d)
+                    d[jobid] = sid
         if n > 0:
             # _own inlined (a vertex above the leaves usually has its own dicts already)
             tags = self.tags
@@ -534,14 +551,15 @@ class UpdateStage:
                     self._add_job_span(ss, u, p, jobid, at, meta.duration, acc)
             # _accum_if inlined: the vertex's own units, then what its subtree gave
             total = self.prune.total
-            t = g.v_type[u]
+            t = self.g.v_type[u]
             if t in total:
-                to_parent[t] = to_parent.get(t, 0) + (g.v_size[u] if excl else g.v_size[u] - needs)
+                vs = self.g.v_size[u]
+                to_parent[t] = to_parent.get(t, 0) + (vs if excl else vs - needs)
             for t, c in acc.items():
                 if t in total:
                     to_parent[t] = to_parent.get(t, 0) + c
-            if not (excl_parent and not writer.emit_exclusive_subtrees):
-                writer.emit_vtx(self._levels[self.trav_level], g, u, needs, None, excl)
+            if writer is not None and not (excl_parent and not writer.emit_exclusive_subtrees):
+                writer.emit_vtx(self._levels[self.trav_level], self.g, u, needs, None, excl)
         self.trav_level -= 1
         return n
 
@@ -549,29 +567,73 @@ class UpdateStage:
         self, ss: str, u: int, p: PlannerMulti, jobid: int, at: int, duration: int, acc: dict[str, int]
     ) -> None:
         """Record ``acc`` in ``u``'s aggregate for ``jobid``, merging with a span the job already has."""
-        counts = p.counts_for(acc)
         j2s = self.job2span[ss]
         d2 = j2s[u]
         old = d2.get(jobid) if d2 is not None else None
         if old is None:
-            sid = p.add_span(at, duration, counts)  # may fail: nothing changed yet
+            sid = p.add_span_amounts(at, duration, acc)  # may fail: nothing changed yet
             if d2 is None:
-                d2 = j2s[u] = {}
-            d2[jobid] = sid
+                j2s[u] = {jobid: sid}
+            else:
+                d2[jobid] = sid
         elif p.span_window(old) == (at, duration):
             # a grow over the same window: the job's span takes the new units in place (its id
             # stays; all or nothing), so a failure here or later loses nothing (see _undo_update)
+            counts = p.counts_for(acc)
             created = p.grow_span(old, counts)
             if self._undo is not None:
                 self._undo.append((_UNDO_GROW, p, old, counts, created))
         else:
             # a grow over another window: one more span; the old one is kept as an extra
-            new = p.add_span(at, duration, counts)
+            new = p.add_span(at, duration, p.counts_for(acc))
             self._extra_spans.setdefault((ss, u, jobid), []).append(old)
             d2[jobid] = new
             if self._undo is not None:
                 self._undo.append((_UNDO_EXTRA, p, (ss, u, jobid), old, new))
         self._agg_touched(ss, u)
+
+    def _rerank(self, u: int, edges: list[int], now: int) -> None:
+        """:meth:`_upd_by_outedges` of ``u``'s out-edges ``edges`` (children the walk just recorded), at once.
+
+        Each edge takes its child's free units of the last pruning type at
+        ``now`` as weight, as :meth:`_upd_by_outedges` gives it right after the
+        child's walk: no later step of the walk changes a sibling's aggregate,
+        and ``u``'s ranked out-edges end in the same order whatever the order
+        of the changes.  O(edges x log(out-edges of u)).
+        """
+        ss = self.dom
+        col = self.subplan.get(ss)
+        if col is None:
+            return
+        dst, uniq = self.g.e_dst, self.g.v_uniq
+        weight = self.e_weight
+        undo = self._undo
+        keys: list[tuple[int, int, int]] | None = None
+        for e in edges:
+            p = col[dst[e]]
+            if p is None:
+                continue
+            pls = p._planners
+            if not pls:
+                continue
+            avail = pls[-1].avail_resources_at(now)
+            if avail == 0 and not p._spans:
+                continue
+            if keys is None:
+                keys = self._outedge_order(u)  # builds u's ranked out-edges if they are not yet
+                if keys is None:
+                    return
+            if undo is not None:
+                undo.append((_UNDO_WEIGHT, u, e, weight[e]))
+            w = 0 if avail < 0 else avail
+            # _set_edge_weight inlined
+            nu = -uniq[dst[e]]
+            old = (-weight[e], nu, e)
+            i = bisect_left(keys, old)
+            if i < len(keys) and keys[i] == old:
+                del keys[i]
+            insort(keys, (-w, nu, e))
+            weight[e] = w
 
     def update_allocate(
         self,
@@ -781,6 +843,9 @@ class UpdateStage:
             outs,
             record,
             self.allocs if meta.alloc_type == AT_ALLOC else self.resvs,
+            outs[1:],
+            self.prune.total,
+            (self.vspans, self.tags, self.xspans),
         )
         shadow = g.v_type[root] in self.exclusive_types
         n = self._upd_items_dfv(root, needs, excl, {}, False, shadow, ctx)
@@ -798,14 +863,13 @@ class UpdateStage:
         ctx: tuple,
     ) -> int:
         """:meth:`_upd_dfv_plain` of ``u`` over its marked out-edges (see :meth:`_update_items`)."""
-        writer, meta, by, emit, outs, record, table = ctx
+        writer, meta, by, emit, outs, record, table, others, total, cols = ctx
         g = self.g
         ep = self._epoch
         ep[u] = ep.get(u, 0) + 1
         if self._ep_log is not None:
             self._ep_log.append(u)
         self.trav_level += 1
-        prefix = self._levels[self.trav_level + 1]
         dst, vt, vsize = g.e_dst, g.v_type, g.v_size
         xtypes = self.exclusive_types
         # taken whole (an exclusive type, or below one): every child, all its units, exclusively
@@ -818,10 +882,15 @@ class UpdateStage:
         leaf_units = 0
         # the four new dicts of the last leaf recorded inline, and the four it held
         new4: tuple | None = None
-        old4: tuple = ()
+        o0_ = o1_ = o2_ = o3_ = None
         last_nd = -1
         kids = dcol[u] if mod else by.get(u, ())
         e_excl, e_needs = self.e_excl, self.e_needs
+        vspans, tags, xspans = cols
+        jv_add = self._jv_add
+        prefix = None if emit is None else self._levels[self.trav_level + 1]
+        #: out-edges of ``u`` to children that recorded something: re-ranked at the end (first policy)
+        ranked: list[int] | None = [] if self.stop_on_k else None
         for e in kids:
             tgt = dst[e]
             if mod:
@@ -830,23 +899,23 @@ class UpdateStage:
             else:
                 x = e_excl[e]
                 nd = e_needs[e]
-            leaf = True
-            for col in outs:
-                if col[tgt]:
-                    leaf = False
-                    break
-            if not leaf:
+            inner = dcol[tgt]
+            if not inner:
+                for col in others:
+                    if col[tgt]:
+                        inner = True
+                        break
+            if inner:
                 sub = self._upd_items_dfv(tgt, nd, x, acc, excl, mod, ctx)
                 if sub > 0:
-                    if self.stop_on_k:
-                        self._upd_by_outedges(self.dom, meta, u, e)
+                    if ranked is not None:
+                        ranked.append(e)
                     n_plans += sub
                 continue
             if not (x or vt[tgt] in xtypes):
                 continue
-            vspans, tags, xspans = self.vspans, self.tags, self.xspans
             o0, o1, o2, o3 = vspans[tgt], table[tgt], tags[tgt], xspans[tgt]
-            if new4 is None or nd != last_nd or o0 is not old4[0] or o1 is not old4[1] or o2 is not old4[2] or o3 is not old4[3]:
+            if new4 is None or nd != last_nd or o0 is not o0_ or o1 is not o1_ or o2 is not o2_ or o3 is not o3_:
                 if o0 is None and o1 is None and o2 is None and o3 is None:
                     got = self._leaf_shared.get(nd)
                     if got is None:
@@ -870,35 +939,36 @@ class UpdateStage:
                         # a leaf with dicts of its own (held by many jobs, see _SHARE_MAX):
                         # _upd_leaf's change in place, inline
                         jobid = meta.jobid
+                        at = meta.at
                         if record:
-                            self._span_seq += 1
-                            sid = self._span_seq
-                            o0[sid] = (meta.at, meta.at + meta.duration, nd)
+                            self._span_seq = sid = self._span_seq + 1
+                            o0[sid] = (at, at + meta.duration, nd)
                             o1[jobid] = sid
                         o2[jobid] = jobid
-                        o3[jobid] = (meta.at, meta.at + meta.duration)
-                        self._jv_add(tgt)
+                        o3[jobid] = (at, at + meta.duration)
+                        jv_add(tgt)
                         t = vt[tgt]
-                        if t in self.prune.total:
+                        if t in total:
                             acc[t] = acc.get(t, 0) + vsize[tgt]
                         if emit is not None:
                             emit(prefix, g, tgt, nd, None, True)
                     else:
-                        self._upd_leaf(tgt, writer, nd, meta, True, acc, None if emit is None else prefix)
+                        self._upd_leaf(tgt, writer, nd, meta, True, acc, prefix)
                     n_plans += 1
                     new4 = None
                     continue
-                new4, old4, last_nd = got, (o0, o1, o2, o3), nd
+                new4, last_nd = got, nd
+                o0_, o1_, o2_, o3_ = o0, o1, o2, o3
             if record:
                 vspans[tgt] = new4[0]
                 table[tgt] = new4[1]
             tags[tgt] = new4[2]
             xspans[tgt] = new4[3]
-            self._jv_add(tgt)
+            jv_add(tgt)
             t = vt[tgt]
             if t is leaf_t:
                 leaf_units += vsize[tgt]
-            elif t in self.prune.total:
+            elif t in total:
                 if leaf_t is not None:
                     acc[leaf_t] = acc.get(leaf_t, 0) + leaf_units
                 leaf_t = t
@@ -906,6 +976,8 @@ class UpdateStage:
             if emit is not None:
                 emit(prefix, g, tgt, nd, None, True)
             n_plans += 1
+        if ranked:
+            self._rerank(u, ranked, meta.now)
         if len(dcol[u]) > 64:
             # as the walk: which children of a wide vertex the job reached (see _upd_dfv_plain)
             jobid = meta.jobid
@@ -914,12 +986,13 @@ class UpdateStage:
             if have is None:
                 self._wide_kids[key] = None
             else:
-                tags = self.tags
                 have.extend(dst[e] for e in kids if tags[dst[e]] is not None and jobid in tags[dst[e]])
                 self._wide_kids[key] = have
         if leaf_t is not None:
             acc[leaf_t] = acc.get(leaf_t, 0) + leaf_units
-        return self._upd_sched(u, writer, self.dom, needs, excl, n_plans, meta, True, acc, to_parent, excl_parent)
+        return self._upd_sched(
+            u, None if emit is None else writer, self.dom, needs, excl, n_plans, meta, True, acc, to_parent, excl_parent
+        )
 
     def _update_check(
         self, jobid: int, items: Sequence[tuple[int, int, bool]], at: int, duration: int

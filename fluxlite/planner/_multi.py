@@ -321,6 +321,17 @@ class PlannerMulti:
         self._spans[mspan] = sids
         return mspan
 
+    def add_span_amounts(self, at: int, duration: int, amounts: Mapping[str, int]) -> int:
+        """:meth:`add_span` of ``amounts`` (type -> units; a type not planned here is ignored, 0 when absent)."""
+        planners = self._planners
+        if len(planners) == 1:  # the usual aggregate (cores only): no list of counts to build
+            mspan = self._counter
+            self._counter = mspan + 1
+            self._spans[mspan] = [planners[0].add_span(at, duration, amounts.get(self._types[0], 0))]
+            return mspan
+        get = amounts.get
+        return self.add_span(at, duration, [get(t, 0) for t in self._types])
+
     def rem_span(self, span_id: int) -> None:
         """Remove a multi-span from every type.
 

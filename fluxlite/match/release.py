@@ -9,6 +9,7 @@ before it changes anything, so a failed release leaves the state unchanged.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable
 
 from fluxlite.match._common import (
@@ -52,7 +53,8 @@ class ReleaseStage:
         if tg is None or jobid not in tg:
             return 0
         ep = self._epoch
-        ep[u] = ep.get(u, 0) + 1
+        ep0 = ep.get(u)
+        ep[u] = (ep0 or 0) + 1
         if self._ep_log is not None:
             self._ep_log.append(u)
         if type(tg) is dict and len(tg) > 1:  # _drop's case of a vertex's own dict, inlined
@@ -63,10 +65,21 @@ class ReleaseStage:
         if xs is None or jobid not in xs:
             self.err_msg += "rem_exclusive_filter: jobid isn't found in x_spans table.\n "
             return -1
+        idx = self._xidx
+        if idx and u in idx:
+            self._xidx_drop(u, xs, ep0, jobid)
         if type(xs) is dict and len(xs) > 1:
             del xs[jobid]
         else:
             _drop(self.xspans, u, jobid, self._drop_memo)
+        if idx and u in idx:
+            # the entry follows the window just dropped: it takes the vertex's new stamp
+            ent = idx[u]
+            xs = self.xspans[u]
+            if xs is None:
+                del idx[u]
+            else:
+                ent[0], ent[1], ent[2] = xs, len(xs), ep[u]
         dom = self.dom
         j2s = self.job2span.get(dom)
         if j2s is not None:
@@ -125,6 +138,21 @@ class ReleaseStage:
         self.postorder += 1
         return rc
 
+    def _xidx_drop(self, u: int, xs: dict[int, tuple[int, int]], ep0: int | None, jobid: int) -> None:
+        """Before ``jobid``'s window leaves ``xs`` (``u``'s windows, ``ep0`` its change counter before
+        this walk): take it out of ``u``'s window index entry if the entry is exact, else drop the entry
+        (see ``UpdateStage._xs_meets``).  O(log windows)."""
+        idx = self._xidx
+        assert idx is not None
+        ent = idx[u]
+        if ent[0] is not xs or ent[1] != len(xs) or ent[2] != ep0:
+            del idx[u]
+            return
+        s, e = xs[jobid]
+        starts, ends = ent[3], ent[4]
+        del starts[bisect_left(starts, s)]
+        del ends[bisect_left(ends, e)]
+
     #: what :meth:`_mod_kids` reads on every call, gathered once per release walk (None outside one)
     _rm_ctx: tuple | None = None
 
@@ -167,6 +195,8 @@ class ReleaseStage:
         kmemo = self._kids_memo if self.batched else None
         prev: tuple[tuple, tuple] | None = None
         log = self._ep_log
+        own = kmemo is not None
+        both = 0  # leaves counted in both pre- and postorder
         for e in out:
             v = dst[e]
             if col[v]:
@@ -178,23 +208,11 @@ class ReleaseStage:
                 continue
             xs = xspans[v]
             plain = j2s is None or not j2s[v]
-            if last is not None and tg is last[0] and xs is last[1] and plain:
-                table = last[2]
-                if (
-                    table[v] is last[3]
-                    and vspans[v] is last[4]
-                    and (table is allocs or (d := allocs[v]) is None or jobid not in d)
-                ):
-                    pre += 1
-                    post += 1
-                    ep[v] = ep.get(v, 0) + 1
-                    tags[v] = xspans[v] = table[v] = vspans[v] = None
-                    continue
-            if type(tg) is dict and type(xs) is dict and kmemo is not None and plain and jobid in xs:
+            if type(xs) is dict and type(tg) is dict and own and plain and jobid in xs:
                 # a leaf with dicts of its own (held by many jobs, see update._SHARE_MAX): what
-                # _mod_dfv does to it, inline (pops in place; a dict left empty becomes None)
-                pre += 1
-                post += 1
+                # _mod_dfv does to it, inline (pops in place; a dict left empty becomes None).
+                # (Such dicts are no other leaf's, so never the ``last`` leaf's tested below.)
+                both += 1
                 ep[v] = ep.get(v, 0) + 1
                 if log is not None:
                     log.append(v)
@@ -206,18 +224,31 @@ class ReleaseStage:
                     del xs[jobid]
                 else:
                     xspans[v] = None
-                for table in (allocs, resvs):
-                    d = table[v]
-                    if d is not None and jobid in d:
-                        sid = d.pop(jobid) if type(d) is dict and len(d) > 1 else _drop(table, v, jobid, self._drop_memo)
-                        sp = vspans[v]
-                        if sp is not None and sid in sp:
-                            if type(sp) is dict and len(sp) > 1:
-                                del sp[sid]
-                            else:
-                                _drop(vspans, v, sid, self._drop_memo)
-                        break
+                table = allocs
+                d = allocs[v]
+                if d is None or jobid not in d:
+                    table = resvs
+                    d = resvs[v]
+                if d is not None and jobid in d:
+                    sid = d.pop(jobid) if type(d) is dict and len(d) > 1 else _drop(table, v, jobid, self._drop_memo)
+                    sp = vspans[v]
+                    if sp is not None and sid in sp:
+                        if type(sp) is dict and len(sp) > 1:
+                            del sp[sid]
+                        else:
+                            _drop(vspans, v, sid, self._drop_memo)
                 continue
+            if last is not None and tg is last[0] and xs is last[1] and plain:
+                table = last[2]
+                if (
+                    table[v] is last[3]
+                    and vspans[v] is last[4]
+                    and (table is allocs or (d := allocs[v]) is None or jobid not in d)
+                ):
+                    both += 1
+                    ep[v] = ep.get(v, 0) + 1
+                    tags[v] = xspans[v] = table[v] = vspans[v] = None
+                    continue
             if len(tg) != 1 or xs is None or len(xs) != 1 or jobid not in xs or not plain:
                 # a leaf other jobs hold too: the leaves of one allocation share their dicts
                 # (_Shared, never changed in place), and _drop's memo gives each shared dict one
@@ -283,8 +314,8 @@ class ReleaseStage:
                             _drop(vspans, v, sid, self._drop_memo)
                     break
             post += 1
-        self.preorder += pre
-        self.postorder += post
+        self.preorder += pre + both
+        self.postorder += post + both
         return rc
 
     def _rem_plan(self, u: int, jobid: int) -> tuple[int, int, int] | None:

@@ -10,9 +10,10 @@ restore or grow) and the accounting of attached or removed subgraphs
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Sequence
 from itertools import compress
+from operator import ge, itemgetter
 from typing import Any
 
 from fluxlite.graph import UP
@@ -32,6 +33,12 @@ from fluxlite.writers.simple import SimpleWriter
 #: (changing a shared dict copies it: O(jobs) per change, against O(1) in place; the cores of one
 #: node in a busy deadline simulation are held by ~80 jobs)
 _SHARE_MAX = 8
+
+#: a vertex with at least this many windows answers the update's check from its window index
+#: (``UpdateStage._xs_meets``); fewer are scanned
+_XIDX_MIN = 24
+_first = itemgetter(0)
+_second = itemgetter(1)
 
 # what an update walk journals of the state it changes on vertices the job already held
 # (a grow), for _undo_update: the rest is dropped as a cancel would
@@ -664,18 +671,62 @@ class UpdateStage:
             return -1
         bad = self._update_check(jobid, items, at, duration)
         if bad is not None:
+            self._xread = None
             self.err_msg = f"update: {g.path(bad[0], dom) or g.v_name[bad[0]]} {bad[1]}\n"
             return -1
         self._sync_edges()
         self.tick()
         token = self.token
         root = g.roots[dom]
-        pcol = g.parent_edge[dom]
-        listed = {v for v, _, _ in items}
-        e_needs, e_excl, e_token, marked = self.e_needs, self.e_excl, self.e_token, self._marked
-        src, vsize = g.e_src, g.v_size
+        vs, units_of, excl_of = zip(*items) if items else ((), (), ())
+        listed = set(vs)
         #: the marked edges by source vertex (what the direct path walks)
         by: dict[int, list[int]] = {}
+        self._mark_paths(items, listed, token, by)
+        if root in listed:
+            k = vs.index(root)
+            needs, excl = units_of[k], excl_of[k]
+        else:
+            needs, excl = 1, False
+        self.v_rt_edges[dom] = (needs, excl, token)
+        meta = JobMeta(
+            jobid=jobid, at=at, now=at, duration=duration, alloc_type=AT_RESERVE if reserve else AT_ALLOC
+        )
+        # all or nothing: the check above leaves only failures it cannot foresee (a planner's
+        # refusal, an error raised by the writer); those are undone before they propagate
+        jv = self.job_vtx.get(jobid)
+        before = (jv is not None, len(jv) if jv else 0, self._wide_of(jobid, by) if jv else {})
+        self._undo = []
+        try:
+            rc = None
+            if self.batched and len(listed) == len(items):
+                rc = self._update_items(root, writer, meta, by)
+            if rc is None:
+                rc = self.update(root, writer, meta)
+            if rc != 0:
+                self._undo_update(jobid, before, by)
+            else:
+                self._xidx_follow(jobid)
+        except BaseException:
+            self._undo_update(jobid, before, by)
+            raise
+        finally:
+            self._undo = None
+            self._xread = None
+        return rc
+
+    def _mark_paths(
+        self, items: Sequence[tuple[int, int, bool]], listed: set[int], token: int, by: dict[int, list[int]]
+    ) -> None:
+        """Mark each item's edge from its parent, then the path up to a marked or listed vertex or the root.
+
+        Items' edges get the item's units and exclusivity, the paths above them
+        the vertex's size, not exclusive; ``by`` gathers the marked edges by source.
+        """
+        g = self.g
+        pcol = g.parent_edge[self.dom]
+        e_needs, e_excl, e_token, marked = self.e_needs, self.e_excl, self.e_token, self._marked
+        src, vsize = g.e_src, g.v_size
         for v, units, excl in items:
             pe = pcol[v]
             if pe < 0:
@@ -697,31 +748,6 @@ class UpdateStage:
                 if pe < 0 or e_token[pe] == token or a in listed:
                     break
                 nd, x = vsize[a], False
-        root_items = [(u, x) for v, u, x in items if v == root]
-        needs, excl = root_items[0] if root_items else (1, False)
-        self.v_rt_edges[dom] = (needs, excl, token)
-        meta = JobMeta(
-            jobid=jobid, at=at, now=at, duration=duration, alloc_type=AT_RESERVE if reserve else AT_ALLOC
-        )
-        # all or nothing: the check above leaves only failures it cannot foresee (a planner's
-        # refusal, an error raised by the writer); those are undone before they propagate
-        jv = self.job_vtx.get(jobid)
-        before = (jv is not None, len(jv) if jv else 0, self._wide_of(jobid, by) if jv else {})
-        self._undo = []
-        try:
-            rc = None
-            if self.batched and len(listed) == len(items):
-                rc = self._update_items(root, writer, meta, by)
-            if rc is None:
-                rc = self.update(root, writer, meta)
-            if rc != 0:
-                self._undo_update(jobid, before, by)
-        except BaseException:
-            self._undo_update(jobid, before, by)
-            raise
-        finally:
-            self._undo = None
-        return rc
 
     def _wide_of(self, jobid: int, sources: Iterable[int]) -> dict[int, list[int] | None]:
         """The job's entries in ``_wide_kids`` (copies) at the walk's marked vertices, for :meth:`_undo_update`.
@@ -891,6 +917,11 @@ class UpdateStage:
         prefix = None if emit is None else self._levels[self.trav_level + 1]
         #: out-edges of ``u`` to children that recorded something: re-ranked at the end (first policy)
         ranked: list[int] | None = [] if self.stop_on_k else None
+        # every child a leaf in every subsystem: no test per child
+        leafy = self._leaf_family(u, outs)
+        jobid = meta.jobid
+        at = meta.at
+        window = (at, at + meta.duration)
         for e in kids:
             tgt = dst[e]
             if mod:
@@ -899,71 +930,60 @@ class UpdateStage:
             else:
                 x = e_excl[e]
                 nd = e_needs[e]
-            inner = dcol[tgt]
-            if not inner:
-                for col in others:
-                    if col[tgt]:
-                        inner = True
-                        break
-            if inner:
-                sub = self._upd_items_dfv(tgt, nd, x, acc, excl, mod, ctx)
-                if sub > 0:
-                    if ranked is not None:
-                        ranked.append(e)
-                    n_plans += sub
-                continue
+            if not leafy:
+                inner = dcol[tgt]
+                if not inner:
+                    for col in others:
+                        if col[tgt]:
+                            inner = True
+                            break
+                if inner:
+                    sub = self._upd_items_dfv(tgt, nd, x, acc, excl, mod, ctx)
+                    if sub > 0:
+                        if ranked is not None:
+                            ranked.append(e)
+                        n_plans += sub
+                    continue
             if not (x or vt[tgt] in xtypes):
                 continue
             o0, o1, o2, o3 = vspans[tgt], table[tgt], tags[tgt], xspans[tgt]
-            if new4 is None or nd != last_nd or o0 is not o0_ or o1 is not o1_ or o2 is not o2_ or o3 is not o3_:
-                if o0 is None and o1 is None and o2 is None and o3 is None:
-                    got = self._leaf_shared.get(nd)
-                    if got is None:
-                        got = self._new_leaf_shared(nd, meta)
-                elif (
-                    (o0 is None or type(o0) is _Shared)
-                    and (o1 is None or type(o1) is _Shared)
-                    and (o2 is None or type(o2) is _Shared)
-                    and (o3 is None or type(o3) is _Shared)
-                ):
-                    # _upd_leaf's memo, read here without the call (its dicts are alive: ids are theirs)
-                    got = self._leaf_ext.get((id(o0), id(o1), id(o2), id(o3), nd, record))
-                else:
-                    got = None
-                if got is None:
-                    if (
-                        type(o2) is dict
-                        and type(o3) is dict
-                        and (not record or (type(o0) is dict and type(o1) is dict))
+            if type(o3) is dict and type(o2) is dict and (not record or (type(o0) is dict and type(o1) is dict)):
+                # a leaf with dicts of its own (held by many jobs, see _SHARE_MAX): _upd_leaf's
+                # change in place, inline (such dicts are never a memo's: no shared state to take)
+                if record:
+                    self._span_seq = sid = self._span_seq + 1
+                    o0[sid] = (at, window[1], nd)
+                    o1[jobid] = sid
+                o2[jobid] = jobid
+                o3[jobid] = window
+            else:
+                if new4 is None or nd != last_nd or o0 is not o0_ or o1 is not o1_ or o2 is not o2_ or o3 is not o3_:
+                    if o0 is None and o1 is None and o2 is None and o3 is None:
+                        got = self._leaf_shared.get(nd)
+                        if got is None:
+                            got = self._new_leaf_shared(nd, meta)
+                    elif (
+                        (o0 is None or type(o0) is _Shared)
+                        and (o1 is None or type(o1) is _Shared)
+                        and (o2 is None or type(o2) is _Shared)
+                        and (o3 is None or type(o3) is _Shared)
                     ):
-                        # a leaf with dicts of its own (held by many jobs, see _SHARE_MAX):
-                        # _upd_leaf's change in place, inline
-                        jobid = meta.jobid
-                        at = meta.at
-                        if record:
-                            self._span_seq = sid = self._span_seq + 1
-                            o0[sid] = (at, at + meta.duration, nd)
-                            o1[jobid] = sid
-                        o2[jobid] = jobid
-                        o3[jobid] = (at, at + meta.duration)
-                        jv_add(tgt)
-                        t = vt[tgt]
-                        if t in total:
-                            acc[t] = acc.get(t, 0) + vsize[tgt]
-                        if emit is not None:
-                            emit(prefix, g, tgt, nd, None, True)
+                        # _upd_leaf's memo, read here without the call (its dicts are alive: ids are theirs)
+                        got = self._leaf_ext.get((id(o0), id(o1), id(o2), id(o3), nd, record))
                     else:
+                        got = None
+                    if got is None:
                         self._upd_leaf(tgt, writer, nd, meta, True, acc, prefix)
-                    n_plans += 1
-                    new4 = None
-                    continue
-                new4, last_nd = got, nd
-                o0_, o1_, o2_, o3_ = o0, o1, o2, o3
-            if record:
-                vspans[tgt] = new4[0]
-                table[tgt] = new4[1]
-            tags[tgt] = new4[2]
-            xspans[tgt] = new4[3]
+                        n_plans += 1
+                        new4 = None
+                        continue
+                    new4, last_nd = got, nd
+                    o0_, o1_, o2_, o3_ = o0, o1, o2, o3
+                if record:
+                    vspans[tgt] = new4[0]
+                    table[tgt] = new4[1]
+                tags[tgt] = new4[2]
+                xspans[tgt] = new4[3]
             jv_add(tgt)
             t = vt[tgt]
             if t is leaf_t:
@@ -994,6 +1014,26 @@ class UpdateStage:
             u, None if emit is None else writer, self.dom, needs, excl, n_plans, meta, True, acc, to_parent, excl_parent
         )
 
+    def _leaf_family(self, u: int, outs: list[list[list[int]]]) -> bool:
+        """True if every child of ``u`` in the dominant subsystem is a leaf in every subsystem.
+
+        Kept per vertex until the graph changes (``g.version``).  O(children) the first time, O(1) after.
+        """
+        g = self.g
+        memo = self._leafy
+        if memo is None or self._leafy_version != g.version:
+            memo = self._leafy = {}
+            self._leafy_version = g.version
+        got = memo.get(u)
+        if got is None:
+            dst = g.e_dst
+            got = memo[u] = not any(col[dst[e]] for e in outs[0][u] for col in outs)
+        return got
+
+    #: vertex -> :meth:`_leaf_family`'s answer, for the graph version ``_leafy_version``
+    _leafy: dict[int, bool] | None = None
+    _leafy_version = -1
+
     def _update_check(
         self, jobid: int, items: Sequence[tuple[int, int, bool]], at: int, duration: int
     ) -> tuple[int, str] | None:
@@ -1015,6 +1055,7 @@ class UpdateStage:
         """
         g = self.g
         xspans, tags, vspans, vsize = self.xspans, self.tags, self.vspans, g.v_size
+        self._xread = []
         pcol = g.parent_edge[self.dom]
         src = g.e_src
         clear: set[int] = set()
@@ -1053,7 +1094,11 @@ class UpdateStage:
             if pe >= 0 and src[pe] in clear:
                 live = False
             else:
-                live = overlaps(xspans[v], at, duration)
+                xs = xspans[v]
+                if xs is not None and len(xs) >= _XIDX_MIN:
+                    live = self._xs_meets(v, xs, at, at + duration, jobid)
+                else:
+                    live = overlaps(xs, at, duration)
             if not live:
                 # every span on a vertex lies inside its job's xspans window there (a job
                 # holds a vertex once, so no span is left outside it): none meets the window
@@ -1074,6 +1119,79 @@ class UpdateStage:
             if live and tags[v] and jobid not in tags[v]:
                 return v, "is in use by another job"
         return None
+
+    # ------------------------------------------------------------ the window index
+    #: vertex -> [its xspans dict, its length, the vertex's change counter, sorted starts, sorted
+    #: ends] when read (see :meth:`_xs_meets`); created on first use
+    _xidx: dict[int, list[Any]] | None = None
+    #: (vertex, the job's window there or None) of each index entry :meth:`_update_check` read
+    _xread: list[tuple[int, tuple[int, int] | None]] | None = None
+
+    def _xs_meets(self, v: int, xs: dict[int, tuple[int, int]], at: int, end: int, jobid: int) -> bool:
+        """``overlaps(xs, at, end - at)`` for vertex ``v``'s windows ``xs``, from sorted starts and ends.
+
+        Some window meets ``[at, end)`` iff more windows start before ``end``
+        than end by ``at`` (a window that ends by ``at`` starts before it, as
+        every window is non-empty and ``at < end``): O(log windows) instead of
+        a scan.  The sorted lists are kept per vertex and trusted only while
+        the vertex's dict is the same object, of the same length, with the
+        same change counter (``_epoch``: bumped by every update and release
+        walk through the vertex and every purge of its job state) as when
+        they were last made exact; otherwise they are made again from the
+        dict (O(windows log windows)).  The two walks that change the dicts
+        most keep them exact as they go: a successful ``update_allocate``
+        (:meth:`_xidx_follow`) and a cancel (``ReleaseStage._mod_dfv``).
+        """
+        idx = self._xidx
+        if idx is None:
+            idx = self._xidx = {}
+        ep = self._epoch.get(v)
+        ent = idx.get(v)
+        n = len(xs)
+        if ent is None or ent[0] is not xs or ent[1] != n or ent[2] != ep:
+            vals = xs.values()
+            starts = list(map(_first, vals))
+            ends = list(map(_second, vals))
+            if any(map(ge, starts, ends)):  # an empty window: the counting rule does not hold
+                idx.pop(v, None)
+                return overlaps(xs, at, end - at)
+            starts.sort()
+            ends.sort()
+            ent = idx[v] = [xs, n, ep, starts, ends]
+        self._xread.append((v, xs.get(jobid)))
+        return bisect_left(ent[3], end) > bisect_right(ent[4], at)
+
+    def _xidx_follow(self, jobid: int) -> None:
+        """Keep the index entries :meth:`_update_check` read exact after ``jobid``'s update succeeded.
+
+        The update wrote only ``jobid``'s window on each vertex (added, or widened by a grow):
+        each entry trades the job's old window for its new one and takes the vertex's new stamp.
+        O(entries read x log windows).
+        """
+        read, self._xread = self._xread, None
+        idx = self._xidx
+        if not read or idx is None:
+            return
+        xspans, ep = self.xspans, self._epoch
+        for v, old in dict(read).items():  # an item listed twice was read twice, the same
+            ent = idx.get(v)
+            xs = xspans[v]
+            if ent is None or xs is None:
+                idx.pop(v, None)
+                continue
+            new = xs.get(jobid)
+            if new != old:
+                if new is not None and not new[0] < new[1]:
+                    del idx[v]
+                    continue
+                starts, ends = ent[3], ent[4]
+                if old is not None:
+                    del starts[bisect_left(starts, old[0])]
+                    del ends[bisect_left(ends, old[1])]
+                if new is not None:
+                    insort(starts, new[0])
+                    insort(ends, new[1])
+            ent[0], ent[1], ent[2] = xs, len(xs), ep.get(v)
 
     def _subtree_counts(self, ss: str, r: int) -> dict[str, int]:
         """Units of every pruning type in the subtree of ``r`` (``r`` included).  O(subtree)."""

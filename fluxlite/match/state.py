@@ -182,17 +182,16 @@ class GraphStateStage:
         return keys
 
     def _upd_by_outedges(self, ss: str, meta: JobMeta, u: int, e: int) -> None:
-        g = self.g
-        tgt = g.e_dst[e]
+        """Re-rank out-edge ``e`` of ``u`` by its child's free units of the last pruning type at ``meta.now``."""
         col = self.subplan.get(ss)
-        p = col[tgt] if col is not None else None
+        p = col[self.g.e_dst[e]] if col is not None else None
         if p is None:
             return
-        n = len(p)
-        if n == 0:
+        pls = p._planners
+        if not pls:
             return
-        avail = p.avail_resources_at(meta.now, n - 1)
-        if avail == 0 and not p.span_size:
+        avail = pls[-1].avail_resources_at(meta.now)
+        if avail == 0 and not p._spans:
             return
         if self._outedge_order(u) is None:  # builds u's ranked out-edges if they are not yet
             return

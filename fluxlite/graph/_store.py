@@ -390,9 +390,10 @@ class ResourceGraph:
             vids = list(self.rx.add_nodes_from([None] * n))  # as add_node n times: holes first
             for v in vids:
                 self.rx[v] = v
-        if not contiguous:
-            for v in vids:
-                self.jgf_vcache.pop(v, None)
+        vcache = self.jgf_vcache
+        if not contiguous and vcache:
+            for v in vcache.keys() & vids:  # (a set built in C, not a step per new vertex)
+                del vcache[v]
         lo = min(vids) if vids else 0
         # the new handles fill exactly the holes lo..lo+n-1 (a removed subgraph's, in the
         # order rustworkx hands them back): every column is written with one slice

@@ -31,7 +31,8 @@ def state(g: ResourceGraph) -> dict[str, Any]:
         # (the order in which subsystems appear differs: bulk adds declare them with the vertices)
         "out": sorted((ss, [list(x) for x in col]) for ss, col in g.out.items()),
         "parent": sorted(g.parent_edge.items()),
-        "rx": (sorted(g.rx.node_indices()), sorted(g.rx.weighted_edge_list())),
+        # every node's payload is its handle (bulk adds into holes label them in bulk)
+        "rx": (sorted((v, g.rx[v]) for v in g.rx.node_indices()), sorted(g.rx.weighted_edge_list())),
         "uniq": g.next_uniq_id(),
     }
 

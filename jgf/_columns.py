@@ -258,8 +258,8 @@ def _fluxion_edges(cols: Columns, data: bytes, e0: int, e1: int, keys: list[str]
     (nothing added) for any other layout.  O(edges).
     """
     n = len(keys)
-    if e1 <= e0 or keys != list(map(str, range(n))):
-        return False
+    if e1 <= e0 or not keys or keys[0] != "0" or keys[-1] != str(n - 1) or keys != list(map(str, range(n))):
+        return False  # (the ends first: a match writer's ids are not positions, and n strings are not built)
     s: list[int] = []
     d: list[int] = []
     position = list(range(n)).__getitem__  # one int object per node, shared by its edges

@@ -27,8 +27,8 @@ vertices so their own columns stay aligned.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import compress, pairwise
-from operator import ne
+from itertools import compress, filterfalse, pairwise, repeat
+from operator import ne, sub
 from typing import Any, Protocol
 
 import rustworkx as rx
@@ -44,6 +44,13 @@ STATUS_NAMES = {UP: "up", DOWN: "down"}
 STATUS_VALUES = {"up": UP, "down": DOWN}
 
 _EMPTY: tuple[int, ...] = ()
+
+
+def _inverse(handles: list[int], lo: int) -> list[int]:
+    """For ``handles`` a permutation of ``lo..lo+n-1``: the position of ``lo + j`` at ``j`` (in C)."""
+    order = [0] * len(handles)
+    list(map(order.__setitem__, map(sub, handles, repeat(lo)), range(len(handles))))
+    return order
 
 
 def _interned_column(values: Sequence[str], intern: Any) -> list[str]:
@@ -428,7 +435,7 @@ class ResourceGraph:
                     return col if isinstance(col, list) else list(col)
 
             else:
-                order = sorted(range(n), key=vids.__getitem__)
+                order = _inverse(vids, lo)
 
                 def take(col: Sequence[Any]) -> list[Any]:
                     return list(map(col.__getitem__, order))
@@ -656,7 +663,7 @@ class ResourceGraph:
                 self.e_rel[sl] = rel_col
                 self.e_seq[sl] = range(seq0, seq0 + m)
             else:
-                order = sorted(range(m), key=got.__getitem__)
+                order = _inverse(got, lo)
                 self.e_src[sl] = map(list(sources).__getitem__, order)
                 self.e_dst[sl] = map(list(targets).__getitem__, order)
                 self.e_ss[sl] = map(ss_col.__getitem__, order)
@@ -807,12 +814,6 @@ class ResourceGraph:
                     self._unindex_path(p, vid)
                 if self.roots.get(ss) == vid:
                     del self.roots[ss]
-            lst = self.by_rank.get(self.v_rank[vid])
-            if lst is not None:
-                if vid in lst:
-                    lst.remove(vid)
-                if not lst:
-                    del self.by_rank[self.v_rank[vid]]
             self.v_props.pop(vid, None)
             self.jgf_vcache.pop(vid, None)
             for col2 in self.out.values():
@@ -820,7 +821,14 @@ class ResourceGraph:
             for pcol in self.parent_edge.values():
                 pcol[vid] = -1
             self._live[vid] = False
-            self.rx.remove_node(vid)
+        # each rank's list loses its removed vertices in one pass (not a scan per vertex)
+        for r in {self.v_rank[v] for v in dead}:
+            lst = self.by_rank.get(r)
+            if lst is not None:
+                lst[:] = filterfalse(dead.__contains__, lst)
+                if not lst:
+                    del self.by_rank[r]
+        self.rx.remove_nodes_from(list(dict.fromkeys(vids)))  # in the order given, as remove_node each
         self.version += 1
 
     def _forget_edge(self, eid: int, dead: set[int]) -> None:

@@ -1,6 +1,6 @@
 """What the cyclic collector costs after one level's attach of a grow, in process.
 
-    python examples/benchmarks/hierarchy/stamp/gc_after_attach.py [BENCH_DIR [REPS [REQUEST]]]
+    python examples/benchmarks/hierarchy/gc_after_attach.py [BENCH_DIR [REPS [REQUEST]]]
 
 An instance holds its lock with automatic collection paused (``hierarchy.instance.core``,
 ``_locked``) and re-enables it afterwards; the first allocation after that runs a young
@@ -21,20 +21,14 @@ import sys
 import time
 from pathlib import Path
 
-from fluxlite.api import Engine
-from fluxlite.jobspec import parse_jobspec
-from fluxlite.readers import load_graph
+from attach_steps import setup
 
 
 def main() -> None:
     bench = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/bench")
     reps = int(sys.argv[2]) if len(sys.argv) > 2 else 20
     req = sys.argv[3] if len(sys.argv) > 3 else "T1"
-    spec = {t: parse_jobspec((bench / "jobspecs" / f"{t}.yaml").read_text()) for t in {req, "T4"}}
-    parent = Engine.from_file(bench / "graphs" / "L0.graphml", format="grug", policy="first")
-    lease = parent.allocate(spec["T4"], fmt="jgf").text
-    child = Engine(load_graph(lease, format="jgf"), policy="first")
-    cjob = child.allocate(spec["T4"], fmt="jgf").jobid
+    spec, parent, child, cjob = setup(bench, req)  # attach_steps.py's L0 and child
     gc.collect()
     gc.freeze()
     young: list[int] = []

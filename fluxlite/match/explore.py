@@ -260,6 +260,9 @@ class ExploreStage:
         alive: list[bool] | None = None
         apos: dict[int, int] = {}
         counted = False
+        # from the first child the index let through that still fails: the request whose
+        # aggregate prune over the window passes over the next ones (see _dynamic_window)
+        win: Any = None
         for _w, _uq, e in keys:
             if ess[e] != ss:
                 continue
@@ -268,10 +271,14 @@ class ExploreStage:
                 continue
             if alive is not None:
                 i = apos.get(tgt)
-                if i is not None and not alive[i]:
-                    if counted:
-                        self.preorder += 1
-                    continue
+                if i is not None:
+                    if not alive[i]:
+                        if counted:
+                            self.preorder += 1
+                        continue
+                    if win and self._by_subplan(meta, ss, tgt, win) == -1:
+                        self.preorder += 1  # the plain visit, failing its prune
+                        continue
             elif misses > 2:
                 misses = -1
                 got = self._dynamic_alive(meta, u, ss, resources)
@@ -308,6 +315,8 @@ class ExploreStage:
                 if rc != 0:
                     if misses >= 0:
                         misses += 1
+                    elif win is None and alive is not None:
+                        win = self._dynamic_window(meta, u, ss, resources) or False
                     continue
                 count = dfu.avail
                 key = t if dfv else (ss, t)

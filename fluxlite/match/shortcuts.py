@@ -182,20 +182,21 @@ class ShortcutsStage:
         return pos, mask.tolist(), counted
 
     def _dynamic_window(self, meta: JobMeta, u: int, ss: str, resources: Sequence[Any]) -> Any:
-        """The request whose aggregate prune may pass over a child of ``u`` the skip index let
-        through (``_by_subplan(meta, ss, child, r) == -1``: the child is passed over, one visit
-        counted), or None when no sharper test than the skip index's applies.
+        """The request whose aggregate prune may pass over a child of ``u`` before its visit
+        (``_by_subplan(meta, ss, child, r) == -1``: the child is passed over, one visit counted),
+        or None when no such test applies.
 
-        At the instance's time t0 the skip index (:meth:`_alive_mask`) compares free units at t0
-        only, so a child busy later in the window (a reservation) passes it and is visited, only
-        to fail its prune.  Such a child fails ``_prune`` in the plain walk with one preorder visit
-        and nothing else: ``_by_subplan`` is the prune's own test; the tests before it (status,
-        constraint, own span) fail silently, and ``_by_excl`` writes its message only for an
-        ``exclusive: false`` request, left to the plain visit; ``_test`` adds no message for the
-        requests :meth:`_dynamic_req` accepts.  So results and visit counts stay the walk's.  At
-        other times the skip index already answers over the window.  O(children of ``u``) once.
+        Such a child fails ``_prune`` in the plain walk with one preorder visit and nothing else:
+        ``_by_subplan`` is the prune's own test; the tests before it (status, constraint, own
+        span) fail silently, and ``_by_excl`` writes its message only for an ``exclusive:
+        false`` request, left to the plain visit; ``_test`` adds no message for the requests
+        :meth:`_dynamic_req` accepts.  So results and visit counts stay the walk's.  The walk asks
+        it before it consults the skip index (the first children of a reservation's candidate
+        time, the first few at t0) and, at t0, for the children the index lets through (it
+        compares free units at t0 only, so a child reserved later in the window passes it).
+        O(children of ``u``) once.
         """
-        if meta.at != self._t0 or meta.alloc_type == AT_SATISFIABILITY or ss != self.dom:
+        if meta.alloc_type == AT_SATISFIABILITY or ss != self.dom:
             return None
         got = self._dynamic_req(u, ss, resources)
         if got is None:

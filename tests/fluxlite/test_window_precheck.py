@@ -34,7 +34,14 @@ def _specs() -> list[Any]:
         "        count: 1\n        label: default\n        with:\n          - type: core\n"
         "            count: 2\n"
     )
-    out = []
+    # two top-level requests: once a node is found, the node type is satisfied and the walk
+    # passes over the other nodes without visits (and without counting them)
+    pair = (
+        "  - type: node\n    count: 1\n    with:\n      - type: slot\n        count: 1\n"
+        "        label: default\n        with:\n          - type: core\n            count: 2\n"
+        "  - type: socket\n    count: 1\n    with:\n      - type: core\n        count: 1\n"
+    )
+    out = [jobspec(pair, 600)]
     for d in (300, 1200, 3600):
         out += [jobspec(node.format(n=1), d), jobspec(node.format(n=3), d), jobspec(socket, d)]
     out.append(jobspec(loose, 900))

@@ -509,23 +509,8 @@ class UpdateStage:
             n += 1
             if full and meta.alloc_type != AT_SATISFIABILITY:
                 self._span_seq = sid = self._span_seq + 1
-                # _own inlined, for the own span and its table entry
-                col = self.vspans
-                d = col[u]
-                if d is None:
-                    col[u] = {sid: (at, end, needs)}
-                else:
-                    if type(d) is _Shared:
-                        d = col[u] = dict(d)
-                    d[sid] = (at, end, needs)
-                col = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
-                d = col[u]
-                if d is None:
-                    col[u] = {jobid: sid}
-                else:
-                    if type(d) is _Shared:
-                        d = col[u] = dict(d)
-                    d[jobid] = sid
+                _own(self.vspans, u)[sid] = (at, end, needs)
+                _own(self.allocs if meta.alloc_type == AT_ALLOC else self.resvs, u)[jobid] = sid
         if n > 0:
             # _own inlined (a vertex above the leaves usually has its own dicts already)
             tags = self.tags

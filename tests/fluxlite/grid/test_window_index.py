@@ -151,8 +151,7 @@ def _reference_phase_end(self: DeadlineSim, r) -> None:  # type: ignore[no-untyp
         and not prog.forks[i]
         and prog.active[i] == prog.active[i - 1]
     ):
-        self.traffic -= r.own
-        r.own = None
+        self._drop_traffic(r)
         r.phase = i
         r.place = None
         self._grid_sync(r)

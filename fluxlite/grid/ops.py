@@ -445,16 +445,19 @@ class GridOps:
         self._add_rows(i, new, old)
 
     def _drop_rows(self, i: int, jobs: Any) -> None:
+        """Free node ``i``'s rows of ``jobs`` (each still in the node's copy, with its row's window)."""
         rows = self._rows[i]
         free = self._free_rows
         where = self._job_nodes
+        copy = self._copy[i]
         for j in jobs:
             r = rows.pop(j)
             on = where[j]
             on.discard(i)
             if not on:
                 del where[j]
-            self._unfile(r, int(self._ws[r]), int(self._we[r]))
+            s, e = copy[j]
+            self._unfile(r, s, e)
             self._wi[r] = -1
             self._ws[r] = _NEVER_S
             self._we[r] = _NEVER_E

@@ -34,7 +34,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import itemgetter, methodcaller
+from operator import itemgetter, methodcaller, truth
 from typing import Any
 
 import orjson
@@ -258,8 +258,8 @@ def _fluxion_edges(cols: Columns, data: bytes, e0: int, e1: int, keys: list[str]
     (nothing added) for any other layout.  O(edges).
     """
     n = len(keys)
-    if e1 <= e0 or keys != list(map(str, range(n))):
-        return False
+    if e1 <= e0 or not keys or keys[0] != "0" or keys[-1] != str(n - 1) or keys != list(map(str, range(n))):
+        return False  # (the ends first: a match writer's ids are not positions, and n strings are not built)
     s: list[int] = []
     d: list[int] = []
     position = list(range(n)).__getitem__  # one int object per node, shared by its edges
@@ -339,15 +339,17 @@ def _writer_nodes(cols: Columns, data: bytes, n0: int, n1: int, keys_out: list[s
     cols.type.extend(types)
     cols.basename.extend(types)
     cols.name.extend(map(str.__add__, types, rid))  # ids have no leading zeros: str(int(b)) == b
-    cols.id.extend(map(int, rid))
-    cols.uniq_id.extend(map(int, key))
-    cols.rank.extend(map(int, rk))
+    # the numbers as one JSON array each (the pattern admits only JSON integers below 10**18):
+    # one C-level parse instead of an int() call per value
+    cols.id.extend(_ints(rid))
+    cols.uniq_id.extend(_ints(key))
+    cols.rank.extend(_ints(rk))
     if sz.count("") == n:  # no "size" key: every node has size 1
         cols.size.extend(repeat(1, n))
     else:
         cols.size.extend([1 if not x else int(x) for x in sz])
     cols.unit.extend(cols.interned(un))
-    cols.exclusive.extend(map(bool, ex))
+    cols.exclusive.extend(map(truth, ex))
     cols.status.extend(repeat(0, n))
     ss = "containment"
     cols.paths[ss] = list(paths)
@@ -355,6 +357,11 @@ def _writer_nodes(cols: Columns, data: bytes, n0: int, n1: int, keys_out: list[s
     if 1 in counts:
         cols.roots.extend((k, ss) for k, c in enumerate(counts) if c == 1)
     return True
+
+
+def _ints(digits: Sequence[str]) -> list[int]:
+    """``[int(x) for x in digits]`` for strings the node pattern matched as integers (``-?[0-9]{1,18}``)."""
+    return orjson.loads("[" + ",".join(digits) + "]")
 
 
 def _writer_edges(cols: Columns, data: bytes, e0: int, e1: int, ref: dict[str, int]) -> bool:

@@ -137,6 +137,8 @@ class Traverser(
         self.policy = policy
         self.subsystems = list(subsystems)
         self.dom = self.subsystems[0]
+        #: several subsystems: the walk colors the vertices it visits (read on every visit)
+        self._need_colors = len(self.subsystems) > 1
         self.graph_start = graph_start
         self.graph_end = graph_end
         self.types = TypeOrder()
@@ -165,6 +167,8 @@ class Traverser(
         self._fsel: dict[tuple, Any] | None = None
         #: request signatures of the current select pass: id(request list) -> (list, signature)
         self._fsigs: dict[int, tuple[Any, int, frozenset[str]]] = {}
+        #: id(primed request tree) -> (its priming, its requests' signatures), see _fresh_sigs_of
+        self._fsig_keep: dict[int, tuple[tuple, dict[int, tuple[Any, int, frozenset[str]]]]] = {}
         #: request signature -> its number in the template library's keys (see FreshStage._fresh_sig)
         self._fsig_ids: dict[tuple, int] = {}
         self._fsig_next = 0
@@ -325,10 +329,6 @@ class Traverser(
     # ------------------------------------------------------------ run
     def _reset_exclusive_types(self, saved: set[str]) -> None:
         self.exclusive_types = set(saved)
-
-    @property
-    def _need_colors(self) -> bool:
-        return len(self.subsystems) > 1
 
     #: restricted matches (see _restrict) are exact for this traverser's walk; subclasses with
     #: their own tests per vertex (the flexible traverser) walk everything

@@ -257,33 +257,45 @@ class ExploreStage:
         # After a few failed children of a wide vertex, consult the skip index:
         # children whose aggregates rule them out are passed over unvisited.
         misses = 0 if (whole and dfv and self.shortcuts and len(keys) >= self._SKIP_MIN) else -1
+        wide = misses >= 0
         alive: list[bool] | None = None
         apos: dict[int, int] = {}
         counted = False
+        # From the first child of a wide vertex that fails: the request whose aggregate prune
+        # over the window (_by_subplan) passes over the next children that would fail it, each
+        # with the visit the walk counts for it (see _dynamic_window); before the skip index is
+        # consulted, and after it at t0, where the index compares free units at t0 only.
+        win: Any = None
+        now = meta.at == self._t0
         for _w, _uq, e in keys:
             if ess[e] != ss:
                 continue
             tgt = dst[e]
             if colors is not None and tgt in colors:
                 continue
+            if alive is None and misses > 2:
+                misses = -1
+                got = self._dynamic_alive(meta, u, ss, resources)
+                if got is not None:
+                    apos, alive, counted = got
             if alive is not None:
                 i = apos.get(tgt)
                 if i is not None and not alive[i]:
                     if counted:
                         self.preorder += 1
                     continue
-            elif misses > 2:
-                misses = -1
-                got = self._dynamic_alive(meta, u, ss, resources)
-                if got is not None:
-                    apos, alive, counted = got
-                    i = apos.get(tgt)
-                    if i is not None and not alive[i]:
-                        if counted:
-                            self.preorder += 1
-                        continue
             t = vt[tgt]
             if t in sat_types:
+                continue
+            if (
+                win
+                and (alive is None or now)
+                and (col is None or col[tgt])
+                and self._by_subplan(meta, ss, tgt, win) == -1
+            ):
+                self.preorder += 1  # the plain visit, failing its prune
+                if misses >= 0:
+                    misses += 1
                 continue
             if col is not None and not col[tgt]:
                 # a leaf: dom_dfv inlined
@@ -308,6 +320,8 @@ class ExploreStage:
                 if rc != 0:
                     if misses >= 0:
                         misses += 1
+                    if win is None and wide:
+                        win = self._dynamic_window(meta, u, ss, resources) or False
                     continue
                 count = dfu.avail
                 key = t if dfv else (ss, t)

@@ -474,6 +474,27 @@ class FreshStage:
         got = self._fsigs[id(resources)] = (resources, n, frozenset(r.type for r in resources))
         return got
 
+    def _fresh_sigs_of(self, primed: tuple) -> dict[int, tuple[Any, int, frozenset[str]]]:
+        """The signatures (see :meth:`_fresh_sig`) of the requests of a primed immutable tree,
+        kept from one select pass to the next while ``primed`` is its priming.
+
+        The tree's requests are immutable and held by the tree, and their
+        pruning counts are those of ``primed`` (the traverser's ``_ud`` for a
+        match of that tree), so their signatures do not change: computing them
+        again costs every select pass a walk of the request tree and hashes of
+        its nested tuples.  A number given to a signature is never given to
+        another, so one kept here still names its templates.  O(1).
+        """
+        keep = self._fsig_keep
+        got = keep.get(id(primed[0]))
+        if got is not None and got[0] is primed:
+            return got[1]
+        if len(keep) >= 2 * self._PRIMED_MAX:
+            keep.clear()
+        sigs: dict[int, tuple[Any, int, frozenset[str]]] = {}
+        keep[id(primed[0])] = (primed, sigs)
+        return sigs
+
     def _fresh_dfv(
         self, meta: JobMeta, u: int, resources: Sequence[Any], pristine: bool, excl: bool, to_parent: Dfu
     ) -> tuple[int, bool] | None:

@@ -259,7 +259,6 @@ class SelectStage:
         dfu = Dfu()
         self._select_root = root
         self._fok, self._fok_token = set(), self.token
-        self._fsigs = {}
         if self._fresh_ready(meta, resources):
             primed = self._primed_reqs.get(id(resources))
             if primed is not None and primed[0] is resources:
@@ -267,13 +266,16 @@ class SelectStage:
                 # the window is not in the key: see FreshStage._window_clear
                 ctx = ("select", meta.alloc_type, root, len(self.prune.total))
                 self._fsel, self._ftries = self._fresh_lib(ctx)
+                self._fsigs = self._fresh_sigs_of(primed)
             else:
+                self._fsigs = {}
                 self._fresh_sync()
                 self._fsel, self._ftries = {}, {}
             self._fhint = set()
         else:
             self._fsel = None
             self._fhint = set()
+            self._fsigs = {}
         rc, x_in = self._dom_dfv_plain(meta, root, resources, True, excl, dfu)
         self._fsel = None
         if rc == 0:

@@ -145,12 +145,10 @@ class ShortcutsStage:
         mask = self._alive_mask(meta, u, ss, r, r.type, eids)
         return None if mask is None else np.flatnonzero(mask)
 
-    def _dynamic_alive(
-        self, meta: JobMeta, u: int, ss: str, resources: Sequence[Any]
-    ) -> tuple[dict[int, int], list[bool], bool] | None:
-        """(child -> position, alive flags, count skips) for the children of ``u`` if they are of one
+    def _dynamic_req(self, u: int, ss: str, resources: Sequence[Any]) -> tuple[str, Any, bool] | None:
+        """(child type, the request pruning them, count skips) when the children of ``u`` are of one
         requested type, or below a lone slot (then each child passed over counts as the visit the plain
-        walk makes to prune it, so the visit counts stay the plain walk's)."""
+        walk makes to prune it, so the visit counts stay the plain walk's); None otherwise."""
         kids = self._kids_by_type(u, ss)
         if len(kids) != 1:
             return None
@@ -160,21 +158,53 @@ class ShortcutsStage:
             # a lone slot above the children (T8: a socket anywhere): _prune tests every child,
             # whatever its type, against the slot's aggregate counts (_by_subplan), and _test
             # adds no message for a lone request, so a child ruled out here fails there
-            rs = [resources[0]]
-            counted = True
-        elif len(rs) != 1 or any(r.type in ("slot", "xor_slot") for r in resources):
+            return kt, resources[0], True
+        if len(rs) != 1 or any(r.type in ("slot", "xor_slot") for r in resources):
             # a slot sibling of the request: _test refuses every child of that type with
             # "siblings in jobspec request same resource type", once per child visited, so
             # the plain walk's message depends on visiting every child
             return None
-        else:
-            counted = False
-        eids = kids[kt][0]
-        mask = self._alive_mask(meta, u, ss, rs[0], kt, eids)
+        return kt, rs[0], False
+
+    def _dynamic_alive(
+        self, meta: JobMeta, u: int, ss: str, resources: Sequence[Any]
+    ) -> tuple[dict[int, int], list[bool], bool] | None:
+        """(child -> position, alive flags, count skips) for the children of ``u`` (see _dynamic_req)."""
+        got = self._dynamic_req(u, ss, resources)
+        if got is None:
+            return None
+        kt, r, counted = got
+        eids = self._kids_by_type(u, ss)[kt][0]
+        mask = self._alive_mask(meta, u, ss, r, kt, eids)
         if mask is None:
             return None
         pos = self._skip[(u, ss, kt)][0]
         return pos, mask.tolist(), counted
+
+    def _dynamic_window(self, meta: JobMeta, u: int, ss: str, resources: Sequence[Any]) -> Any:
+        """The request whose aggregate prune may pass over a child of ``u`` before its visit
+        (``_by_subplan(meta, ss, child, r) == -1``: the child is passed over, one visit counted),
+        or None when no such test applies.
+
+        Such a child fails ``_prune`` in the plain walk with one preorder visit and nothing else:
+        ``_by_subplan`` is the prune's own test; the tests before it (status, constraint, own
+        span) fail silently, and ``_by_excl`` writes its message only for an ``exclusive:
+        false`` request, left to the plain visit; ``_test`` adds no message for the requests
+        :meth:`_dynamic_req` accepts.  So results and visit counts stay the walk's.  The walk asks
+        it before it consults the skip index (the first children of a reservation's candidate
+        time, the first few at t0) and, at t0, for the children the index lets through (it
+        compares free units at t0 only, so a child reserved later in the window passes it).
+        O(children of ``u``) once.
+        """
+        if meta.alloc_type == AT_SATISFIABILITY or ss != self.dom:
+            return None
+        got = self._dynamic_req(u, ss, resources)
+        if got is None:
+            return None
+        r = got[1]
+        if r.exclusive is _TRISTATE_FALSE or not self._ud.get(id(r)):
+            return None
+        return r
 
     def _subtree_ranges(
         self, u: int, ss: str, kid_type: str, types: frozenset[str]

@@ -418,12 +418,15 @@ def attach_columns(
         return None
     e_src, e_dst = cols.e_src, cols.e_dst
     added = False
+    keep = None
     if old:
-        is_old = [v is not None for v in found]
-        get_old = is_old.__getitem__
-        keep = list(map(not_, map(and_, map(get_old, e_src), map(get_old, e_dst))))
-    else:
-        keep = None
+        # edges between two existing vertices are not added; the existing ones are usually a few
+        # ancestors, so look only at the edges into one of them (in C) before building a mask
+        is_old = set(old)
+        into_old = list(compress(range(len(e_dst)), map(is_old.__contains__, e_dst)))
+        if any(e_src[k] in is_old for k in into_old):
+            get_old = is_old.__contains__
+            keep = list(map(not_, map(and_, map(get_old, e_src), map(get_old, e_dst))))
 
     props = {j: cols.properties[k] for j, k in enumerate(new_pos) if k in cols.properties} if cols.properties else {}
     vids = (
@@ -446,8 +449,7 @@ def attach_columns(
     )
     if old:
         handle = found
-        for k, v in zip(new_pos, vids):
-            handle[k] = v
+        list(map(handle.__setitem__, new_pos, vids))
     else:
         handle = vids
     if e_src:

@@ -46,8 +46,7 @@ class OriginsMixin(InstanceCore):
             oid = self._next_oid
             self._next_oid += 1
             self.origins[oid] = Origin(oid, source, upstream_id, job.jobid, paths)
-            for p in paths:
-                self._origin_of[p] = oid
+            self._origin_of.update(dict.fromkeys(paths, oid))
 
     def _free_origin_roots(self, candidates: Iterable[int]) -> dict[str, list[int]]:
         """Roots of the subtrees that came from above and are now wholly free, by source.

@@ -297,3 +297,36 @@ def test_library_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         assert full_state(fast) == full_state(plain)
         for tmpls, tries in fast.traverser._flib.values():
             assert len(tmpls) <= 2 and len(tries) <= 2
+
+
+def test_signatures_of_an_immutable_tree_are_kept_between_selects(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An immutable request tree's signatures are computed once, not at every select pass; the
+    matches agree with the plain walk, and a mutable tree still gets its signatures anew each pass."""
+    calls = [0]
+    real = fresh_module._request_sig
+
+    def counting(resources: object, ud: object) -> object:
+        calls[0] += 1
+        return real(resources, ud)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fresh_module, "_request_sig", counting)
+    fast, plain = engine("first", nodes=6), engine("first", nodes=6, fresh=False)
+    for req in (ONE, SOCKET):
+        a, b = fast.match(req), plain.match(req)
+        assert (a.ok, a.text) == (b.ok, b.text)
+    first = calls[0]
+    assert first > 0
+    for k in range(8):
+        req = (ONE, SOCKET)[k % 2]
+        op = "allocate_orelse_reserve" if k % 3 else "allocate"
+        a, b = fast.match(req, op=op), plain.match(req, op=op)
+        assert (a.ok, a.jobid, a.at, a.text) == (b.ok, b.jobid, b.at, b.text), k
+        assert full_state(fast) == full_state(plain), k
+    assert calls[0] == first  # kept: no signature computed again
+    mutable = dataclasses.replace(ONE, resources=list(ONE.resources))
+    a, b = (
+        fast.match(mutable, op="allocate_orelse_reserve"),
+        plain.match(mutable, op="allocate_orelse_reserve"),
+    )
+    assert (a.ok, a.at, a.text) == (b.ok, b.at, b.text)
+    assert calls[0] > first

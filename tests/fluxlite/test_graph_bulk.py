@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from fluxlite.graph import ResourceGraph
+from fluxlite.readers.generate import generate_graph
 
 
 def state(g: ResourceGraph) -> dict[str, Any]:
@@ -31,7 +32,8 @@ def state(g: ResourceGraph) -> dict[str, Any]:
         # (the order in which subsystems appear differs: bulk adds declare them with the vertices)
         "out": sorted((ss, [list(x) for x in col]) for ss, col in g.out.items()),
         "parent": sorted(g.parent_edge.items()),
-        "rx": (sorted(g.rx.node_indices()), sorted(g.rx.weighted_edge_list())),
+        # every node's payload is its handle (bulk adds into holes label them in bulk)
+        "rx": (sorted((v, g.rx[v]) for v in g.rx.node_indices()), sorted(g.rx.weighted_edge_list())),
         "uniq": g.next_uniq_id(),
     }
 
@@ -198,3 +200,16 @@ def test_bulk_into_a_removed_block_equals_one_at_a_time(seed: int) -> None:
             assert got == sorted(vids)
         tree_edges(rng, one, bulk, got, subsystems)  # their edges refill the removed edges' handles
         assert state(bulk) == state(one)
+
+
+def test_removal_keeps_each_ranks_vertices_in_creation_order() -> None:
+    """``by_rank`` after removals is what is left of each rank's list, in order; empty ranks go."""
+    g = generate_graph(nodes=6, sockets=2, cores=3)
+    before = {r: list(v) for r, v in g.by_rank.items()}
+    doomed = g.subtree(g.vertex_by_path("/cluster0/node2")) + g.subtree(g.vertex_by_path("/cluster0/node4/socket1"))
+    g.remove_vertices(doomed)
+    dead = set(doomed)
+    want = {r: [v for v in vs if v not in dead] for r, vs in before.items()}
+    assert g.by_rank == {r: vs for r, vs in want.items() if vs}
+    assert 2 in before and 2 not in g.by_rank  # node2's rank had nothing else
+    assert not any(map(g.is_live, doomed)) and all(g.rx[v] == v for v in g.rx.node_indices())

@@ -411,3 +411,19 @@ def test_a_whole_graph_is_not_copied_or_scanned_by_the_writer_layout_path(monkey
     monkeypatch.setattr(columns, "_WRITER_NODE", Spy())
     assert jgf.read_columns(data) is not None
     assert scanned == []
+
+
+def test_the_writer_layouts_numbers_are_read_exactly_up_to_eighteen_digits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ids, uniq ids and ranks come from one JSON array per column: the same ints as int() of each."""
+    text = _writer_documents()[0]
+    big = b"999999999999999999"
+    changed = text.replace(b'"id": 0, "rank": -1', b'"id": ' + big + b', "rank": 123456789012345678', 1)
+    assert changed != text
+    assert columns._writer_nodes(columns.Columns(), *_node_range(changed), []), "the byte path declined"
+    fast = jgf.read_columns(changed)
+    assert fast is not None and int(big) in fast.id and 123456789012345678 in fast.rank
+    assert -1 in fast.rank and all(type(x) is int for x in (*fast.id, *fast.uniq_id, *fast.rank))
+    with monkeypatch.context() as m:
+        m.setattr(columns, "_writer_nodes", lambda *_a: False)
+        m.setattr(columns, "_writer_edges", lambda *_a: False)
+        assert fast == jgf.read_columns(changed)

@@ -54,16 +54,21 @@ def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def setup(bench: Path, req: str) -> tuple[dict[str, Any], Engine, Engine, int]:
+    """The jobspecs, L0, the child holding 8 nodes of it (T4) and the child's job that grows."""
+    spec = {t: parse_jobspec((bench / "jobspecs" / f"{t}.yaml").read_text()) for t in {req, "T4"}}
+    parent = Engine.from_file(bench / "graphs" / "L0.graphml", format="grug", policy="first")
+    lease = parent.allocate(spec["T4"], fmt="jgf").text
+    child = Engine(load_graph(lease, format="jgf"), policy="first")
+    return spec, parent, child, child.allocate(spec["T4"], fmt="jgf").jobid
+
+
 def main() -> None:
     bench = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/bench")
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     reps = int(sys.argv[3]) if len(sys.argv) > 3 else 10
     req = sys.argv[4] if len(sys.argv) > 4 else "T1"
-    spec = {t: parse_jobspec((bench / "jobspecs" / f"{t}.yaml").read_text()) for t in {req, "T4"}}
-    parent = Engine.from_file(bench / "graphs" / "L0.graphml", format="grug", policy="first")
-    lease = parent.allocate(spec["T4"], fmt="jgf").text
-    child = Engine(load_graph(lease, format="jgf"), policy="first")
-    cjob = child.allocate(spec["T4"], fmt="jgf").jobid
+    spec, parent, child, cjob = setup(bench, req)
     jgf_mod.read_columns = timed("read", jgf_mod.read_columns)
     rjgf.attach_columns = timed("create", rjgf.attach_columns)
     Traverser.attach_update = timed("prime", Traverser.attach_update)

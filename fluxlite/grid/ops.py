@@ -344,6 +344,8 @@ class GridOps:
         self._node_get = _getter(gi.node_vid)
         self._copy: list[dict[int, Any]] = [{} for _ in range(gi.n)]
         self._rows: list[dict[int, int]] = [{} for _ in range(gi.n)]
+        #: jobid -> the grid indices where it has a row (see _follow)
+        self._job_nodes: dict[int, set[int]] = {}
         self._wi = np.full(64, -1, dtype=np.int64)
         self._ws = np.full(64, _NEVER_S, dtype=np.int64)
         self._we = np.full(64, _NEVER_E, dtype=np.int64)
@@ -443,11 +445,19 @@ class GridOps:
         self._add_rows(i, new, old)
 
     def _drop_rows(self, i: int, jobs: Any) -> None:
+        """Free node ``i``'s rows of ``jobs`` (each still in the node's copy, with its row's window)."""
         rows = self._rows[i]
         free = self._free_rows
+        where = self._job_nodes
+        copy = self._copy[i]
         for j in jobs:
             r = rows.pop(j)
-            self._unfile(r, int(self._ws[r]), int(self._we[r]))
+            on = where[j]
+            on.discard(i)
+            if not on:
+                del where[j]
+            s, e = copy[j]
+            self._unfile(r, s, e)
             self._wi[r] = -1
             self._ws[r] = _NEVER_S
             self._we[r] = _NEVER_E
@@ -466,6 +476,11 @@ class GridOps:
                 free.extend(range(2 * n - 1, n - 1, -1))
             r = free.pop()
             rows[j] = r
+            on = self._job_nodes.get(j)
+            if on is None:
+                self._job_nodes[j] = {i}
+            else:
+                on.add(i)
             s, e = windows[j]
             wi[r] = i
             ws[r] = s
@@ -497,6 +512,60 @@ class GridOps:
             got.discard(r)
             if not got:
                 del bk[b]
+
+    def _synced(self, i: int) -> bool:
+        """Node ``i``'s rows are its windows in the engine now: its stamps are the engine's."""
+        tr = self.eng.traverser
+        if tr.xspans is not self._cols:
+            return False
+        v = self._node_vid[i]
+        xs = tr.xspans[v]
+        return (
+            xs is self._st_xs[i]
+            and tr._epoch.get(v) == self._st_ep[i]
+            and (len(xs) if xs is not None else -1) == self._st_len[i]
+        )
+
+    def _follow(self, jobid: int, nodes: Sequence[int]) -> None:
+        """The rows of ``nodes`` follow an allocation or cancel of ``jobid`` that this object just made.
+
+        Each node was in step with the engine just before that call (:meth:`_synced`).  An
+        allocation or cancel of one job changes only that job's entry of a vertex's ``xspans``
+        (the jobs that use the vertex, each with its window: another job's use does not change
+        when this one comes or goes), so the node's new windows are its old ones with that one
+        entry added, changed or gone: that row alone is redone and the node's stamps become the
+        engine's, without comparing its other windows (a node holds up to several hundred).  A
+        node whose window count does not fit that keeps its old stamps, so the next
+        :meth:`_windows` reads it again in full.
+        """
+        tr = self.eng.traverser
+        xspans, ep = tr.xspans, tr._epoch
+        for i in nodes:
+            v = self._node_vid[i]
+            xs = xspans[v]
+            old = self._copy[i]
+            had = jobid in old
+            has = xs is not None and jobid in xs
+            n = len(xs) if xs is not None else 0
+            if n != len(old) - had + has:
+                continue
+            if had:
+                self._drop_rows(i, (jobid,))
+                del old[jobid]
+            if has:
+                old[jobid] = xs[jobid]
+                self._add_rows(i, (jobid,), old)
+            self._st_xs[i] = xs
+            self._st_ep[i] = ep.get(v)
+            self._st_len[i] = len(xs) if xs is not None else -1
+            self._flat = None
+
+    def cancel(self, jobid: int) -> None:
+        """``Engine.cancel(jobid)``; the window table follows the nodes the job held (:meth:`_follow`)."""
+        nodes = [i for i in self._job_nodes.get(jobid, ()) if self._synced(i)]
+        self.eng.cancel(jobid)
+        if nodes:
+            self._follow(jobid, nodes)
 
     def _near(self, t0: int, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(grid index, start, end) of the job windows on the nodes that meet ``[t0, limit)`` (read
@@ -636,7 +705,9 @@ class GridOps:
             items: list[tuple[int, int, bool]] = []
             for i in chosen:
                 items.extend(self._node_items[i])
+            synced = [int(i) for i in chosen if self._synced(i)]  # all of them: _near has just read them
             got = eng._allocate_items(jobid, items, t, d, fmt, t > now)
+            self._follow(jobid, synced)
             if nodes is not None:
                 nodes.extend(sorted(chosen))
             return got

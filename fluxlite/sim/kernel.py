@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Generator
-from heapq import heappush
+from heapq import heappop, heappush
 from typing import Any
 
 import simpy
-from simpy.core import NORMAL, URGENT
+from simpy.core import NORMAL, URGENT, StopSimulation
 
 __all__ = ["Kernel"]
 
@@ -78,8 +78,34 @@ class Kernel:
         return self.env.process(gen)
 
     def run(self, until: float | None = None) -> None:
-        """Process events until the queue is empty or virtual time ``until``."""
-        self.env.run(until=until)
+        """Process events until the queue is empty or virtual time ``until``.
+
+        Without ``until``, each event is processed as :meth:`simpy.Environment.step` does
+        (``env.run()`` is a loop of those), with the step of a plain callback event (a
+        :class:`_Call` nobody else waits on) written out here: pop it, set the clock, clear its
+        callbacks, call the function.  Any other event goes through ``env.step()`` itself.
+        """
+        if until is not None:
+            self.env.run(until=until)
+            return
+        env = self.env
+        q = env._queue
+        step = env.step
+        try:
+            while q:
+                ev = q[0][3]
+                cbs = ev.callbacks
+                if type(ev) is _Call and len(cbs) == 1 and cbs[0] is _fire:
+                    env._now = heappop(q)[0]
+                    ev.callbacks = None
+                    fn = ev._fn
+                    if fn is not None:
+                        self.events += 1
+                        fn(*ev._args)
+                else:
+                    step()
+        except StopSimulation:
+            return
 
     def peek(self) -> float:
         """Time of the next event (``inf`` when none is left)."""

@@ -203,7 +203,10 @@ class Machine:
     def release(self, jobid: int) -> None:
         """Cancel: free everything the job holds (no error if it holds nothing)."""
         if jobid in self.engine.jobs:
-            self.engine.cancel(jobid)
+            if self.backend == "grid":
+                self.engine.grid.cancel(jobid)  # its window table follows at once
+            else:
+                self.engine.cancel(jobid)
         if self.backend == "grid":
             self.engine.leak_jobs.pop(jobid, None)
 

@@ -114,6 +114,7 @@ class Geometry:
         self._blocks: dict[int, list[int]] = {}
         self._sig: int | None = None
         self._hop_table: np.ndarray | None = None
+        self._hop_rows: list[list[int]] | None = None
 
     def set_coordinates(self, xs: list[int], ys: list[int]) -> None:
         """Use the coordinates the machine's graph gives each node index."""
@@ -122,6 +123,7 @@ class Geometry:
         self._blocks = {}
         self._sig = None
         self._hop_table = None
+        self._hop_rows = None
 
     def signature(self) -> int:
         """A small id, the same for every geometry with the same shape and node coordinates (in this process).
@@ -160,6 +162,16 @@ class Geometry:
             self._hop_table = tab
         return self._hop_table
 
+    def hop_rows(self) -> list[list[int]] | None:
+        """:meth:`hop_table` as Python lists (``hop_rows()[a][b] == hop(a, b)``), or None when there
+        is no table.  For the simulator's per-message loops: an item of a list is an ``int``,
+        read without making a NumPy scalar."""
+        if self._hop_rows is None:
+            tab = self.hop_table()
+            if tab is not None:
+                self._hop_rows = tab.tolist()
+        return self._hop_rows
+
     def hop(self, a: int, b: int) -> int:
         dx = abs(int(self.x[a]) - int(self.x[b]))
         dy = abs(int(self.y[a]) - int(self.y[b]))
@@ -170,8 +182,18 @@ class Geometry:
 
     def pairwise(self, nodes: list[int]) -> int:
         """Sum of pairwise hop distances of a node set (the compactness measure)."""
-        if len(nodes) < 2:
+        k = len(nodes)
+        if k < 2:
             return 0
+        if k <= PAIRWISE_LOOP_NODES:
+            rows = self.hop_rows()
+            if rows is not None:  # the same integer sum, pair by pair
+                total = 0
+                for j in range(1, k):
+                    row = rows[nodes[j]]
+                    for u in nodes[:j]:
+                        total += row[u]
+                return total
         a = np.asarray(nodes)
         dx = np.abs(self.x[a][:, None] - self.x[a][None, :])
         dy = np.abs(self.y[a][:, None] - self.y[a][None, :])
@@ -202,6 +224,12 @@ class Geometry:
 
 #: machines up to this many nodes keep an all-pairs hop table (2,048 nodes: 16 MB of int32)
 HOP_TABLE_NODES = 2048
+#: :meth:`Geometry.pairwise` adds the pairs of a set of up to this many nodes one by one (fewer
+#: Python steps than the array form's set-up below about this size)
+PAIRWISE_LOOP_NODES = 12
+#: :meth:`Program.phase_cost` works message by message in Python for a phase of up to this many
+#: processes (at most about twice as many messages), and with NumPy arrays above
+LOOP_PROCESSES = 32
 _UNIT_CACHE: dict[tuple[object, ...], float] = {}
 _GEOM_IDS: dict[tuple[object, ...], int] = {}
 #: the programs built last, by everything that decides them (see :func:`program_for`)
@@ -234,7 +262,7 @@ def program_for(job: DeadlineJob, comm: str, geom: Geometry, model: CommModel = 
 class Program:
     """The phases, forks, joins and messages of one job, calibrated to its runtime."""
 
-    __slots__ = ("_out", "active", "c", "comm", "dst", "forks", "model", "n", "phases", "src", "type")
+    __slots__ = ("_lists", "_out", "active", "c", "comm", "dst", "forks", "model", "n", "phases", "src", "type")
 
     def __init__(self, job: DeadlineJob, comm: str, geom: Geometry, model: CommModel = CommModel()) -> None:
         self.type = job.type
@@ -272,6 +300,8 @@ class Program:
         #: 1 = each process sends one message, in process order; 2 = two, the first p then the
         #: next p in process order; 0 = any other pattern (``np.add.at``)
         self._out: list[int] = []
+        #: per phase, its senders and receivers as Python lists (made on first use by phase_cost)
+        self._lists: list[tuple[list[int], list[int]] | None] | None = None
         if job.type < 2:  # no randomness: every phase of the job has the same messages (one copy)
             s_, d_, out = _fixed_messages(job.type, n)
             for _ in range(self.phases):
@@ -391,38 +421,125 @@ class Program:
         with ``osub[k]`` processes, under ``traffic`` (other jobs' messages per node).
         ``osub`` may be one number for every process (``1.0``: no core shared).
 
-        Returns the time and the phase's own traffic per node (to add while it runs; read-only).
-        O(active processes + messages).
+        Returns the time and the phase's own traffic per node (to add while it runs).
+        :meth:`phase_cost` with arrays in and out (the simulator calls that directly).
+        """
+        p = self.active[i]
+        if p <= LOOP_PROCESSES:
+            nodes: list[int] | np.ndarray = [int(x) for x in node_of[:p]]
+            if isinstance(osub, np.ndarray):
+                osub = [float(x) for x in osub[:p]]
+        else:
+            nodes = np.asarray(node_of)
+        dur, own = self.phase_cost(i, nodes, osub, geom, [float(x) for x in traffic])
+        dense = np.zeros(geom.nodes)
+        for n, k in own.items():
+            dense[n] = k
+        return float(dur), dense
+
+    def phase_cost(
+        self,
+        i: int,
+        node_of: list[int] | np.ndarray,
+        osub: float | list[float] | np.ndarray,
+        geom: Geometry,
+        traffic: list[float],
+    ) -> tuple[float, dict[int, int]]:
+        """Seconds phase ``i`` takes with process ``k`` on node ``node_of[k]`` sharing its core
+        with ``osub[k]`` processes (one number for all: ``1.0`` when no core is shared), under
+        ``traffic`` (other jobs' inter-node messages per node, whole numbers as floats).
+
+        Returns the time and the phase's own traffic as ``{node: messages}`` (nodes without any
+        left out), for the caller to add to ``traffic`` while the phase runs.  A phase of up to
+        :data:`LOOP_PROCESSES` processes is worked out message by message in Python
+        (``node_of`` and an ``osub`` per process are lists), a larger one with NumPy arrays
+        (``node_of`` and an ``osub`` per process are arrays).  O(active processes + messages).
 
         The arithmetic is the cost model's, done the same way for each message and process
         as the straightforward form (a compute time ``c * osub[k]`` plus the process's
-        communication time; the phase's time is the largest), so the results are the same
+        communication time; the phase's time is the largest), so both forms give the same
         floats.  Two shortcuts keep them so: under ``async`` with one ``osub`` for all, the
         largest ``c * osub + comm[k]`` is ``c * osub + max(comm)`` (rounding is monotonic), and
         ``max(comm)`` is the largest message cost (every cost is >= 0); under ``sync``, a
         process's outgoing costs are added to its incoming maximum in message order, as
-        ``np.add.at`` does.
+        ``np.add.at`` does.  The traffic counts are whole numbers (exact in floats), so the
+        order in which they are added and taken away does not change them.
         """
+        p = self.active[i]
+        if p > LOOP_PROCESSES:
+            return self._phase_cost_arrays(i, node_of, osub, geom, traffic)  # type: ignore[arg-type]
+        c = self.c
+        uniform = not isinstance(osub, list)
+        lists = self._lists
+        if lists is None:
+            lists = self._lists = [None] * self.phases
+        pair = lists[i]
+        if pair is None:
+            pair = lists[i] = (self.src[i].tolist(), self.dst[i].tolist())
+        src, dst = pair
+        if not src:
+            if uniform:
+                return c * osub, {}  # type: ignore[operator]
+            return max([c * x for x in osub[:p]]), {}  # type: ignore[index]
+        m = self.model
+        v = m.kappa * c
+        vl = v * m.local
+        beta, gamma = m.beta, m.gamma
+        rows = geom.hop_rows()
+        hop = geom.hop
+        own: dict[int, int] = {}
+        get = own.get
+        costs = []
+        for a, b in zip(src, dst):
+            na, nb = node_of[a], node_of[b]
+            h = rows[na][nb] if rows is not None else hop(na, nb)
+            if h > 0:
+                x = v * (1.0 + beta * h) * (1.0 + gamma * ((traffic[na] + traffic[nb]) * 0.5))
+                own[na] = get(na, 0) + 1
+                own[nb] = get(nb, 0) + 1
+            else:
+                x = vl
+            costs.append(x)
+        if uniform and self.comm == "async":
+            top = max(costs)
+            return c * osub + (top if top > 0.0 else 0.0), own  # type: ignore[operator]
+        comm = [0.0] * p
+        for b, x in zip(dst, costs):  # np.maximum.at: each process's slowest incoming message
+            if x > comm[b]:
+                comm[b] = x
+        if self.comm == "sync":  # each process's outgoing messages, in message order
+            for a, x in zip(src, costs):
+                comm[a] += x
+        if uniform:
+            co = c * osub  # type: ignore[operator]
+            return max([co + y for y in comm]), own
+        return max([c * o + y for o, y in zip(osub, comm)]), own  # type: ignore[arg-type]
+
+    def _phase_cost_arrays(
+        self, i: int, node_of: np.ndarray, osub: np.ndarray | float, geom: Geometry, traffic: list[float]
+    ) -> tuple[float, dict[int, int]]:
+        """:meth:`phase_cost` of a large phase, with NumPy arrays."""
         p = self.active[i]
         m = self.model
         c = self.c
         src, dst = self.src[i], self.dst[i]
         uniform = not isinstance(osub, np.ndarray)
         if not len(src):
-            return float(c * osub if uniform else (c * osub[:p]).max()), _zeros(geom.nodes)
+            return float(c * osub if uniform else (c * osub[:p]).max()), {}
         v = m.kappa * c
         ns, nd = node_of[src], node_of[dst]
         tab = geom.hop_table()
         hops = tab[ns, nd] if tab is not None else geom.hops(ns, nd)
         remote = hops > 0
-        load = (traffic[ns] + traffic[nd]) * 0.5
+        tr = np.array(traffic)
+        load = (tr[ns] + tr[nd]) * 0.5
         cost = np.where(remote, v * (1.0 + m.beta * hops) * (1.0 + m.gamma * load), v * m.local)
+        own: dict[int, int] = {}
         if remote.any():  # each inter-node message loads both end nodes
             nn = geom.nodes
-            own = np.bincount(ns[remote], minlength=nn) + np.bincount(nd[remote], minlength=nn)
-            own = own.astype(float)
-        else:
-            own = _zeros(geom.nodes)
+            counts = np.bincount(ns[remote], minlength=nn) + np.bincount(nd[remote], minlength=nn)
+            nz = np.flatnonzero(counts)
+            own = dict(zip(nz.tolist(), counts[nz].tolist()))
         if uniform and self.comm == "async":
             return float(c * osub + max(0.0, float(cost.max()))), own
         comm = self._comm(i, cost)

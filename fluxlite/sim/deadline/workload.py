@@ -164,12 +164,18 @@ def _bucket_weights() -> list[float]:
 _WEIGHTS: list[float] | None = None
 
 
-def _arrivals(rng: np.random.Generator, n: int, max_log: float) -> list[float]:
-    """Lublin's arrival process: n arrival times (seconds), daily cycle included."""
+def bucket_weights() -> list[float]:
+    """The arrival process's relative weight of each time bucket of the day (computed once per
+    process, read-only)."""
     global _WEIGHTS
     if _WEIGHTS is None:
         _WEIGHTS = _bucket_weights()
-    weights = _WEIGHTS
+    return _WEIGHTS
+
+
+def _arrivals(rng: np.random.Generator, n: int, max_log: float) -> list[float]:
+    """Lublin's arrival process: n arrival times (seconds), daily cycle included."""
+    weights = bucket_weights()
     t, bucket, points, reminder = 0.0, 0, 0.0, 0.0
     out = []
     for _ in range(n):

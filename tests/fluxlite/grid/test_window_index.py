@@ -98,6 +98,64 @@ def test_near_and_down_follow_the_engine_through_random_sessions(seed: int) -> N
     assert ops._wide, "no wide row was live at the end"
 
 
+def _table(ops: GridOps) -> list[tuple[int, int, int]]:
+    """The window table's live rows as they stand (no read from the engine)."""
+    live = ops._wi >= 0
+    return sorted(zip(ops._wi[live].tolist(), ops._ws[live].tolist(), ops._we[live].tolist()))
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_own_allocations_and_cancels_keep_the_table_in_step_without_a_reread(seed: int) -> None:
+    """``allocate_deadline`` and ``GridOps.cancel`` bring the rows and stamps of the nodes they
+    change up to date at once (``_follow``): after either, every node is in step with the engine
+    and the table holds the engine's windows before any ``_windows`` call.  Changes made behind
+    the table's back (a core allocated, a partial release, ``Engine.cancel``) are still found by
+    the next read."""
+    from fluxlite.errors import MatchError
+
+    rng = random.Random(seed)
+    eng = Engine(generate_grid(4, 3, cores=2), policy="hilbert")
+    ops = eng.grid
+    tr = eng.traverser
+    own = foreign = 0
+    for jobid in range(1, 220):
+        r = rng.random()
+        if r < 0.55:
+            now = rng.randrange(0, 200_000)
+            try:
+                ops.allocate_deadline(
+                    rng.randint(1, 5), now + rng.randrange(0, 50_000), now + rng.randrange(1_000, 400_000),
+                    now=now, duration=rng.randrange(500, 100_000), jobid=jobid,
+                )
+            except MatchError:
+                continue
+        elif r < 0.8 and eng.jobs:
+            ops.cancel(rng.choice(sorted(eng.jobs)))
+            if ops._cols is None:
+                continue
+        else:  # behind the table's back
+            foreign += 1
+            if r < 0.88 and eng.jobs:
+                eng.cancel(rng.choice(sorted(eng.jobs)))
+            elif r < 0.94 and eng.jobs:
+                j = rng.choice(sorted(eng.jobs))
+                held = [c for cs in ops._cores for c in cs if j in (tr.tags[c] or {})]
+                if held and tr.release_groups(j, [(c, [c]) for c in rng.sample(held, 1)]):
+                    eng.jobs.pop(j, None)
+                    eng.job_at.pop(j, None)
+            else:
+                i = rng.randrange(ops.gi.n)
+                with contextlib.suppress(StateError):
+                    eng._allocate_items(jobid, [(rng.choice(ops._cores[i]), 1, True)], 0, 1000, None, False)
+            t0 = rng.randrange(0, 400_000)
+            assert _rows(ops._near(t0, t0 + 100_000)) == _rows(_reference_near(ops, t0, t0 + 100_000))
+            continue
+        own += 1
+        assert all(ops._synced(i) for i in range(ops.gi.n))
+        assert _table(ops) == sorted(_engine_windows(ops))
+    assert own > 100 and foreign > 20
+
+
 def test_allocate_deadline_hands_back_the_nodes_it_placed() -> None:
     eng = Engine(generate_grid(4, 4, cores=2), policy="manhattan")
     for jobid, k in enumerate([3, 5, 2, 6], start=1):
@@ -151,8 +209,7 @@ def _reference_phase_end(self: DeadlineSim, r) -> None:  # type: ignore[no-untyp
         and not prog.forks[i]
         and prog.active[i] == prog.active[i - 1]
     ):
-        self.traffic -= r.own
-        r.own = None
+        self._drop_traffic(r)
         r.phase = i
         r.place = None
         self._grid_sync(r)

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pytest
 
+from fluxlite.sim.deadline import program
 from fluxlite.sim.deadline.program import CommModel, Geometry, Program
 from fluxlite.sim.deadline.workload import lublin_trace
 
@@ -54,17 +55,35 @@ def _reference_forks(job, active: list[int]) -> list[list[tuple[int, int]]]:  # 
     return forks
 
 
-@pytest.mark.parametrize("torus", [False, True])
-@pytest.mark.parametrize("comm", ["async", "sync"])
-def test_phase_time_equals_the_plain_cost_model(comm: str, torus: bool) -> None:
+def _own_dense(own: dict[int, int], nodes: int) -> np.ndarray:
+    dense = np.zeros(nodes)
+    for n, k in own.items():
+        assert k > 0  # nodes without traffic are left out
+        dense[n] = k
+    return dense
+
+
+@pytest.mark.parametrize(
+    ("comm", "torus", "table"),
+    [("async", False, True), ("async", True, True), ("sync", False, True), ("sync", True, True), ("sync", False, False)],
+)
+def test_phase_time_equals_the_plain_cost_model(
+    comm: str, torus: bool, table: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both forms of ``phase_cost`` (message by message on lists, and on arrays), whatever the
+    phase's size, and ``phase_time`` (arrays in and out), against the cost model written out;
+    ``table=False``: a machine without a hop table (hop distances from the coordinates)."""
+    if not table:
+        monkeypatch.setattr(program, "HOP_TABLE_NODES", 0)
     rng = np.random.default_rng(7 + torus)
     geom = Geometry(8, 4, torus=torus, cores_per_node=4)
-    jobs = lublin_trace(40, "heavy", "uniform", seed=3, cores=128)
+    assert (geom.hop_rows() is not None) == table
+    jobs = lublin_trace(40 if table else 12, "heavy", "uniform", seed=3, cores=128)
     models = [CommModel(), CommModel(gamma=0.0), CommModel(beta=0.0, local=0.0), CommModel(kappa=0.0)]
     checked = 0
     for k, base in enumerate(jobs):
         for jtype in (0, 1, 2, 3):
-            job = dataclasses.replace(base, type=jtype, procs=int(rng.integers(1, 40)))
+            job = dataclasses.replace(base, type=jtype, procs=int(rng.integers(1, 48)))
             prog = Program(job, comm, geom, models[k % len(models)])
             for i in range(prog.phases):
                 p = prog.active[i]
@@ -75,11 +94,29 @@ def test_phase_time_equals_the_plain_cost_model(comm: str, torus: bool) -> None:
                     want = _reference_phase_time(prog, i, node_of, osub, geom, traffic)
                     got = prog.phase_time(i, node_of, osub, geom, traffic)
                     assert got[0] == want[0] and np.array_equal(got[1], want[1])
-                    if np.all(osub == osub[0]):  # one number for all processes: the same result
-                        one = prog.phase_time(i, node_of, float(osub[0]), geom, traffic)
-                        assert one[0] == want[0] and np.array_equal(one[1], want[1])
+                    one = float(osub[0]) if np.all(osub == osub[0]) else None  # one number for all
+                    for loop, limit in ((True, 10**6), (False, 0)):  # each form, whatever the size
+                        monkeypatch.setattr(program, "LOOP_PROCESSES", limit)
+                        nodes = node_of.tolist() if loop else node_of
+                        per = osub.tolist() if loop else osub
+                        for o in (per, one) if one is not None else (per,):
+                            dur, own = prog.phase_cost(i, nodes, o, geom, traffic.tolist())
+                            assert dur == want[0] and type(dur) is float
+                            assert np.array_equal(_own_dense(own, geom.nodes), want[1])
                     checked += 1
-    assert checked > 1000
+    assert checked > (1000 if table else 300)
+
+
+@pytest.mark.parametrize("torus", [False, True])
+def test_pairwise_by_pairs_equals_the_array_form(torus: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    geom = Geometry(16, 8, torus=torus)
+    rng = np.random.default_rng(11)
+    sets = [sorted(rng.choice(geom.nodes, size=int(k), replace=False).tolist()) for k in rng.integers(0, 20, 300)]
+    limit = program.PAIRWISE_LOOP_NODES
+    assert any(1 < len(s) <= limit for s in sets) and any(len(s) > limit for s in sets)
+    by_pairs = [geom.pairwise(s) for s in sets]
+    monkeypatch.setattr(program, "PAIRWISE_LOOP_NODES", 0)
+    assert by_pairs == [geom.pairwise(s) for s in sets]
 
 
 def _reference_messages(job, active: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:  # type: ignore[no-untyped-def]

@@ -57,3 +57,61 @@ def test_tick_rounds_up_and_past_is_refused() -> None:
     assert k.tick() == 3
     with pytest.raises(ValueError):
         k.after(-1, lambda: None)
+
+
+def _schedule(k: Kernel, log: list[tuple[float, str]], seed: int) -> None:
+    """Callbacks (some urgent, some cancelled, some scheduling more) and processes that wait on
+    timeouts and on callback events, all at colliding times: the same calls on any kernel."""
+    import random
+
+    rnd = random.Random(seed)
+    events = []
+
+    def cb(name: str, more: int) -> None:
+        log.append((k.now, name))
+        if more:
+            k.after(rnd.choice([0, 0.5, 1, 2]), cb, f"{name}+", more - 1)
+
+    for i in range(40):
+        t = rnd.choice([0, 1, 1, 2, 3, 3, 5])
+        events.append(k.at(t, cb, f"c{i}", rnd.randrange(3), urgent=rnd.random() < 0.2))
+    for ev in rnd.sample(events, 8):
+        ev.cancel()
+
+    def proc(name: str, waits: list[float]):  # type: ignore[no-untyped-def]
+        for w in waits:
+            yield k.timeout(w)
+            log.append((k.now, name))
+        got = yield k.at(k.now + 1, cb, f"{name}-cb", 0)  # a process waiting on a callback event
+        log.append((k.now, f"{name}-woke-{got}"))
+
+    for j in range(5):
+        k.process(proc(f"p{j}", [rnd.choice([0, 1, 2]) for _ in range(4)]))
+
+
+def test_run_gives_the_order_of_simpys_own_loop() -> None:
+    """``Kernel.run()`` processes plain callback events itself: the same order, times and event
+    count as SimPy's ``env.run()`` on the same schedule, with processes waiting on some events."""
+    for seed in range(20):
+        ours: list[tuple[float, str]] = []
+        k = Kernel()
+        _schedule(k, ours, seed)
+        k.run()
+        plain: list[tuple[float, str]] = []
+        ref = Kernel()
+        _schedule(ref, plain, seed)
+        ref.env.run()
+        assert ours == plain and k.now == ref.now and k.events == ref.events
+        assert len(ours) > 60
+
+
+def test_a_failing_event_stops_the_run_as_in_simpy() -> None:
+    k = Kernel()
+
+    def boom() -> None:
+        ev = k.env.event()
+        ev.fail(RuntimeError("broken"))
+
+    k.at(1, boom)
+    with pytest.raises(RuntimeError, match="broken"):
+        k.run()

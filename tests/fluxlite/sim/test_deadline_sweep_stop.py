@@ -21,10 +21,12 @@ import pytest
 psutil = pytest.importorskip("psutil")
 
 ENTRY = "import sys; from fluxlite.cli.main import main; sys.exit(main())"
-#: six runs of about a second each on this machine: long enough to be stopped in the middle
+#: six runs of about a second each on a quiet 2-core machine (2,000 jobs; at 150 jobs the faster
+#: simulator finished all six within the test's 0.3 s, so the signal found no sweep to stop):
+#: long enough to be stopped in the middle
 ARGS = [
     "sim", "deadline", "sweep", "--strategies", "leak,hilbert", "--loads", "heavy", "--types", "1",
-    "--comms", "async", "--traces", "3", "--jobs", "150", "--grid", "8x8", "--quiet",
+    "--comms", "async", "--traces", "3", "--jobs", "2000", "--grid", "8x8", "--quiet",
 ]  # fmt: skip
 
 

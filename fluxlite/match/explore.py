@@ -11,7 +11,9 @@ Shortcuts over this walk (skip index, best-first, memo) live in
 from __future__ import annotations
 
 import itertools
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
+from itertools import compress, islice
 from typing import Any
 
 from fluxlite.graph import UP
@@ -267,7 +269,26 @@ class ExploreStage:
         # consulted, and after it at t0, where the index compares free units at t0 only.
         win: Any = None
         now = meta.at == self._t0
-        for _w, _uq, e in keys:
+        # Once the window index has answered for a reservation's candidate time and few children
+        # ahead are alive, the runs of dead ones between them are passed over in one step each
+        # (see _alive_ahead; at t0 a first fit stops soon after the index answers, so the plain
+        # loop is cheaper there): ``cur`` is the position of the current key, ``nxt`` that of
+        # the next alive one, ``ahead`` the rest.
+        ahead: Any = None
+        cur = nxt = 0
+        it = iter(keys)
+        for _w, _uq, e in it:
+            if ahead is not None:
+                cur += 1
+                if cur < nxt:
+                    # keys cur .. nxt-1 are dead: what the plain loop below does for each of them
+                    if counted:
+                        self.preorder += nxt - cur
+                    if nxt - cur > 1:
+                        next(islice(it, nxt - cur - 2, None), None)
+                    cur = nxt - 1
+                    continue
+                nxt = next(ahead, len(keys))
             if ess[e] != ss:
                 continue
             tgt = dst[e]
@@ -277,7 +298,12 @@ class ExploreStage:
                 misses = -1
                 got = self._dynamic_alive(meta, u, ss, resources)
                 if got is not None:
-                    apos, alive, counted = got
+                    apos, alive, counted, kid_eids = got
+                    if self.jumps and not now and colors is None and len(g.out) == 1:
+                        ahead = self._alive_ahead(keys, (_w, _uq, e), alive, kid_eids)
+                        if ahead is not None:
+                            cur, ahead = ahead
+                            nxt = next(ahead, len(keys))
             if alive is not None:
                 i = apos.get(tgt)
                 if i is not None and not alive[i]:
@@ -351,6 +377,40 @@ class ExploreStage:
             if enough:
                 break
         return rc2
+
+    #: pass over runs of children the skip index rules out in one step each (see _alive_ahead);
+    #: False visits them one by one -- the same results and counts, slower (tests compare them)
+    jumps = True
+
+    def _alive_ahead(
+        self, keys: list[tuple[int, int, int]], key: tuple[int, int, int], alive: list[bool], eids: list[int]
+    ) -> tuple[int, Any] | None:
+        """(position of ``key`` in ``keys``, iterator over the positions after it of the children
+        ``alive`` keeps, ascending), or None when a plain pass over the keys is as cheap.
+
+        ``keys`` are the out-edges of a vertex whose children are all of one type, in visit order
+        (sorted; see ``_outedge_order``), and ``alive[i]`` says whether the child at the end of
+        ``eids[i]`` may hold the request; each child ruled out costs the walk a test and
+        perhaps a counted visit, nothing else, so the caller does that for a run of them at
+        once.  O(alive x log children).
+        """
+        j = bisect_left(keys, key)
+        rest = len(keys) - j
+        live = list(compress(eids, alive))
+        if len(live) * 4 > rest or j >= len(keys) or keys[j] != key:
+            return None
+        g = self.g
+        ew, uq, dst = self.e_weight, g.v_uniq, g.e_dst
+        out = []
+        for e in live:
+            k = (-ew[e], -uq[dst[e]], e)
+            p = bisect_left(keys, k)
+            if p >= len(keys) or keys[p] != k:
+                return None  # not in the order the caller walks (cannot happen while keys are kept)
+            if p > j:
+                out.append(p)
+        out.sort()
+        return j, iter(out)
 
     def _leaf_kids_type(self, u: int, keys: list[tuple[int, int, int]]) -> str | None:
         """The type of ``u``'s children if they are all leaves of one type (single subsystem), else None."""

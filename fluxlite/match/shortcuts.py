@@ -168,8 +168,9 @@ class ShortcutsStage:
 
     def _dynamic_alive(
         self, meta: JobMeta, u: int, ss: str, resources: Sequence[Any]
-    ) -> tuple[dict[int, int], list[bool], bool] | None:
-        """(child -> position, alive flags, count skips) for the children of ``u`` (see _dynamic_req)."""
+    ) -> tuple[dict[int, int], list[bool], bool, list[int]] | None:
+        """(child -> position, alive flags, count skips, the children's edges by position) for the
+        children of ``u`` (see _dynamic_req)."""
         got = self._dynamic_req(u, ss, resources)
         if got is None:
             return None
@@ -179,7 +180,7 @@ class ShortcutsStage:
         if mask is None:
             return None
         pos = self._skip[(u, ss, kt)][0]
-        return pos, mask.tolist(), counted
+        return pos, mask.tolist(), counted, eids
 
     def _dynamic_window(self, meta: JobMeta, u: int, ss: str, resources: Sequence[Any]) -> Any:
         """The request whose aggregate prune may pass over a child of ``u`` before its visit

@@ -80,8 +80,10 @@ class WindowIndex:
                 times_a[k, row, :] = _PAD
                 continue
             m = len(times)
-            if m > self._width:
-                self._widen(m)
+            if m >= self._width:
+                # the last column stays padding (see alive); a planner's last point has every
+                # unit free (its last span's end), so this is belt and braces
+                self._widen(m + 1)
                 times_a, rem_a = self._times, self._rem
             times_a[k, row, :m] = times
             times_a[k, row, m:] = _PAD
@@ -95,22 +97,30 @@ class WindowIndex:
         self._dirty = set()
 
     def alive(self, at: int, end: int, need: Sequence[tuple[int, int]]) -> Any:
-        """Boolean array over the children: ``need`` ((type index, units) pairs) free during ``[at, end)``."""
+        """Boolean array over the children: ``need`` ((type index, units) pairs) free during ``[at, end)``.
+
+        Each row's points are compared in one flat pass over the rows side by side (contiguous
+        arrays: a few C loops whatever the number of rows); a row's last column is always padding,
+        so a comparison of a point with the next one never reads the next row's first point as
+        the point that follows.
+        """
         if self._dirty is None or self._dirty:
             self._sync()
-        nop = self._totals[0] < 0
+        n, w = len(self._verts), self._width
         ok = self._ends >= end
         for k, c in need:
-            times = self._times[k]
-            ok &= self._totals[k] >= c
+            times = self._times[k].reshape(-1)
             # the points whose state the window sees: the last one at or before ``at`` and those
             # inside (times ascend, padding is past any end): a point before ``end`` not followed
-            # by another at or before ``at``
+            # by another at or before ``at`` (for booleans, a > b is a and not b)
             le = times <= at
             cover = times < end
-            cover[:, :-1] &= ~le[:, 1:]
-            short = ((self._rem[k] < c) & cover).any(axis=1)
+            np.greater(cover[:-1], le[1:], out=cover[:-1])
+            cover &= self._rem[k].reshape(-1) < c
+            short = cover.reshape(n, w).any(axis=1)
             # a window before a row's first point passes (Fluxion's planner)
-            ok &= ~le[:, 0] | ~short
-        ok |= nop
+            short &= le.reshape(n, w)[:, 0]
+            ok &= self._totals[k] >= c
+            np.greater(ok, short, out=ok)
+        ok |= self._totals[0] < 0
         return ok

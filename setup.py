@@ -92,7 +92,8 @@ class BuildExt(build_ext):
             out = Path(self.get_ext_fullpath(ext.name))
             if out.exists() and ext.name not in {f.split(" ")[0] for f in self._failed}:
                 built.append(ext.name)
-        self._write_manifest(built)
+        if _WANTED:
+            self._write_manifest(built)
         if self._failed:
             _warn(
                 f"{len(self._failed)} module(s) failed to compile and stay pure Python (fluxlite works, "
@@ -121,6 +122,7 @@ def _ext_modules() -> list:
     _WANTED[:] = []
     if os.environ.get("FLUXLITE_PURE_PYTHON", "") not in ("", "0"):
         sys.stderr.write("fluxlite: FLUXLITE_PURE_PYTHON is set: installing pure Python (nothing compiled)\n")
+        _remove_inplace_builds()
         return []
     flags = os.environ.get("FLUXLITE_CYTHON_CFLAGS", "-O1 -g0").split()
     _WANTED[:] = [
@@ -128,6 +130,17 @@ def _ext_modules() -> list:
         for m in _modules()
     ]
     return list(_WANTED)
+
+
+def _remove_inplace_builds() -> None:
+    """Delete an earlier in-place build (extension files, manifest) so that a pure install runs pure."""
+    gone = [HERE / MANIFEST] if (HERE / MANIFEST).exists() else []
+    for m in HOT:
+        gone += (HERE / m.replace(".", "/")).parent.glob(m.rsplit(".", 1)[1] + ".*.so")
+    for p in gone:
+        p.unlink()
+    if gone:
+        sys.stderr.write(f"fluxlite: removed {len(gone)} files of an earlier in-place build\n")
 
 
 _WANTED: list = []  # every Extension asked for (the manifest's "failed" lists those not built)

@@ -29,7 +29,6 @@ MANIFEST = "fluxlite/_compiled.json"
 
 # The modules that carry the time (profiles of the deadline sweep, `fluxlite bench match` busy L0 and
 # empty T8, the batch simulator and the hierarchy attach; see docs/benchmarks.md, "Compiled modules").
-# Keep in step with fluxlite/_compiled.py's docstring.
 HOT = (
     "fluxlite.match.update",
     "fluxlite.match.release",
@@ -44,6 +43,13 @@ HOT = (
     "fluxlite.sim.kernel",
     "fluxlite.sim.deadline.sim",
     "fluxlite.sim.deadline.program",
+    "fluxlite.match._traverser",
+    "fluxlite.match._common",
+    "fluxlite.match._stdsort",
+    "fluxlite.match._scoring",
+    "fluxlite.match.rootcache",
+    "fluxlite.match.shortcuts",
+    "fluxlite.match.explore",
 )
 DIRECTIVES = {"language_level": 3, "annotation_typing": False, "binding": True}
 

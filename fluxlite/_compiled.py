@@ -17,15 +17,19 @@ lists what is compiled, pure and stale (``fluxlite info --json``, ``fluxlite --v
 
 from __future__ import annotations
 
-import hashlib
-import importlib.machinery
-import importlib.util
-import json
 import os
 import sys
 import warnings
+from importlib.machinery import EXTENSION_SUFFIXES, FileFinder, SourceFileLoader
 from pathlib import Path
 from typing import Any
+
+import orjson
+
+try:  # CPython's own SHA-1: imports in microseconds, where hashlib loads OpenSSL (milliseconds)
+    from _sha1 import sha1
+except ImportError:  # pragma: no cover - other interpreters
+    from hashlib import sha1
 
 __all__ = ["REBUILD", "install", "pure_requested", "status"]
 
@@ -41,8 +45,8 @@ def pure_requested() -> bool:
 
 def _read_doc() -> dict[str, Any]:
     try:
-        doc = json.loads(MANIFEST.read_bytes())
-    except (OSError, ValueError):
+        doc = orjson.loads(MANIFEST.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
         return {}
     return doc if isinstance(doc, dict) else {}
 
@@ -58,14 +62,14 @@ def _source(name: str) -> Path:
 
 def _hash(path: Path) -> str | None:
     try:
-        return hashlib.sha1(path.read_bytes()).hexdigest()
+        return sha1(path.read_bytes()).hexdigest()
     except OSError:
         return None
 
 
 def _extension(name: str) -> Path | None:
     src = _source(name)
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+    for suffix in EXTENSION_SUFFIXES:
         p = src.with_suffix(suffix)
         if p.exists():
             return p
@@ -96,7 +100,7 @@ class CompiledFinder:
             self.loaded[fullname] = "pure"
         if not src.exists():
             return None
-        return importlib.util.spec_from_file_location(fullname, src)
+        return FileFinder(str(src.parent), (SourceFileLoader, [".py"])).find_spec(fullname)
 
     def _warn_stale(self) -> None:
         if self._warned:

@@ -1,4 +1,4 @@
-"""``fluxlite info``: the version and which hot modules run compiled (Cython), pure or stale.
+"""fluxlite info: the version and which hot modules run compiled (Cython), pure or stale.
 
     fluxlite info            one line per module
     fluxlite info --json     the same as JSON (fluxlite._compiled.status())

@@ -18,6 +18,11 @@ from fluxlite.errors import (
 
 __version__ = "0.1.0"
 
+# The Cython-compiled hot modules load only while built from the .py that is there now (see _compiled.py)
+from fluxlite import _compiled
+
+_compiled.install()
+
 __all__ = [
     "BusyError",
     "CommandError",

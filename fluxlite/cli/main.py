@@ -7,6 +7,7 @@
 ``fluxlite hierarchy``  launch / stop a tree of instances
 ``fluxlite grow``       MatchGrow a job at a running instance
 ``fluxlite shrink``     release part of a job at a running instance
+``fluxlite info``       version and which hot modules run compiled (``--json``)
 
 Errors in user input are printed as one line on standard error and the exit
 status is non-zero; there is never a traceback for bad input.
@@ -32,6 +33,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "auth": ("hierarchy.cli", "user identities of a tree: site key, user keys"),
     "sim": ("fluxlite.cli.sim", "simulators: deadline (grid allocators, leak), batch (queues, ESP)"),
     "kube": ("kube.cli", "Kubernetes scheduler shim (run), Fluence gRPC sidecar (sidecar), node graph"),
+    "info": ("fluxlite.cli.info", "version and which hot modules run compiled (Cython), pure or stale"),
 }
 
 
@@ -39,8 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] in ("-V", "--version"):
         from fluxlite import __version__
+        from fluxlite._compiled import summary
 
-        sys.stdout.write(f"fluxlite {__version__}\n")
+        sys.stdout.write(f"fluxlite {__version__} ({summary()})\n")
         return 0
     try:
         return dispatch("fluxlite", SUBCOMMANDS, args)

@@ -470,10 +470,34 @@ class ReleaseStage:
         #: ancestor -> (type, start, end) -> units released below it in that window
         reductions: dict[int, dict[tuple[str, int, int], int]] = {}
         depth: dict[int, int] = {}
+        out = g.out[dom]
+        #: parent -> what its leaves released alone (a leaf group each, as a leak's join gives) released
+        #: below it: summed here and added to the parent's ancestors once, not once a leaf
+        leafsum: dict[int, dict[tuple[str, int, int], int]] | None = {} if self.batched else None
         for root, vids in groups:
             if root is None:
                 for v in vids:
                     self._purge_vertex(v, jobid)
+                continue
+            if leafsum is not None and len(vids) == 1 and vids[0] == root and not out[root]:
+                # what the general steps below do for a leaf released alone (nothing of the job
+                # below it, the leaf its own top), its ancestors registered in the same order
+                got = self._purge_vertex(root, jobid)
+                if got is None:
+                    continue
+                par = g.parent(root, dom)
+                if par is None:
+                    continue
+                s = leafsum.get(par)
+                if s is None:
+                    s = leafsum[par] = {}
+                    chain = g.ancestors(root, dom)
+                    for i, a in enumerate(chain):
+                        depth[a] = len(chain) - 1 - i
+                        if a not in reductions:
+                            reductions[a] = {}
+                k = (g.v_type[root], got[1], got[2])
+                s[k] = s.get(k, 0) + got[0]
                 continue
             # A listed vertex above resources of the job that stay allocated is
             # not released: it only loses what is released below it (it is
@@ -513,6 +537,12 @@ class ReleaseStage:
                     depth[a] = len(chain) - 1 - i
                     red = reductions.setdefault(a, {})
                     for t, c in counts.items():
+                        red[t] = red.get(t, 0) + c
+        if leafsum:
+            for par, s in leafsum.items():
+                for a in (par, *g.ancestors(par, dom)):
+                    red = reductions[a]
+                    for t, c in s.items():
                         red[t] = red.get(t, 0) + c
         for u in sorted(reductions, key=lambda a: -depth[a]):
             released_own = self._reduce_ancestor(u, jobid, reductions[u])
@@ -626,11 +656,19 @@ class ReleaseStage:
             types = p.resource_types
             left = dict(red)
             cuts: dict[int, dict[str, int]] = {sp: {} for sp in spans}
-            # first what was released in each span's own window, then anything left, newest first
+            # first what was released in each span's own window, then anything left, newest first;
+            # a type nothing is left of takes nothing (its room is not read), and once nothing is
+            # left at all the second pass has nothing to do
             for exact in (True, False):
+                need = {k[0] for k, c in left.items() if c > 0}
+                if not need:
+                    break
                 for span in spans:
-                    at, dur = p.span_window(span)
+                    if exact:
+                        at, dur = p.span_window(span)
                     for i, t in enumerate(types):
+                        if t not in need:
+                            continue
                         room = p.span_planned_at(span, i) - cuts[span].get(t, 0)
                         if room <= 0:
                             continue

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable
+from typing import Any
 
 from fluxlite.match._common import (
     _drop,
@@ -625,6 +626,44 @@ class ReleaseStage:
                 above.add(a)
         return released & above
 
+    @staticmethod
+    def _reduction_cuts(
+        p: Any, spans: list[int], red: dict[tuple[str, int, int], int]
+    ) -> dict[int, dict[str, int]]:
+        """How much of each type each of ``spans`` (aggregate spans of planner ``p``, the current one
+        first, then the earlier windows' newest first) gives back for ``red`` ((type, start, end) -> units).
+
+        First what was released in each span's own window, then anything left, newest first.
+        """
+        types = p.resource_types
+        left = dict(red)
+        cuts: dict[int, dict[str, int]] = {sp: {} for sp in spans}
+        # a type nothing is left of takes nothing (its room is not read), and once nothing is
+        # left at all the second pass has nothing to do
+        for exact in (True, False):
+            need = {k[0] for k, c in left.items() if c > 0}
+            if not need:
+                break
+            for span in spans:
+                if exact:
+                    at, dur = p.span_window(span)
+                for i, t in enumerate(types):
+                    if t not in need:
+                        continue
+                    room = p.span_planned_at(span, i) - cuts[span].get(t, 0)
+                    if room <= 0:
+                        continue
+                    for k, c in left.items():
+                        if c <= 0 or k[0] != t or (exact and (k[1], k[2]) != (at, at + dur)):
+                            continue
+                        take = min(c, room)
+                        cuts[span][t] = cuts[span].get(t, 0) + take
+                        left[k] = c - take
+                        room -= take
+                        if room == 0:
+                            break
+        return cuts
+
     def _reduce_ancestor(
         self, u: int, jobid: int, red: dict[tuple[str, int, int], int]
     ) -> tuple[int, int, int] | None:
@@ -653,34 +692,7 @@ class ReleaseStage:
             key = (dom, u, jobid)
             extra = self._extra_spans.get(key, [])
             spans = [d2[jobid], *reversed(extra)]
-            types = p.resource_types
-            left = dict(red)
-            cuts: dict[int, dict[str, int]] = {sp: {} for sp in spans}
-            # first what was released in each span's own window, then anything left, newest first;
-            # a type nothing is left of takes nothing (its room is not read), and once nothing is
-            # left at all the second pass has nothing to do
-            for exact in (True, False):
-                need = {k[0] for k, c in left.items() if c > 0}
-                if not need:
-                    break
-                for span in spans:
-                    if exact:
-                        at, dur = p.span_window(span)
-                    for i, t in enumerate(types):
-                        if t not in need:
-                            continue
-                        room = p.span_planned_at(span, i) - cuts[span].get(t, 0)
-                        if room <= 0:
-                            continue
-                        for k, c in left.items():
-                            if c <= 0 or k[0] != t or (exact and (k[1], k[2]) != (at, at + dur)):
-                                continue
-                            take = min(c, room)
-                            cuts[span][t] = cuts[span].get(t, 0) + take
-                            left[k] = c - take
-                            room -= take
-                            if room == 0:
-                                break
+            cuts = self._reduction_cuts(p, spans, red)
             for span in spans:
                 gone = p.reduce_span(span, cuts[span])
                 if span == d2[jobid]:

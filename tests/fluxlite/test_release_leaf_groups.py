@@ -4,8 +4,8 @@
 back per parent and reduces each ancestor once; with ``batched = False`` on
 the traverser every leaf takes the general steps (its subtree's top, then its
 whole ancestor chain).  ``_reduce_ancestor`` skips the types nothing is left
-of and the second pass once nothing is left; the plain engine here runs the
-straightforward rule below instead (both passes over every span and type).
+of and the second pass once nothing is left (``_reduction_cuts``); the plain engine
+here runs the straightforward rule below instead (both passes over every span and type).
 Random leak sessions (starts, forks at later times, so jobs hold spans over
 several windows, joins of several processes, cancels) run through both
 engines, and the whole engine state is compared after every step.
@@ -14,7 +14,6 @@ engines, and the whole engine state is compared after every step.
 from __future__ import annotations
 
 import random
-import types
 from typing import Any
 
 import pytest
@@ -22,71 +21,30 @@ import pytest
 from fluxlite.api import Engine
 from fluxlite.errors import FluxliteError
 from fluxlite.grid import generate_grid
-from fluxlite.match import release as release_mod
 from tests.fluxlite.test_update_batched import full_state
 
 
-def _reference_reduce_ancestor(self: Any, u: int, jobid: int, red: dict) -> tuple[int, int, int] | None:
-    """``_reduce_ancestor`` as first written: both passes over every span and every type."""
-    dom = self.dom
-    j2s = self.job2span.get(dom)
-    d2 = j2s[u] if j2s is not None else None
-    tg = self.tags[u]
-    if tg is None or jobid not in tg or d2 is None or jobid not in d2:
-        return None
-    p = self.subplan[dom][u]
-    drained = False
-    if p is not None:
-        key = (dom, u, jobid)
-        extra = self._extra_spans.get(key, [])
-        spans = [d2[jobid], *reversed(extra)]
-        left = dict(red)
-        cuts: dict[int, dict[str, int]] = {sp: {} for sp in spans}
-        for exact in (True, False):
-            for span in spans:
-                at, dur = p.span_window(span)
-                for i, t in enumerate(p.resource_types):
-                    room = p.span_planned_at(span, i) - cuts[span].get(t, 0)
-                    if room <= 0:
-                        continue
-                    for k, c in left.items():
-                        if c <= 0 or k[0] != t or (exact and (k[1], k[2]) != (at, at + dur)):
-                            continue
-                        take = min(c, room)
-                        cuts[span][t] = cuts[span].get(t, 0) + take
-                        left[k] = c - take
-                        room -= take
-                        if room == 0:
-                            break
+def _reference_cuts(p: Any, spans: list[int], red: dict) -> dict[int, dict[str, int]]:
+    """``_reduction_cuts`` as first written: both passes over every span and every type."""
+    left = dict(red)
+    cuts: dict[int, dict[str, int]] = {sp: {} for sp in spans}
+    for exact in (True, False):
         for span in spans:
-            gone = p.reduce_span(span, cuts[span])
-            if span == d2[jobid]:
-                drained = gone
-            elif gone:
-                extra.remove(span)
-        if drained and extra:
-            d2[jobid] = extra.pop()
-            drained = False
-        if not extra:
-            self._extra_spans.pop(key, None)
-        self._agg_touched(dom, u)
-        if drained:
-            del d2[jobid]
-            if not d2:
-                j2s[u] = None
-    own = None
-    for table in (self.allocs, self.resvs):
-        d = table[u]
-        if d is not None and jobid in d:
-            sp = self.vspans[u]
-            sid = d[jobid]
-            if sp is not None and sid in sp and sp[sid][2] != 0:
-                start, end, _amount = sp[sid]
-                release_mod._own(self.vspans, u)[sid] = (start, end, 0)
-                own = (self.g.v_size[u], start, end)
-    if drained:
-        self._purge_vertex(u, jobid)
-    return own
+            at, dur = p.span_window(span)
+            for i, t in enumerate(p.resource_types):
+                room = p.span_planned_at(span, i) - cuts[span].get(t, 0)
+                if room <= 0:
+                    continue
+                for k, c in left.items():
+                    if c <= 0 or k[0] != t or (exact and (k[1], k[2]) != (at, at + dur)):
+                        continue
+                    take = min(c, room)
+                    cuts[span][t] = cuts[span].get(t, 0) + take
+                    left[k] = c - take
+                    room -= take
+                    if room == 0:
+                        break
+    return cuts
 
 
 def _pair() -> tuple[Engine, Engine, list[int]]:
@@ -94,7 +52,7 @@ def _pair() -> tuple[Engine, Engine, list[int]]:
     plain = Engine(generate_grid(4, 3, cores=4), policy="first")
     tr = plain.traverser
     tr.batched = False
-    tr._reduce_ancestor = types.MethodType(_reference_reduce_ancestor, tr)  # type: ignore[method-assign]
+    tr._reduction_cuts = _reference_cuts  # type: ignore[method-assign]
     # how many leaves the fast engine released alone per call (the sessions must cover the path)
     leaves: list[int] = []
     real = fast.traverser._release_groups

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable
+from typing import Any
 
 from fluxlite.match._common import (
     _drop,
@@ -470,10 +471,34 @@ class ReleaseStage:
         #: ancestor -> (type, start, end) -> units released below it in that window
         reductions: dict[int, dict[tuple[str, int, int], int]] = {}
         depth: dict[int, int] = {}
+        out = g.out[dom]
+        #: parent -> what its leaves released alone (a leaf group each, as a leak's join gives) released
+        #: below it: summed here and added to the parent's ancestors once, not once a leaf
+        leafsum: dict[int, dict[tuple[str, int, int], int]] | None = {} if self.batched else None
         for root, vids in groups:
             if root is None:
                 for v in vids:
                     self._purge_vertex(v, jobid)
+                continue
+            if leafsum is not None and len(vids) == 1 and vids[0] == root and not out[root]:
+                # what the general steps below do for a leaf released alone (nothing of the job
+                # below it, the leaf its own top), its ancestors registered in the same order
+                got = self._purge_vertex(root, jobid)
+                if got is None:
+                    continue
+                par = g.parent(root, dom)
+                if par is None:
+                    continue
+                s = leafsum.get(par)
+                if s is None:
+                    s = leafsum[par] = {}
+                    chain = g.ancestors(root, dom)
+                    for i, a in enumerate(chain):
+                        depth[a] = len(chain) - 1 - i
+                        if a not in reductions:
+                            reductions[a] = {}
+                k = (g.v_type[root], got[1], got[2])
+                s[k] = s.get(k, 0) + got[0]
                 continue
             # A listed vertex above resources of the job that stay allocated is
             # not released: it only loses what is released below it (it is
@@ -513,6 +538,12 @@ class ReleaseStage:
                     depth[a] = len(chain) - 1 - i
                     red = reductions.setdefault(a, {})
                     for t, c in counts.items():
+                        red[t] = red.get(t, 0) + c
+        if leafsum:
+            for par, s in leafsum.items():
+                for a in (par, *g.ancestors(par, dom)):
+                    red = reductions[a]
+                    for t, c in s.items():
                         red[t] = red.get(t, 0) + c
         for u in sorted(reductions, key=lambda a: -depth[a]):
             released_own = self._reduce_ancestor(u, jobid, reductions[u])
@@ -595,6 +626,44 @@ class ReleaseStage:
                 above.add(a)
         return released & above
 
+    @staticmethod
+    def _reduction_cuts(
+        p: Any, spans: list[int], red: dict[tuple[str, int, int], int]
+    ) -> dict[int, dict[str, int]]:
+        """How much of each type each of ``spans`` (aggregate spans of planner ``p``, the current one
+        first, then the earlier windows' newest first) gives back for ``red`` ((type, start, end) -> units).
+
+        First what was released in each span's own window, then anything left, newest first.
+        """
+        types = p.resource_types
+        left = dict(red)
+        cuts: dict[int, dict[str, int]] = {sp: {} for sp in spans}
+        # a type nothing is left of takes nothing (its room is not read), and once nothing is
+        # left at all the second pass has nothing to do
+        for exact in (True, False):
+            need = {k[0] for k, c in left.items() if c > 0}
+            if not need:
+                break
+            for span in spans:
+                if exact:
+                    at, dur = p.span_window(span)
+                for i, t in enumerate(types):
+                    if t not in need:
+                        continue
+                    room = p.span_planned_at(span, i) - cuts[span].get(t, 0)
+                    if room <= 0:
+                        continue
+                    for k, c in left.items():
+                        if c <= 0 or k[0] != t or (exact and (k[1], k[2]) != (at, at + dur)):
+                            continue
+                        take = min(c, room)
+                        cuts[span][t] = cuts[span].get(t, 0) + take
+                        left[k] = c - take
+                        room -= take
+                        if room == 0:
+                            break
+        return cuts
+
     def _reduce_ancestor(
         self, u: int, jobid: int, red: dict[tuple[str, int, int], int]
     ) -> tuple[int, int, int] | None:
@@ -623,26 +692,7 @@ class ReleaseStage:
             key = (dom, u, jobid)
             extra = self._extra_spans.get(key, [])
             spans = [d2[jobid], *reversed(extra)]
-            types = p.resource_types
-            left = dict(red)
-            cuts: dict[int, dict[str, int]] = {sp: {} for sp in spans}
-            # first what was released in each span's own window, then anything left, newest first
-            for exact in (True, False):
-                for span in spans:
-                    at, dur = p.span_window(span)
-                    for i, t in enumerate(types):
-                        room = p.span_planned_at(span, i) - cuts[span].get(t, 0)
-                        if room <= 0:
-                            continue
-                        for k, c in left.items():
-                            if c <= 0 or k[0] != t or (exact and (k[1], k[2]) != (at, at + dur)):
-                                continue
-                            take = min(c, room)
-                            cuts[span][t] = cuts[span].get(t, 0) + take
-                            left[k] = c - take
-                            room -= take
-                            if room == 0:
-                                break
+            cuts = self._reduction_cuts(p, spans, red)
             for span in spans:
                 gone = p.reduce_span(span, cuts[span])
                 if span == d2[jobid]:

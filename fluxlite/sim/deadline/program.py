@@ -489,9 +489,14 @@ class Program:
         hop = geom.hop
         own: dict[int, int] = {}
         get = own.get
-        costs = []
+        costs: list[float] = []
+        append = costs.append
         for a, b in zip(src, dst):
-            na, nb = node_of[a], node_of[b]
+            na = node_of[a]
+            nb = node_of[b]
+            if na == nb:  # one node: no hop (hop(n, n) == 0)
+                append(vl)
+                continue
             h = rows[na][nb] if rows is not None else hop(na, nb)
             if h > 0:
                 x = v * (1.0 + beta * h) * (1.0 + gamma * ((traffic[na] + traffic[nb]) * 0.5))
@@ -499,7 +504,7 @@ class Program:
                 own[nb] = get(nb, 0) + 1
             else:
                 x = vl
-            costs.append(x)
+            append(x)
         if uniform and self.comm == "async":
             top = max(costs)
             return c * osub + (top if top > 0.0 else 0.0), own  # type: ignore[operator]

@@ -9,6 +9,7 @@ and the wall time, as JSON.
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -19,7 +20,14 @@ code = "import sys; from fluxlite.cli.main import main; sys.exit(main(sys.argv[1
 cmd = [sys.executable, "-c", code, "sim", "deadline", "sweep", *sys.argv[3:], "--out", out, "--quiet"]
 t0 = time.perf_counter()
 r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-subprocess.run(cmd, env=env, check=True, cwd=root)
+child = subprocess.Popen(cmd, env=env, cwd=root)
+# Pass SIGTERM/SIGINT on to the sweep, which stops its workers and keeps what it wrote (a rerun resumes);
+# without this a signal to this script left the sweep and its workers running.
+for sig in (signal.SIGTERM, signal.SIGINT):
+    signal.signal(sig, lambda signum, _frame: child.send_signal(signum))
+rc = child.wait()
+if rc:
+    sys.exit(f"sweepcpu: the sweep exited with {rc}")
 r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
 t1 = time.perf_counter()
 cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)

@@ -73,7 +73,7 @@ class BuildExt(build_ext):
 
     def initialize_options(self) -> None:
         super().initialize_options()
-        self._failed: list[str] = []
+        self._failed: dict[str, str] = {}  # module -> why it failed to compile
 
     def finalize_options(self) -> None:
         super().finalize_options()
@@ -84,7 +84,7 @@ class BuildExt(build_ext):
         try:
             super().build_extension(ext)
         except Exception as e:  # a compiler error, a missing compiler: the module stays pure Python
-            self._failed.append(f"{ext.name} ({type(e).__name__}: {str(e).strip().splitlines()[-1][:200]})")
+            self._failed[ext.name] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:200]}"
 
     def run(self) -> None:
         t0 = time.monotonic()
@@ -96,21 +96,21 @@ class BuildExt(build_ext):
         built = []
         for ext in self.extensions:
             out = Path(self.get_ext_fullpath(ext.name))
-            if out.exists() and ext.name not in {f.split(" ")[0] for f in self._failed}:
+            if out.exists() and ext.name not in self._failed:
                 built.append(ext.name)
         if _WANTED:
             self._write_manifest(built)
         if self._failed:
             _warn(
                 f"{len(self._failed)} module(s) failed to compile and stay pure Python (fluxlite works, "
-                "slower): " + "; ".join(self._failed)
+                "slower): " + "; ".join(f"{m} ({why})" for m, why in self._failed.items())
             )
         elif built:
             sys.stderr.write(f"fluxlite: compiled {len(built)} modules in {time.monotonic() - t0:.0f} s\n")
 
     def _write_manifest(self, built: list[str]) -> None:
         doc = {m: _source_hash(HERE / (m.replace(".", "/") + ".py")) for m in sorted(built)}
-        failed = sorted({f.split(" ")[0] for f in self._failed} | {e.name for e in _WANTED} - set(built))
+        failed = sorted({e.name for e in _WANTED} - set(built))  # compile errors and what Cython never translated
         text = json.dumps({"version": 1, "modules": doc, "failed": failed}, indent=1, sort_keys=True) + "\n"
         targets = {Path(self.build_lib) / MANIFEST}
         if self.inplace or getattr(self, "editable_mode", False):

@@ -35,6 +35,7 @@ from fluxlite.graph import DOWN, UP, ResourceGraph
 from fluxlite.match import Traverser, parse_policy
 from fluxlite.match.policies import PLACEMENTS, load_placer, placements
 from fluxlite.writers import EmitError, create_writer
+from jgf import Columns
 
 __all__ = ["MATCH_OPS", "Engine", "MatchResult"]
 
@@ -274,6 +275,15 @@ class Engine:
     def leak_join(self, jobid: int, proc: Any) -> bool:
         """End one process of a leak job, or a list of them (cores freed at once); True when the job is gone."""
         return self.grid.join(jobid, proc)
+
+    def writer(self, fmt: str) -> Any:
+        """The match writer this engine uses for format ``fmt`` (made on first use)."""
+        return self._writer(fmt)
+
+    def set_writer(self, fmt: str, writer: Any) -> None:
+        """Use ``writer`` for match format ``fmt`` from now on (a writer with the same output and more
+        state, e.g. :class:`fluxlite.writers.jgf.JgfColumnsWriter` for ``jgf``)."""
+        self._writers[fmt] = writer
 
     def _writer(self, fmt: str) -> Any:
         w = self._writers.get(fmt)
@@ -652,7 +662,7 @@ class Engine:
     # -------------------------------------------------------------- graph elasticity
     def attach(
         self,
-        jgf_text: str | bytes,
+        jgf_text: str | bytes | Columns,
         source: str = "<jgf>",
         *,
         allocate_to: int | None = None,
@@ -670,17 +680,26 @@ class Engine:
         no output is produced).  All or nothing: a bad document, or
         resources that are not free, raise and leave the graph and every
         job unchanged.  Cost O(subgraph + ancestors of the attach points).
+
+        ``jgf_text`` may also be the document already read as :class:`jgf.Columns`
+        (a hierarchy's columns wire form): the same attach without reading text.
         """
         from fluxlite.readers._common import no_gc
         from fluxlite.readers.jgf import attach_columns, attach_document, parse_jgf
-        from jgf import read_columns
+        from jgf import columns_jgf, read_columns
 
         with no_gc():
             # the columnar path (no object per vertex) for the subgraphs a MatchGrow hands down;
             # anything else, or any error, goes through the per-node reader, which reports it
-            big = len(jgf_text) >= ATTACH_COLUMNS_MIN_BYTES
-            cols = read_columns(jgf_text) if big else None
-            got = attach_columns(self.graph, cols) if cols is not None else None
+            if isinstance(jgf_text, Columns):
+                cols = jgf_text
+                got = attach_columns(self.graph, cols)
+                if got is None:
+                    jgf_text = columns_jgf(cols)  # off the simple case: the per-node reader decides
+            else:
+                big = len(jgf_text) >= ATTACH_COLUMNS_MIN_BYTES
+                cols = read_columns(jgf_text) if big else None
+                got = attach_columns(self.graph, cols) if cols is not None else None
             if got is not None:
                 new, handles, sizes, excls = got
             else:

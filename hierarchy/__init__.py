@@ -38,6 +38,7 @@ imports ``from hierarchy._pb import ...``).  The generated code requires
 from hierarchy._address import Address, TlsConfig, parse_address, read_secret_file, write_secret_file
 from hierarchy._client import InstanceClient, new_request_id
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, NotAuthorizedError
+from hierarchy._wire import WireError, as_jgf, is_columns
 from hierarchy.base import LevelTiming, MatchOutcome, Parent, ReleaseOutcome, ShrinkOutcome
 from hierarchy.instance import Instance
 
@@ -54,6 +55,9 @@ __all__ = [
     "ReleaseOutcome",
     "ShrinkOutcome",
     "TlsConfig",
+    "WireError",
+    "as_jgf",
+    "is_columns",
     "new_request_id",
     "parse_address",
     "read_secret_file",

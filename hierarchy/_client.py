@@ -36,6 +36,7 @@ from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, L
 from hierarchy._identity import USER_KEY, Credential
 from hierarchy._pb import fluxlite_instance_pb2 as pb
 from hierarchy._pb import fluxlite_instance_pb2_grpc as pb_grpc
+from hierarchy._wire import MAGIC, as_jgf, counts
 from hierarchy.base import LevelTiming, MatchOutcome, ReleaseOutcome, ShrinkOutcome
 
 __all__ = ["CHANNEL_OPTIONS", "ERROR_KEY", "InstanceClient", "new_request_id", "open_channel", "translate_error"]
@@ -154,6 +155,7 @@ class InstanceClient:
         trusted_uids: frozenset[int] = frozenset(),
         instance_name: str | None = None,
         stream_above: int = STREAM_ABOVE,
+        accept_columns: bool = False,
     ) -> None:
         self.addr = address if isinstance(address, Address) else parse_address(address)
         #: uids besides this user's and root's that may own the instance's Unix socket
@@ -171,6 +173,10 @@ class InstanceClient:
         self.instance_name = instance_name
         #: a Shrink whose JGF is bigger goes through ShrinkStream in chunks of this size
         self.stream_above = stream_above
+        #: ask MatchGrow for the columns wire form (hierarchy._wire); a reply in it is handed back as
+        #: payload bytes that :func:`hierarchy.as_jgf` turns into JGF.  Instances set it towards
+        #: their parent; an older parent ignores it and answers JGF
+        self.accept_columns = accept_columns
         self._channel = open_channel(self.addr, tls)
         self._stub = pb_grpc.InstanceStub(self._channel)
 
@@ -253,6 +259,14 @@ class InstanceClient:
             rtt,
         )
 
+    def _payload(self, r: Any) -> bytes:
+        """A MatchReply's resources: JGF, or (asked for) the columns payload; unasked columns become JGF."""
+        if not r.columns:
+            return r.jgf
+        payload = MAGIC + r.columns
+        counts(payload)  # the header and its bounds (WireError); the columns are checked where read
+        return payload if self.accept_columns else as_jgf(payload)
+
     def match_grow(
         self,
         jobid: int,
@@ -265,12 +279,16 @@ class InstanceClient:
         """Grow job ``jobid`` (see :class:`hierarchy.base.Parent`)."""
         js = jobspec.encode() if isinstance(jobspec, str) else jobspec
         req = pb.MatchGrowRequest(
-            jobid=jobid, jobspec=js, request_id=request_id or new_request_id(), lease_token=lease_token
+            jobid=jobid,
+            jobspec=js,
+            request_id=request_id or new_request_id(),
+            lease_token=lease_token,
+            accept_columns=self.accept_columns,
         )
         r, rtt = self._call("MatchGrow", req, timeout)
         return MatchOutcome(
             r.jobid,
-            r.jgf,
+            self._payload(r),
             timings_from_pb(r.timings),
             r.lease_token,
             r.grace_s,

@@ -83,6 +83,9 @@ class ServeOptions:
     rpc_timeout: float = 10.0
     request_table_size: int = 256
     defer_attach: bool = True
+    #: what MatchGrow asks the parent for: "columns" (the columns wire form when the parent speaks
+    #: it, else JGF) or "jgf" (always JGF, as an older instance does)
+    wire: str = "columns"
     ready_file: Path | None = None
     log_level: str = "INFO"
     #: verify every caller's user token with this site key (None: single-user mode)
@@ -187,6 +190,7 @@ def _build(
             tls=opts.tls,
             wait_for_ready=True,
             credential=credential,
+            accept_columns=opts.wire == "columns",
         )
     provider = None
     if opts.provider:

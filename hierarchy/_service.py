@@ -46,6 +46,7 @@ from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, L
 from hierarchy._identity import USER_KEY, AuditLog, Verifier
 from hierarchy._pb import fluxlite_instance_pb2 as pb
 from hierarchy._pb import fluxlite_instance_pb2_grpc as pb_grpc
+from hierarchy._wire import MAGIC, is_columns
 from hierarchy.base import LevelTiming
 from hierarchy.instance import Instance
 
@@ -264,10 +265,13 @@ class InstanceServicer(pb_grpc.InstanceServicer):
                 deadline=deadline,
                 after_reply=_on_termination(context),
                 caller=user,
+                accept_columns=request.accept_columns,
             )
+            columns = is_columns(out.jgf)
             return pb.MatchReply(
                 jobid=out.jobid,
-                jgf=out.jgf,
+                jgf=b"" if columns else out.jgf,
+                columns=out.jgf[len(MAGIC) :] if columns else b"",
                 replayed=out.replayed,
                 vertices=out.vertices,
                 edges=out.edges,

@@ -231,6 +231,13 @@ def _serve_parser(sub: Any) -> None:
         help="attach a subgraph obtained for a child before answering it (default: answer first, attach "
         "right after, still before serving any other call)",
     )
+    p.add_argument(
+        "--wire",
+        choices=("columns", "jgf"),
+        default="columns",
+        help="what a grow asks the parent for: columns (the compact columns wire form when the parent "
+        "speaks it, else JGF; the default) or jgf (always JGF, as instances before the columns form)",
+    )
     p.add_argument("--ready-file", type=Path, help="write the bound address here once serving")
     p.add_argument(
         "--max-receive",
@@ -309,6 +316,7 @@ def _cmd_serve(a: argparse.Namespace) -> int:
         rpc_timeout=a.rpc_timeout,
         request_table_size=a.request_table_size,
         defer_attach=not a.sync_attach,
+        wire=a.wire,
         ready_file=a.ready_file,
         log_level=a.log_level,
         site_key=a.site_key,

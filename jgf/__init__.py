@@ -13,7 +13,7 @@ whose one-line message names the node or edge at fault::
     ([], [])
 """
 
-from jgf._columns import Columns, read_columns
+from jgf._columns import Columns, columns_jgf, read_columns
 from jgf._read import JGFError, loads
 from jgf._validate import Document, Edge, Node, read, validate
 from jgf._write import dumps, edge_dict, node_dict, write
@@ -24,6 +24,7 @@ __all__ = [
     "Edge",
     "JGFError",
     "Node",
+    "columns_jgf",
     "dumps",
     "edge_dict",
     "loads",

@@ -42,7 +42,7 @@ import orjson
 from jgf._read import JGFError
 from jgf._validate import _edges, _node, validate
 
-__all__ = ["Columns", "read_columns"]
+__all__ = ["Columns", "columns_jgf", "read_columns"]
 
 #: bytes per parsed piece: small enough that its parse tree stays in the CPU caches
 CHUNK = 64 << 10
@@ -641,3 +641,43 @@ def _add_edges(cols: Columns, elems: list[Any], index: int) -> tuple[Sequence[st
             cols.e_ss.append(e.subsystem)
             cols.e_rel.append(e.relation)
     return src, dst
+
+
+def columns_jgf(cols: Columns) -> bytes:
+    """JGF text for ``cols`` that :func:`read_columns` (and :func:`jgf.read`) read back as ``cols``.
+
+    Every node is written with its whole metadata and its ``uniq_id`` as
+    its id, so the uniq ids must be distinct (a :class:`Columns` built by
+    :func:`read_columns` from a match writer's JGF has that property).
+    Used to hand columns to a reader of JGF text (an older peer, the
+    per-node reader's precise errors).  O(nodes + edges).
+    """
+    uq = cols.uniq_id
+    nodes: list[dict[str, Any]] = []
+    pcols = list(cols.paths.items())
+    props = cols.properties
+    for k in range(len(cols.type)):
+        md: dict[str, Any] = {
+            "type": cols.type[k],
+            "basename": cols.basename[k],
+            "name": cols.name[k],
+            "id": cols.id[k],
+            "uniq_id": uq[k],
+            "rank": cols.rank[k],
+            "exclusive": cols.exclusive[k],
+            "unit": cols.unit[k],
+            "size": cols.size[k],
+            "status": cols.status[k],
+        }
+        pr = props.get(k)
+        if pr:
+            md["properties"] = dict(pr)
+        md["paths"] = {ss: col[k] for ss, col in pcols if col[k] is not None}
+        nodes.append({"id": str(uq[k]), "metadata": md})
+    edges: list[dict[str, Any]] = []
+    for s, d, ss, rel in zip(cols.e_src, cols.e_dst, cols.e_ss, cols.e_rel):
+        md = {"subsystem": ss}
+        if rel is not None:
+            md["relation"] = rel
+        edges.append({"source": str(uq[s]), "target": str(uq[d]), "metadata": md})
+    return orjson.dumps({"graph": {"nodes": nodes, "edges": edges}})

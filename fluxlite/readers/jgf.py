@@ -437,7 +437,7 @@ def attach_columns(
             pick(cols.id),
             pick(rank),
             pick(cols.size),
-            pick(cols.unit),
+            [""] * len(new_pos),  # Fluxion's JGF reader keeps no unit (as attach_document)
             uniq_ids=pick(cols.uniq_id),
             statuses=pick(cols.status),
             paths={ss: new_paths},

@@ -43,7 +43,15 @@ from fluxlite.writers.base import EmitError
 if TYPE_CHECKING:
     from fluxlite.graph import ResourceGraph
 
-__all__ = ["JgfShorthandWriter", "JgfWriter", "edge_json", "subgraph_jgf", "subsystem_order", "vertex_json"]
+__all__ = [
+    "JgfColumnsWriter",
+    "JgfShorthandWriter",
+    "JgfWriter",
+    "edge_json",
+    "subgraph_jgf",
+    "subsystem_order",
+    "vertex_json",
+]
 
 CONTAINMENT = "containment"
 
@@ -305,6 +313,61 @@ class JgfWriter:
         """Drop pending nodes and edges."""
         self._v = []
         self._e = []
+
+
+class JgfColumnsWriter(JgfWriter):
+    """The ``jgf`` writer that also keeps what it emitted, for a columnar encoding of the same match.
+
+    The text is :class:`JgfWriter`'s.  After :meth:`take_text`, ``emitted``
+    is ``(vertices, needs, exclusive, edges)`` of that text, in its order
+    (``hierarchy._wire`` encodes them; a hierarchy instance installs this
+    writer with :meth:`fluxlite.api.Engine.set_writer`).  Not registered as
+    a match format: its output is ``jgf``'s.
+    """
+
+    __slots__ = ("_re", "_rn", "_rv", "_rx", "emitted")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rv: list[int] = []
+        self._rn: list[int] = []
+        self._rx: list[bool] = []
+        self._re: list[int] = []
+        self.emitted: tuple[list[int], list[int], list[bool], list[int]] | None = None
+
+    def emit_vtx(
+        self,
+        prefix: str,
+        g: ResourceGraph,
+        vid: int,
+        needs: int,
+        agfilter: Mapping[str, str] | None = None,
+        exclusive: bool = False,
+        ephemeral: Mapping[str, str] | None = None,
+    ) -> None:
+        """Append one node and remember it."""
+        JgfWriter.emit_vtx(self, prefix, g, vid, needs, agfilter, exclusive, ephemeral)
+        self._rv.append(vid)
+        self._rn.append(needs)
+        self._rx.append(exclusive)
+
+    def emit_edg(self, prefix: str, g: ResourceGraph, eid: int) -> None:
+        """Append one edge and remember it."""
+        self._e.append(edge_json(g, eid))
+        self._re.append(eid)
+
+    def take_text(self) -> str | None:
+        """As :meth:`JgfWriter.take_text`; ``emitted`` then describes the text (None if there is none)."""
+        text = JgfWriter.take_text(self)
+        self.emitted = (self._rv, self._rn, self._rx, self._re) if text is not None else None
+        if text is not None:
+            self._rv, self._rn, self._rx, self._re = [], [], [], []
+        return text
+
+    def reset(self) -> None:
+        """Drop pending nodes and edges (``emitted``, the last text's, stays)."""
+        JgfWriter.reset(self)
+        self._rv, self._rn, self._rx, self._re = [], [], [], []
 
 
 class JgfShorthandWriter(JgfWriter):

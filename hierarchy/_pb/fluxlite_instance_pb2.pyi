@@ -43,19 +43,21 @@ class MatchAllocateRequest(_message.Message):
     def __init__(self, jobspec: _Optional[bytes] = ..., request_id: _Optional[str] = ..., lease: _Optional[bool] = ..., child_name: _Optional[str] = ..., child_address: _Optional[str] = ..., lease_secret: _Optional[str] = ...) -> None: ...
 
 class MatchGrowRequest(_message.Message):
-    __slots__ = ("jobid", "jobspec", "request_id", "lease_token")
+    __slots__ = ("jobid", "jobspec", "request_id", "lease_token", "accept_columns")
     JOBID_FIELD_NUMBER: _ClassVar[int]
     JOBSPEC_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     jobid: int
     jobspec: bytes
     request_id: str
     lease_token: str
-    def __init__(self, jobid: _Optional[int] = ..., jobspec: _Optional[bytes] = ..., request_id: _Optional[str] = ..., lease_token: _Optional[str] = ...) -> None: ...
+    accept_columns: bool
+    def __init__(self, jobid: _Optional[int] = ..., jobspec: _Optional[bytes] = ..., request_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., accept_columns: _Optional[bool] = ...) -> None: ...
 
 class MatchReply(_message.Message):
-    __slots__ = ("jobid", "jgf", "lease_token", "grace_s", "replayed", "vertices", "edges", "timings")
+    __slots__ = ("jobid", "jgf", "lease_token", "grace_s", "replayed", "vertices", "edges", "timings", "columns")
     JOBID_FIELD_NUMBER: _ClassVar[int]
     JGF_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
@@ -64,6 +66,7 @@ class MatchReply(_message.Message):
     VERTICES_FIELD_NUMBER: _ClassVar[int]
     EDGES_FIELD_NUMBER: _ClassVar[int]
     TIMINGS_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
     jobid: int
     jgf: bytes
     lease_token: str
@@ -72,7 +75,78 @@ class MatchReply(_message.Message):
     vertices: int
     edges: int
     timings: _containers.RepeatedCompositeFieldContainer[LevelTiming]
-    def __init__(self, jobid: _Optional[int] = ..., jgf: _Optional[bytes] = ..., lease_token: _Optional[str] = ..., grace_s: _Optional[float] = ..., replayed: _Optional[bool] = ..., vertices: _Optional[int] = ..., edges: _Optional[int] = ..., timings: _Optional[_Iterable[_Union[LevelTiming, _Mapping]]] = ...) -> None: ...
+    columns: bytes
+    def __init__(self, jobid: _Optional[int] = ..., jgf: _Optional[bytes] = ..., lease_token: _Optional[str] = ..., grace_s: _Optional[float] = ..., replayed: _Optional[bool] = ..., vertices: _Optional[int] = ..., edges: _Optional[int] = ..., timings: _Optional[_Iterable[_Union[LevelTiming, _Mapping]]] = ..., columns: _Optional[bytes] = ...) -> None: ...
+
+class IntColumn(_message.Message):
+    __slots__ = ("value", "values")
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    value: int
+    values: bytes
+    def __init__(self, value: _Optional[int] = ..., values: _Optional[bytes] = ...) -> None: ...
+
+class NodeName(_message.Message):
+    __slots__ = ("node", "name")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    node: int
+    name: str
+    def __init__(self, node: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+
+class NodeProperties(_message.Message):
+    __slots__ = ("node", "keys", "values")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    node: int
+    keys: _containers.RepeatedScalarFieldContainer[str]
+    values: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node: _Optional[int] = ..., keys: _Optional[_Iterable[str]] = ..., values: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ResourceColumns(_message.Message):
+    __slots__ = ("version", "nodes", "edges", "strings", "type", "basename", "names", "id", "uniq_id", "rank", "size", "unit", "status", "exclusive", "properties", "subsystem", "paths", "source", "target", "edge_subsystem")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    STRINGS_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    BASENAME_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    UNIQ_ID_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    UNIT_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    EXCLUSIVE_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    SUBSYSTEM_FIELD_NUMBER: _ClassVar[int]
+    PATHS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    EDGE_SUBSYSTEM_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    nodes: int
+    edges: int
+    strings: _containers.RepeatedScalarFieldContainer[str]
+    type: IntColumn
+    basename: IntColumn
+    names: _containers.RepeatedCompositeFieldContainer[NodeName]
+    id: IntColumn
+    uniq_id: IntColumn
+    rank: IntColumn
+    size: IntColumn
+    unit: IntColumn
+    status: IntColumn
+    exclusive: IntColumn
+    properties: _containers.RepeatedCompositeFieldContainer[NodeProperties]
+    subsystem: int
+    paths: str
+    source: IntColumn
+    target: IntColumn
+    edge_subsystem: IntColumn
+    def __init__(self, version: _Optional[int] = ..., nodes: _Optional[int] = ..., edges: _Optional[int] = ..., strings: _Optional[_Iterable[str]] = ..., type: _Optional[_Union[IntColumn, _Mapping]] = ..., basename: _Optional[_Union[IntColumn, _Mapping]] = ..., names: _Optional[_Iterable[_Union[NodeName, _Mapping]]] = ..., id: _Optional[_Union[IntColumn, _Mapping]] = ..., uniq_id: _Optional[_Union[IntColumn, _Mapping]] = ..., rank: _Optional[_Union[IntColumn, _Mapping]] = ..., size: _Optional[_Union[IntColumn, _Mapping]] = ..., unit: _Optional[_Union[IntColumn, _Mapping]] = ..., status: _Optional[_Union[IntColumn, _Mapping]] = ..., exclusive: _Optional[_Union[IntColumn, _Mapping]] = ..., properties: _Optional[_Iterable[_Union[NodeProperties, _Mapping]]] = ..., subsystem: _Optional[int] = ..., paths: _Optional[str] = ..., source: _Optional[_Union[IntColumn, _Mapping]] = ..., target: _Optional[_Union[IntColumn, _Mapping]] = ..., edge_subsystem: _Optional[_Union[IntColumn, _Mapping]] = ...) -> None: ...
 
 class ShrinkRequest(_message.Message):
     __slots__ = ("jobid", "jgf", "paths", "lease_token", "request_id")

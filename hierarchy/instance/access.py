@@ -25,6 +25,7 @@ from fluxlite.jobspec import Jobspec
 from fluxlite.readers import read_vertices
 from hierarchy._errors import LimitError, NotAuthorizedError
 from hierarchy._limits import request_counts
+from hierarchy._wire import as_jgf
 from hierarchy.instance.core import InstanceCore
 from hierarchy.instance.records import JobRecord
 from jgf import read_columns
@@ -53,6 +54,7 @@ def _footprint_of(jgf: bytes | str, dom: str, what: str) -> tuple[set[str], int]
         elif node.type == "node":
             new_nodes.add(node.paths.get(dom) or next(iter(node.paths.values()), ""))
     return new_nodes, new_cores
+
 
 class AccessMixin(InstanceCore):
     """See the module docstring."""
@@ -130,7 +132,7 @@ class AccessMixin(InstanceCore):
         g = self.engine.graph
         dom = self.engine.dom
         held_nodes, held_cores = held if held is not None else self._footprint(caller)
-        new_nodes, new_cores = _footprint_of(jgf, dom, what)
+        new_nodes, new_cores = _footprint_of(as_jgf(jgf) if isinstance(jgf, bytes) else jgf, dom, what)
         held_paths = {g.path(v, dom) for v in held_nodes}
         more = len(new_nodes - held_paths)
         # only an increase is refused: a user the instance owner put over a limit may still use what they hold

@@ -29,6 +29,7 @@ from fluxlite.api import Engine
 from fluxlite.errors import InputError
 from fluxlite.gcpolicy import upkeep
 from fluxlite.jobspec import Jobspec, parse_jobspec
+from fluxlite.writers.jgf import JgfColumnsWriter
 from hierarchy._errors import InstanceUnavailableError
 from hierarchy._limits import Limits
 from hierarchy.base import Parent
@@ -115,6 +116,9 @@ class InstanceCore:
         limits: Limits | None = None,
     ) -> None:
         self.engine = engine
+        # the jgf writer that also remembers what it wrote: a grow matched here can be answered in
+        # the columns wire form (hierarchy._wire) to a child that reads it
+        engine.set_writer("jgf", JgfColumnsWriter())
         self.name = name
         self.depth = depth
         self.parent = parent

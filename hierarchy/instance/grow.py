@@ -27,6 +27,7 @@ from fluxlite.errors import (
 )
 from hierarchy._errors import InstanceUnavailableError, LimitError
 from hierarchy._jgfsub import jgf_counts
+from hierarchy._wire import as_jgf, encode, is_columns
 from hierarchy.base import LevelTiming, MatchOutcome
 from hierarchy.instance.core import InstanceCore, _now
 from hierarchy.instance.records import JobRecord
@@ -129,8 +130,14 @@ class GrowMixin(InstanceCore):
         deadline: float | None = None,
         after_reply: Callable[[Callable[[], None]], None] | None = None,
         caller: str | None = None,
+        accept_columns: bool = False,
     ) -> MatchOutcome:
         """Grow job ``jobid``: locally, else from the parent, else from the provider (see the module docstring).
+
+        ``accept_columns``: the caller reads the columns wire form
+        (:mod:`hierarchy._wire`): a grow matched here is answered in it when
+        it can be encoded, and one from above is passed on as it came.
+        Otherwise the answer is JGF.
 
         For a child's job the subgraph from above is attached after the
         answer (``defer_attach``): ``after_reply`` receives the function that
@@ -152,7 +159,7 @@ class GrowMixin(InstanceCore):
                 r = rec["result"]
                 return MatchOutcome(
                     jobid,
-                    rec["jgf"],
+                    rec["jgf"] if accept_columns else as_jgf(rec["jgf"]),
                     [LevelTiming(self.name, self.depth, server_s=_now() - t0, outcome="replay")],
                     replayed=True,
                     vertices=r["vertices"],
@@ -184,6 +191,8 @@ class GrowMixin(InstanceCore):
                     except LimitError:
                         self.engine.shrink(jobid, jgf=jgf)  # the exact undo of a grow
                         raise
+                    if accept_columns:
+                        jgf = self._columns_of(jgf, counted)
             if jgf is not None:
                 nv, ne = counted or jgf_counts(jgf)
             else:
@@ -277,10 +286,21 @@ class GrowMixin(InstanceCore):
                 )
                 self.counters[f"grow_{outcome}"] += 1
                 self._persist()
+        if not accept_columns and is_columns(jgf):
+            jgf = as_jgf(jgf)  # a caller that reads only JGF (the columns came from above)
         timing = LevelTiming(
             self.name, self.depth, match_s, attach_s, upstream_s, _now() - t0, outcome, deferred=deferred
         )
         return MatchOutcome(jobid, jgf, [timing, *up_timings], vertices=nv, edges=ne)
+
+    def _columns_of(self, jgf: bytes, counted: tuple[int, int] | None) -> bytes:
+        """The columns payload of the grow the engine just wrote as ``jgf``; ``jgf`` itself when the
+        match is off what the form describes.  O(match)."""
+        w = self.engine.writer("jgf")
+        emitted = getattr(w, "emitted", None)
+        if emitted is None or counted is None or (len(emitted[0]), len(emitted[3])) != counted:
+            return jgf
+        return encode(self.engine.graph, emitted) or jgf
 
     def _finish_received(self, key: str, rec: dict[str, Any]) -> None:
         """Attach a subgraph already passed on to the child (deferred attach), under the lock.

@@ -26,6 +26,7 @@ from fluxlite.readers import read_vertices
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, NotAuthorizedError
 from hierarchy._jgfsub import subgraph_jgf
 from hierarchy._release import node_vertices, release_set, release_vertices, vertices_held
+from hierarchy._wire import as_jgf
 from hierarchy.base import LevelTiming, ReleaseOutcome, ShrinkOutcome
 from hierarchy.instance import cloud
 from hierarchy.instance.core import InstanceCore, _now
@@ -339,6 +340,7 @@ class HandBackMixin(InstanceCore):
     def _hand_back_now(self, source: str, jgf: bytes, upstream_id: str) -> None:
         """Best effort: give a subgraph we could not use back to where it came from."""
         try:
+            jgf = as_jgf(jgf)  # a columns payload goes back as its JGF (WireError: unreadable, logged)
             if source == "parent" and self.parent is not None:
                 self.parent.shrink(
                     self.parent_jobid,

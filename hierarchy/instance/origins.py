@@ -16,6 +16,7 @@ from fluxlite.errors import (
     FluxliteError,
     StateError,
 )
+from hierarchy._wire import decode, is_columns
 from hierarchy.instance.core import InstanceCore
 from hierarchy.instance.records import JobRecord, Origin
 
@@ -29,9 +30,10 @@ class OriginsMixin(InstanceCore):
         """Attach a subgraph from above and allocate it to ``job``; undo (and hand it back) on failure."""
         eng = self.engine
         try:
-            # one parse; all or nothing (the engine detaches what it attached if the allocation fails)
+            # one parse (or the columns wire form, checked, read column-wise); all or nothing (the
+            # engine detaches what it attached if the allocation fails)
             new = eng.attach(
-                jgf,
+                decode(jgf) if is_columns(jgf) else jgf,
                 source=f"{source} grow {upstream_id}",
                 allocate_to=job.jobid,
                 at=job.at,

@@ -21,10 +21,16 @@ from fluxlite.errors import (
     InputError,
 )
 from hierarchy._state import STATE_FORMAT, STATE_VERSION, read_state, write_atomic
+from hierarchy._wire import as_jgf
 from hierarchy.base import Parent
 from hierarchy.instance.core import InstanceCore
 from hierarchy.instance.records import JobRecord, Origin
 from providers.base import ExternalAPI
+
+
+def _text(payload: bytes) -> str:
+    """A request record's bytes as text for the state file (a columns payload as its JGF)."""
+    return as_jgf(payload).decode()
 
 
 class PersistMixin(InstanceCore):
@@ -51,11 +57,11 @@ class PersistMixin(InstanceCore):
             "jobs": [r.public() for r in self.jobs.values()],
             "origins": [o.public() for o in self.origins.values()],
             "requests": [
-                {"key": k, **{kk: (vv.decode() if isinstance(vv, bytes) else vv) for kk, vv in r.items()}}
+                {"key": k, **{kk: (_text(vv) if isinstance(vv, bytes) else vv) for kk, vv in r.items()}}
                 for k, r in self.requests.items()
             ],
             "ended_requests": [
-                {"key": k, **{kk: (vv.decode() if isinstance(vv, bytes) else vv) for kk, vv in r.items()}}
+                {"key": k, **{kk: (_text(vv) if isinstance(vv, bytes) else vv) for kk, vv in r.items()}}
                 for k, r in self.ended.items()
             ],
             "owner": self.owner,

@@ -277,3 +277,24 @@ def test_small_documents_take_the_per_node_reader(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(jgf, "read_columns", lambda text: calls.append(text))
     assert child.attach(sub, allocate_to=job, duration=3600) and calls == []
     assert recount_errors(child) == []
+
+
+def test_units_are_dropped_as_the_per_node_reader_drops_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A memory vertex's ``"unit": "GB"`` is read and not kept, column-wise as per node (Fluxion's reader
+    never sets it); the columnar path kept it, so a child's state depended on the size of the grow."""
+    parent = Engine(generate_graph(nodes=4, sockets=1, cores=2, memory=2), policy="first")
+    whole = parse_jobspec(
+        "version: 1\nresources: [{type: node, count: 1, with: [{type: slot, count: 1, label: s, with: "
+        "[{type: socket, count: 1, with: [{type: core, count: 2}, {type: memory, count: 2}]}]}]}]\n"
+        "attributes: {system: {duration: 3600}}\ntasks: [{command: [app], slot: s, count: {per_slot: 1}}]\n"
+    )
+    lease = parent.allocate(whole, fmt="jgf").text
+    grow = parent.allocate(whole, fmt="jgf").text
+    assert '"unit": "GB"' in grow
+    units = []
+    for min_bytes in (0, 1 << 30):  # columnar, then per node
+        monkeypatch.setattr(api, "ATTACH_COLUMNS_MIN_BYTES", min_bytes)
+        child = Engine(load_graph(lease, format="jgf"), policy="first")
+        new = child.attach(grow)
+        units.append(sorted({child.graph.v_unit[v] for v in new}))
+    assert units == [[""], [""]]

@@ -1,0 +1,355 @@
+"""The columns wire form: a match's resources as columns between instances (MatchGrow replies).
+
+A MatchGrow reply normally carries JGF text, which every level it crosses
+reads again node by node.  Between two instances that both speak it, the
+reply can instead carry a :class:`ResourceColumns` message
+(``hierarchy/proto/fluxlite_instance.proto``): one column per attribute,
+a column that is the same for every node sent as one value, names and
+basenames only where they differ from the defaults (type, basename + id),
+paths as one string.  Reading it is a handful of C-level list operations
+per column and gives exactly the :class:`jgf.Columns` that
+:func:`jgf.read_columns` gives for the same match's JGF, so the attach
+that follows is the same code and leaves the same state.
+
+Negotiation: an instance sets ``MatchGrowRequest.accept_columns`` towards
+its parent; a parent answers in columns only then, and only when it
+matched the grow itself (a grow from the provider, or a match it cannot
+encode, stays JGF).  A level passes the bytes it got from above on
+unchanged to a child that accepts them and converts them to JGF for any
+other caller (:func:`as_jgf`), so JGF stays what every external interface
+sees.  Inside an instance a payload is bytes either way: JGF text, or
+:data:`MAGIC` followed by the serialized message (:func:`is_columns`).
+
+Every count, index and string of a message is checked against the
+message itself and the limits below before anything is built
+(:func:`decode`): a malformed message raises :class:`WireError`
+(an :class:`~fluxlite.errors.InputError`) and nothing is attached.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from array import array
+from collections.abc import Sequence
+from itertools import compress
+from operator import ne
+from typing import Any
+
+import orjson
+from google.protobuf.message import DecodeError
+
+from fluxlite.errors import InputError
+from hierarchy._pb import fluxlite_instance_pb2 as pb
+from jgf import Columns, columns_jgf
+
+__all__ = [
+    "MAGIC",
+    "MAX_EDGES",
+    "MAX_NODES",
+    "WireError",
+    "as_jgf",
+    "counts",
+    "decode",
+    "encode",
+    "is_columns",
+]
+
+#: what an instance's payload bytes start with when they hold a ResourceColumns message
+#: (JGF text starts with ``{`` or white space, never with a NUL byte)
+MAGIC = b"\x00fluxlite-columns-1\n"
+VERSION = 1
+#: most nodes / edges one message may describe (a message is also bounded by gRPC's receive limit)
+MAX_NODES = 1 << 21
+MAX_EDGES = 1 << 21
+#: most entries of the string table, and the longest string, name, property or path accepted
+MAX_STRINGS = 1 << 12
+MAX_STRING = 1 << 10
+MAX_PATH = 1 << 12
+#: most properties per node
+MAX_PROPERTIES = 1 << 8
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_BIG_ENDIAN = sys.byteorder == "big"
+_ROOT = re.compile(r"^/[^/\n]*$", re.M)
+
+
+class WireError(InputError):
+    """A columns message that is malformed or out of bounds (nothing was attached)."""
+
+
+def is_columns(payload: bytes) -> bool:
+    """Whether ``payload`` holds the columns wire form (else it is JGF text)."""
+    return payload[: len(MAGIC)] == MAGIC
+
+
+# ------------------------------------------------------------------ encoding
+
+
+def _digits(ids: list[int]) -> list[str]:
+    """``list(map(str, ids))``, cut from one C-level rendering (a str() call per id is 3x slower)."""
+    return orjson.dumps(ids).decode()[1:-1].split(",")
+
+
+def _put(col: Any, xs: Sequence[int]) -> None:
+    first = xs[0]
+    if xs.count(first) == len(xs):
+        col.value = first
+    else:
+        a = array("q", xs)
+        if _BIG_ENDIAN:  # pragma: no cover - the wire is little-endian
+            a.byteswap()
+        col.values = a.tobytes()
+
+
+def encode(g: Any, emitted: tuple[list[int], list[int], list[bool], list[int]]) -> bytes | None:
+    """The wire form of a match that the ``jgf`` writer wrote as ``emitted``
+    (:attr:`fluxlite.writers.jgf.JgfColumnsWriter.emitted`), as payload bytes.
+
+    The values are those the writer put in the text (Fluxion's uniq ids and
+    ranks on a GRUG-loaded graph, size = what the job needs).  Returns None
+    when the match is off what the form describes (more than one
+    subsystem, a vertex written twice or without a path, a path with a
+    newline, uniq ids that are not distinct, an edge to a vertex not
+    written): the caller then sends the JGF.  O(vertices + edges).
+    """
+    vids, needs, excl, eids = emitted
+    n = len(vids)
+    if n == 0 or n > MAX_NODES or len(eids) > MAX_EDGES or len(g.paths) != 1:
+        return None
+    pos = dict(zip(vids, range(n)))
+    if len(pos) != n:
+        return None
+    ((ss, pcol),) = g.paths.items()
+    paths = list(map(pcol.get, vids))
+    if None in paths:
+        return None
+    ptext = "\n".join(paths)
+    if ptext.count("\n") != n - 1 or max(map(len, paths)) > MAX_PATH:
+        return None
+    types = list(map(g.v_type.__getitem__, vids))
+    bases = list(map(g.v_basename.__getitem__, vids))
+    names = list(map(g.v_name.__getitem__, vids))
+    ids = list(map(g.v_id.__getitem__, vids))
+    uniqs = list(map(g.v_uniq.__getitem__, vids))
+    ranks = list(map(g.v_rank.__getitem__, vids))
+    units = list(map(g.v_unit.__getitem__, vids))
+    fids = g.fluxion_ids
+    if fids is not None:
+        uniqs, ranks = fids.columns_of(uniqs, types, ranks)
+    if len(set(uniqs)) != n or min(uniqs) < 0 or -2 in ids:
+        return None
+    e_src, e_dst, e_ss = g.e_src, g.e_dst, g.e_ss
+    get = pos.get
+    src = list(map(get, map(e_src.__getitem__, eids)))
+    dst = list(map(get, map(e_dst.__getitem__, eids)))
+    if None in src or None in dst:
+        return None
+    table: dict[str, int] = {}
+    for s in (*set(types), *set(bases), *set(units), ss, *set(map(e_ss.__getitem__, eids))):
+        if s not in table:
+            table[s] = len(table)
+    if len(table) > MAX_STRINGS or max(map(len, table)) > MAX_STRING:
+        return None
+    idx = table.__getitem__
+    m = pb.ResourceColumns(version=VERSION, nodes=n, edges=len(eids), subsystem=idx(ss), paths=ptext)
+    m.strings.extend(table)
+    _put(m.type, list(map(idx, types)))
+    if bases == types:
+        m.basename.value = -1
+    else:
+        _put(m.basename, [-1 if b == t else idx(b) for b, t in zip(bases, types)])
+    defaults = list(map(str.__add__, bases, _digits(ids)))
+    for k in compress(range(n), map(ne, names, defaults)):
+        if len(names[k]) > MAX_STRING:
+            return None
+        m.names.add(node=k, name=names[k])
+    _put(m.id, ids)
+    _put(m.uniq_id, uniqs)
+    _put(m.rank, ranks)
+    _put(m.size, needs)
+    _put(m.unit, list(map(idx, units)))
+    m.status.value = 0  # the jgf writer writes no status: a reader takes 0 (up)
+    _put(m.exclusive, list(map(int, excl)))
+    props = g.v_props
+    if props:
+        for k in compress(range(n), map(props.__contains__, vids)):
+            pr = props[vids[k]]
+            if pr:
+                keys = sorted(pr)
+                vals = [x if isinstance(x, str) else str(x) for x in map(pr.__getitem__, keys)]
+                if len(keys) > MAX_PROPERTIES or max(map(len, (*keys, *vals))) > MAX_STRING:
+                    return None
+                m.properties.add(node=k, keys=keys, values=vals)
+    if eids:
+        _put(m.source, src)
+        _put(m.target, dst)
+        _put(m.edge_subsystem, list(map(idx, map(e_ss.__getitem__, eids))))
+    return MAGIC + m.SerializeToString()
+
+
+# ------------------------------------------------------------------ decoding
+
+
+def _message(payload: bytes) -> Any:
+    if not is_columns(payload):
+        raise WireError("columns payload: missing the columns header")
+    try:
+        m = pb.ResourceColumns.FromString(payload[len(MAGIC) :])
+    except DecodeError as exc:
+        raise WireError(f"columns payload: not a ResourceColumns message ({exc})") from exc
+    if m.version != VERSION:
+        raise WireError(f"columns payload: version {m.version}, this instance reads version {VERSION}")
+    if not 1 <= m.nodes <= MAX_NODES:
+        raise WireError(f"columns payload: {m.nodes} nodes (1 to {MAX_NODES} accepted)")
+    if m.edges > MAX_EDGES:
+        raise WireError(f"columns payload: {m.edges} edges (at most {MAX_EDGES} accepted)")
+    return m
+
+
+def _ints(col: Any, n: int, what: str, lo: int, hi: int) -> list[int]:
+    vals = col.values
+    if not vals:
+        v = col.value
+        if not lo <= v <= hi:
+            raise WireError(f"columns payload: {what} {v} out of range [{lo}, {hi}]")
+        return [v] * n
+    if len(vals) != 8 * n:
+        raise WireError(f"columns payload: {what} has {len(vals)} bytes for {n} entries of 8")
+    a = array("q")
+    a.frombytes(vals)
+    if _BIG_ENDIAN:  # pragma: no cover - the wire is little-endian
+        a.byteswap()
+    xs = a.tolist()
+    if (lo, hi) != _INT64 and (min(xs) < lo or max(xs) > hi):  # (sint64 already bounds the rest)
+        bad = min(xs) if min(xs) < lo else max(xs)
+        raise WireError(f"columns payload: {what} {bad} out of range [{lo}, {hi}]")
+    return xs
+
+
+def _short(s: str, what: str, limit: int = MAX_STRING) -> str:
+    if len(s) > limit:
+        raise WireError(f"columns payload: {what} longer than {limit} characters")
+    return s
+
+
+def counts(payload: bytes) -> tuple[int, int]:
+    """(vertices, edges) a payload describes (JGF text or columns).  Raises WireError."""
+    if not is_columns(payload):
+        from hierarchy._jgfsub import jgf_counts
+
+        return jgf_counts(payload)
+    m = _message(payload)
+    return m.nodes, m.edges
+
+
+def decode(payload: bytes) -> Columns:
+    """The :class:`jgf.Columns` of a columns payload, every value checked; raises :class:`WireError`.
+
+    The result is what :func:`jgf.read_columns` returns for the JGF text of
+    the same match.  O(message).
+    """
+    m = _message(payload)
+    n = m.nodes
+    ne_ = m.edges
+    strings = list(m.strings)
+    if len(strings) > MAX_STRINGS:
+        raise WireError(f"columns payload: {len(strings)} strings (at most {MAX_STRINGS})")
+    if strings and max(map(len, strings)) > MAX_STRING:
+        raise WireError(f"columns payload: a table string longer than {MAX_STRING} characters")
+    top = len(strings) - 1
+    cols = Columns()
+    table = cols.strings
+    strings = [table.setdefault(s, s) for s in strings]
+    at = strings.__getitem__
+    t = _ints(m.type, n, "type index", 0, top)
+    types = list(map(at, t))
+    if "" in types:
+        raise WireError("columns payload: an empty type")
+    b = _ints(m.basename, n, "basename index", -1, top)
+    if b.count(-1) == n:
+        bases = types
+    else:
+        bases = [ty if x == -1 else at(x) for x, ty in zip(b, types)]
+    ids = _ints(m.id, n, "id", _INT64[0], _INT64[1])
+    if -2 in ids:
+        raise WireError("columns payload: id -2 (Fluxion's unset marker) is not a value")
+    # basename + id: the ids' digits cut from one C-level rendering (str() per id is 3x slower)
+    names = list(map(str.__add__, bases, _digits(ids)))
+    seen: set[int] = set()
+    for nm in m.names:
+        k = nm.node
+        if k >= n or k in seen:
+            raise WireError(f"columns payload: name for node {k} (nodes 0 to {n - 1}, once each)")
+        seen.add(k)
+        names[k] = _short(nm.name, f"the name of node {k}")
+    uniqs = _ints(m.uniq_id, n, "uniq_id", 0, _INT64[1])
+    if len(set(uniqs)) != n:
+        raise WireError("columns payload: uniq ids are not distinct")
+    ranks = _ints(m.rank, n, "rank", _INT64[0], _INT64[1])
+    sizes = _ints(m.size, n, "size", 0, _INT64[1])
+    units = list(map(at, _ints(m.unit, n, "unit index", 0, top)))
+    status = _ints(m.status, n, "status", 0, 1)
+    excl = list(map(bool, _ints(m.exclusive, n, "exclusive", 0, 1)))
+    props: dict[int, dict[str, str]] = {}
+    for pr in m.properties:
+        k = pr.node
+        if k >= n or k in props:
+            raise WireError(f"columns payload: properties for node {k} (nodes 0 to {n - 1}, once each)")
+        keys, vals = list(pr.keys), list(pr.values)
+        if len(keys) != len(vals) or not keys or len(keys) > MAX_PROPERTIES:
+            raise WireError(f"columns payload: node {k}: {len(keys)} property keys, {len(vals)} values")
+        if max(map(len, keys)) > MAX_STRING or max(map(len, vals)) > MAX_STRING:
+            raise WireError(f"columns payload: node {k}: a property longer than {MAX_STRING} characters")
+        d = dict(zip(keys, vals))
+        if len(d) != len(keys):
+            raise WireError(f"columns payload: node {k}: a property key given twice")
+        props[k] = d
+    if m.subsystem > top or not strings[m.subsystem]:
+        raise WireError(f"columns payload: subsystem index {m.subsystem} is not a non-empty table string")
+    ss = strings[m.subsystem]
+    if len(m.paths) > n * (MAX_PATH + 1):
+        raise WireError("columns payload: paths too long")
+    paths: list[str | None] = m.paths.split("\n")  # type: ignore[assignment]
+    if len(paths) != n:
+        raise WireError(f"columns payload: {len(paths)} paths for {n} nodes")
+    if not m.paths.startswith("/") or m.paths.count("\n/") != n - 1:
+        raise WireError("columns payload: a path that does not start with '/'")
+    if max(map(len, paths)) > MAX_PATH:  # type: ignore[arg-type]
+        raise WireError(f"columns payload: a path longer than {MAX_PATH} characters")
+    if ne_:
+        src = _ints(m.source, ne_, "edge source", 0, n - 1)
+        dst = _ints(m.target, ne_, "edge target", 0, n - 1)
+        e_ss = list(map(at, _ints(m.edge_subsystem, ne_, "edge subsystem index", 0, top)))
+        if "" in e_ss:
+            raise WireError("columns payload: an empty edge subsystem")
+    else:
+        if m.source.values or m.target.values or m.edge_subsystem.values:  # (a 0-entry column is empty)
+            raise WireError("columns payload: edge columns for 0 edges")
+        src, dst, e_ss = [], [], []
+    cols.type = types
+    cols.basename = bases
+    cols.name = names
+    cols.id = ids
+    cols.uniq_id = uniqs
+    cols.rank = ranks
+    cols.size = sizes
+    cols.unit = units
+    cols.status = status
+    cols.exclusive = excl
+    cols.properties = props
+    cols.paths = {ss: paths}
+    # roots: the paths with a single "/" (found in the text; their node is the newlines before them)
+    text = m.paths
+    cols.roots = [(text.count("\n", 0, r.start()), ss) for r in _ROOT.finditer(text)]
+    cols.e_src = src
+    cols.e_dst = dst
+    cols.e_ss = e_ss
+    cols.e_rel = [None] * ne_
+    return cols
+
+
+def as_jgf(payload: bytes) -> bytes:
+    """``payload`` as JGF text: itself if it is JGF, else its columns written as JGF.  Raises WireError."""
+    if not is_columns(payload):
+        return payload
+    return columns_jgf(decode(payload))

@@ -1,0 +1,444 @@
+"""The columns wire form between instances (hierarchy._wire): exactness, bounds, negotiation.
+
+* the codec: a match's columns payload decodes to exactly the columns its JGF reads as;
+* the engine: attaching the payload leaves exactly the state attaching the JGF leaves, over
+  random grow / shrink / cancel sessions (and a wrong column is caught by the comparison);
+* the instance: a level fed columns by its parent ends in the state of a level fed JGF;
+* bounds: every malformed message is a WireError and changes nothing, also from a raw gRPC
+  parent, and random corruptions never raise anything else;
+* negotiation: a caller that does not ask (every older peer) gets JGF, over real gRPC.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import grpc
+import orjson
+import pytest
+
+import jgf
+from fluxlite.api import Engine
+from fluxlite.check import recount_errors
+from fluxlite.errors import FluxliteError, StateError
+from fluxlite.jobspec import parse_jobspec
+from fluxlite.readers import load_graph
+from fluxlite.readers.generate import generate_graph
+from fluxlite.writers.jgf import JgfColumnsWriter
+from hierarchy import Instance, InstanceClient, WireError, as_jgf, is_columns
+from hierarchy import _wire as wire
+from hierarchy._pb import fluxlite_instance_pb2 as pb
+from hierarchy._pb import fluxlite_instance_pb2_grpc as pb_grpc
+from hierarchy.base import MatchOutcome
+from tests.fluxlite.test_attach_equivalence import _js, _spec, fingerprint, same
+from tests.hierarchy.helpers import CORES, nodes_jobspec, socket_jobspec
+from tests.hierarchy.test_instance import Direct
+
+#: one core of one node, whole node path (a lease, a one-node grow)
+WHOLE = (
+    "[{type: node, count: 1, with: [{type: slot, count: 1, label: s, with: "
+    "[{type: socket, count: 1, with: [{type: core, count: 1}]}]}]}]"
+)
+GRUG = Path(__file__).resolve().parents[2] / "examples" / "hierarchy" / "cluster.graphml"
+
+
+def _cols_equal(a: jgf.Columns, b: jgf.Columns) -> None:
+    for f in fields(a):
+        if f.name != "strings":
+            assert getattr(a, f.name) == getattr(b, f.name), f.name
+
+
+def _parent(seed: int) -> tuple[Engine, JgfColumnsWriter, dict[str, int]]:
+    rng = random.Random(seed)
+    shape = {
+        "nodes": rng.randint(6, 10),
+        "sockets": rng.randint(1, 2),
+        "cores": rng.randint(2, 4),
+        "memory": rng.choice([0, 2]),
+        "gpus": rng.choice([0, 1]),
+    }
+    if seed % 3 == 2:  # Fluxion's GRUG ids and ranks (the writer translates them)
+        eng = Engine.from_file(GRUG, format="grug", policy="first")
+        shape = {"nodes": 8, "sockets": 2, "cores": 16, "memory": 0, "gpus": 0}
+    else:
+        eng = Engine(generate_graph(**shape), policy=rng.choice(["first", "low", "high"]))
+    g = eng.graph
+    if seed % 3 == 1:  # properties, names and basenames off the defaults
+        for v in rng.sample(range(len(g.v_type)), 5):
+            g.set_property(v, "color", rng.choice(["red", "blue"]))
+            g.set_property(v, "a-key", "x")
+        for v in rng.sample(range(1, len(g.v_type)), 3):
+            g.v_name[v] = f"renamed-{v}"
+        for v in rng.sample(range(1, len(g.v_type)), 6):  # a basename off the type, the default name
+            g.v_basename[v] = g.v_basename[v] + "x"
+            g.v_name[v] = f"{g.v_basename[v]}{g.v_id[v]}"
+    w = JgfColumnsWriter()
+    eng.set_writer("jgf", w)
+    return eng, w, shape
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_payload_decodes_to_the_columns_of_the_same_jgf(seed: int) -> None:
+    """decode(encode(match)) == read_columns(match's JGF), field by field; as_jgf reads back the same."""
+    eng, w, shape = _parent(seed)
+    rng = random.Random(seed)
+    checked = 0
+    for _ in range(12):
+        try:
+            r = eng.allocate(_js(rng, rng.random() < 0.6, shape), fmt="jgf")
+        except FluxliteError:
+            continue
+        payload = wire.encode(eng.graph, w.emitted)
+        assert payload is not None and is_columns(payload)
+        want = jgf.read_columns(r.text)
+        assert want is not None
+        got = wire.decode(payload)
+        _cols_equal(got, want)
+        back = jgf.read_columns(as_jgf(payload))
+        assert back is not None
+        _cols_equal(back, want)
+        assert wire.counts(payload) == (len(want), len(want.e_src)) == w.counts
+        checked += 1
+    assert checked >= 4
+
+
+def _child(lease: bytes) -> tuple[Engine, int]:
+    eng = Engine(load_graph(lease, format="jgf"), policy="first")
+    return eng, eng.allocate(_spec("[{type: slot, count: 1, label: s, with: [{type: core, count: 1}]}]")).jobid
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_attaching_the_payload_leaves_the_state_the_jgf_leaves(seed: int) -> None:
+    """Two children run the same session, one attaching JGF, one the columns: same state every step."""
+    eng, w, shape = _parent(seed)
+    rng = random.Random(10 + seed)
+    whole = WHOLE
+    lease = eng.allocate(_spec(whole), fmt="jgf").text.encode()
+    (a, job), (b, _) = _child(lease), _child(lease)
+    grown: list[tuple[int, list[int]]] = []
+    attached = 0
+    for _step in range(12):
+        if grown and rng.random() < 0.35:
+            pjob, new = grown.pop(rng.randrange(len(grown)))
+            newset = set(new)
+            tops = [a.graph.path(v, a.dom) for v in new if a.graph.parent(v, a.dom) not in newset]
+            for e in (a, b):
+                e.shrink(job, paths=tops)
+                for p in tops:
+                    e.remove_subgraph(path=p)
+            eng.cancel(pjob)
+        else:
+            try:
+                r = eng.allocate(_js(rng, rng.random() < 0.7, shape), fmt="jgf")
+            except FluxliteError:
+                continue
+            payload = wire.encode(eng.graph, w.emitted)
+            assert payload is not None
+            at = rng.choice([0, 10])
+            outs: list[Any] = []
+            for e, doc in ((a, r.text.encode()), (b, wire.decode(payload))):
+                try:
+                    outs.append(e.attach(doc, allocate_to=job, at=at, duration=3600))
+                except FluxliteError as exc:
+                    outs.append(type(exc))
+            assert outs[0] == outs[1]
+            if isinstance(outs[0], list) and outs[0]:
+                grown.append((r.jobid, outs[0]))
+                attached += 1
+            else:
+                eng.cancel(r.jobid)
+        same(a, b)
+        assert recount_errors(b) == []
+    assert attached >= 3
+
+
+def test_a_wrong_column_fails_the_comparison() -> None:
+    """The comparison above sees a one-value difference in what the columns attach (a deliberate bug)."""
+    eng, w, _shape = _parent(0)
+    whole = WHOLE
+    lease = eng.allocate(_spec(whole), fmt="jgf").text.encode()
+    r = eng.allocate(_spec(whole), fmt="jgf")
+    payload = wire.encode(eng.graph, w.emitted)
+    assert payload is not None
+    for bug in ("id", "exclusive", "size"):
+        (a, job), (b, _) = _child(lease), _child(lease)
+        cols = wire.decode(payload)
+        col = getattr(cols, bug)
+        k = next(i for i, t in enumerate(cols.type) if t == "core")
+        col[k] = (not col[k]) if bug == "exclusive" else col[k] + 1
+        a.attach(r.text.encode(), allocate_to=job, duration=3600)
+        b.attach(cols, allocate_to=job, duration=3600)
+        with pytest.raises(AssertionError):
+            same(a, b)
+
+
+# ---------------------------------------------------------------- bounds
+
+
+def _valid() -> tuple[bytes, Engine, int]:
+    """A one-node grow's payload from a 4-node parent, and a child (1 node, one job) it attaches to."""
+    eng, w, _ = _parent(0)
+    whole = WHOLE
+    lease = eng.allocate(_spec(whole), fmt="jgf").text.encode()
+    eng.allocate(_spec(whole), fmt="jgf")
+    payload = wire.encode(eng.graph, w.emitted)
+    assert payload is not None
+    child, job = _child(lease)
+    return payload, child, job
+
+
+def _msg(payload: bytes) -> Any:
+    return pb.ResourceColumns.FromString(payload[len(wire.MAGIC) :])
+
+
+def _bytes(m: Any) -> bytes:
+    return wire.MAGIC + m.SerializeToString()
+
+
+def _ints(xs: list[int]) -> bytes:
+    return b"".join(x.to_bytes(8, "little", signed=True) for x in xs)
+
+
+MUTATIONS: dict[str, Callable[[Any], None]] = {
+    "version": lambda m: setattr(m, "version", 2),
+    "no nodes": lambda m: setattr(m, "nodes", 0),
+    "too many nodes": lambda m: setattr(m, "nodes", wire.MAX_NODES + 1),
+    "more nodes than columns": lambda m: setattr(m, "nodes", m.nodes + 1),
+    "too many edges": lambda m: setattr(m, "edges", wire.MAX_EDGES + 1),
+    "more edges than columns": lambda m: setattr(m, "edges", m.edges + 1),
+    "type index": lambda m: (m.type.ClearField("values"), setattr(m.type, "value", len(m.strings))),
+    "negative type index": lambda m: (m.type.ClearField("values"), setattr(m.type, "value", -1)),
+    "basename index": lambda m: (m.basename.ClearField("values"), setattr(m.basename, "value", -2)),
+    "short column": lambda m: setattr(m.id, "values", _ints(list(range(m.nodes - 1)))),
+    "ragged column": lambda m: setattr(m.id, "values", b"\x00" * (8 * m.nodes - 3)),
+    "name of a node not sent": lambda m: m.names.add(node=m.nodes, name="x"),
+    "two names for a node": lambda m: (m.names.add(node=0, name="x"), m.names.add(node=0, name="y")),
+    "long name": lambda m: m.names.add(node=0, name="x" * (wire.MAX_STRING + 1)),
+    "repeated uniq id": lambda m: (m.uniq_id.ClearField("values"), setattr(m.uniq_id, "value", 7)),
+    "negative uniq id": lambda m: setattr(m.uniq_id, "values", _ints([-5, *list(range(1, m.nodes))])),
+    "unset id marker": lambda m: (m.id.ClearField("values"), setattr(m.id, "value", -2)),
+    "negative size": lambda m: (m.size.ClearField("values"), setattr(m.size, "value", -1)),
+    "status 2": lambda m: setattr(m.status, "value", 2),
+    "exclusive 2": lambda m: (m.exclusive.ClearField("values"), setattr(m.exclusive, "value", 2)),
+    "one path too few": lambda m: setattr(m, "paths", m.paths.rsplit("\n", 1)[0]),
+    "relative path": lambda m: setattr(m, "paths", "x" + m.paths),
+    "relative inner path": lambda m: setattr(m, "paths", m.paths.replace("\n/", "\nx", 1)),
+    "long path": lambda m: setattr(m, "paths", m.paths.replace("\n", "/" + "p" * wire.MAX_PATH + "\n", 1)),
+    "subsystem index": lambda m: setattr(m, "subsystem", len(m.strings)),
+    "edge to a node not sent": lambda m: (m.target.ClearField("values"), setattr(m.target, "value", m.nodes)),
+    "edge subsystem index": lambda m: (
+        m.edge_subsystem.ClearField("values"),
+        setattr(m.edge_subsystem, "value", len(m.strings)),
+    ),
+    "long table string": lambda m: m.strings.append("s" * (wire.MAX_STRING + 1)),
+    "too many table strings": lambda m: m.strings.extend(f"s{i}" for i in range(wire.MAX_STRINGS)),
+    "empty type": lambda m: (m.strings.append(""), m.type.ClearField("values"), setattr(m.type, "value", len(m.strings) - 1)),
+    "properties keys without values": lambda m: m.properties.add(node=0, keys=["a", "b"], values=["1"]),
+    "properties of a node not sent": lambda m: m.properties.add(node=m.nodes, keys=["a"], values=["1"]),
+    "a property key twice": lambda m: m.properties.add(node=0, keys=["a", "a"], values=["1", "2"]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(MUTATIONS))
+def test_malformed_messages_are_refused_and_change_nothing(case: str) -> None:
+    payload, child, job = _valid()
+    m = _msg(payload)
+    MUTATIONS[case](m)
+    bad = _bytes(m)
+    before = fingerprint(child)
+    with pytest.raises(WireError, match="columns payload"):
+        child.attach(wire.decode(bad), allocate_to=job, duration=3600)
+    assert fingerprint(child) == before
+
+
+def test_garbage_and_missing_header_are_refused() -> None:
+    payload, _, _ = _valid()
+    for bad in (b"", b"{}", payload[len(wire.MAGIC) :], wire.MAGIC + b"\xff\xff\xff", payload[:-7]):
+        with pytest.raises(WireError):
+            wire.decode(bad)
+        with pytest.raises(WireError):
+            as_jgf(bad) if is_columns(bad) else wire.decode(bad)
+
+
+def test_random_corruption_is_a_fluxlite_error_or_an_exact_attach() -> None:
+    """Bytes flipped at random: decoding and attaching raise nothing but FluxliteErrors; a failure changes nothing."""
+    payload, child, job = _valid()
+    rng = random.Random(7)
+    refused = 0
+    for _ in range(300):
+        b = bytearray(payload)
+        for _ in range(rng.randint(1, 4)):
+            k = rng.randrange(len(wire.MAGIC), len(b))
+            b[k] = rng.randrange(256)
+        before = fingerprint(child)
+        try:
+            cols = wire.decode(bytes(b))
+            new = child.attach(cols, allocate_to=job, duration=3600)
+        except FluxliteError:
+            refused += 1
+            after = fingerprint(child)
+            # (a failed allocation step spends span ids: a counter, not state; the engine's, noted)
+            after["span_seq"] = before["span_seq"]
+            assert after == before
+            continue
+        # accepted: undo it so that the next one starts from the same graph
+        g = child.graph
+        newset = set(new)
+        tops = [g.path(v, child.dom) for v in new if g.parent(v, child.dom) not in newset]
+        child.shrink(job, paths=tops)
+        for p in tops:
+            child.remove_subgraph(path=p)
+        assert recount_errors(child) == []
+    assert refused > 100
+
+
+# ---------------------------------------------------------------- instances
+
+
+class DirectColumns(Direct):
+    """A Parent in this process that asks for the columns form, as an instance's gRPC client does."""
+
+    def match_grow(self, jobid: int, jobspec: bytes, **kw: Any) -> MatchOutcome:
+        kw.pop("timeout", None)
+        return self.inst.match_grow(jobid, jobspec, accept_columns=True, **kw)
+
+
+def _root(nodes: int = 8) -> Instance:
+    return Instance(Engine(generate_graph(nodes=nodes, sockets=2, cores=CORES), policy="first"), name="root")
+
+
+@pytest.mark.parametrize("defer", [True, False])
+def test_a_level_fed_columns_ends_in_the_state_of_a_level_fed_jgf(defer: bool) -> None:
+    """root -> mid -> a client job at mid, twice: JGF between root and mid, and columns; same mid and root."""
+    mids = []
+    outs: list[list[bytes]] = [[], []]
+    for k, kind in enumerate((Direct, DirectColumns)):
+        root = _root()
+        mid = Instance.from_parent(kind(root), nodes_jobspec(1).encode(), name="mid", defer_attach=defer)
+        lease = mid.match_allocate(nodes_jobspec(1).encode(), lease=True, child_name="leaf")
+        for step, n in enumerate([1, 2, 1]):
+            out = mid.match_grow(
+                lease.jobid, nodes_jobspec(n).encode(), request_id=f"g{step}", lease_token=lease.lease_token,
+                accept_columns=kind is DirectColumns,
+            )  # fmt: skip
+            assert is_columns(out.jgf) == (kind is DirectColumns)
+            outs[k].append(as_jgf(out.jgf))
+            assert (out.vertices, out.edges) == wire.counts(out.jgf)
+        # a retry of the first grow is answered from the request table, in the form the caller reads
+        again = mid.match_grow(lease.jobid, nodes_jobspec(1).encode(), request_id="g0", lease_token=lease.lease_token)
+        assert again.replayed and not is_columns(again.jgf) and again.jgf == outs[k][0]
+        mid.shrink(lease.jobid, jgf=outs[k][1], lease_token=lease.lease_token)
+        assert mid.info(recount=True)["recount_errors"] == []
+        assert root.info(recount=True)["recount_errors"] == []
+        mids.append((root, mid))
+    for x, y in zip(*outs):
+        _cols_equal(jgf.read_columns(x), jgf.read_columns(y))
+    (r1, m1), (r2, m2) = mids
+    same(m1.engine, m2.engine)
+    same(r1.engine, r2.engine)
+    assert m1.info()["origins"] == m2.info()["origins"]
+
+
+# ---------------------------------------------------------------- over gRPC
+
+
+class FakeParent(pb_grpc.InstanceServicer):
+    """A raw gRPC parent answering MatchGrow with whatever the test sets (an old parent: JGF only)."""
+
+    def __init__(self) -> None:
+        self.reply = pb.MatchReply()
+        self.asked: list[bool] = []
+
+    def MatchGrow(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.asked.append(request.accept_columns)
+        return self.reply
+
+    def Shrink(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return pb.ShrinkReply()
+
+    def Health(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return pb.HealthReply(status="SERVING", instance="root", depth=0)
+
+
+@pytest.fixture
+def fake_parent() -> Iterator[tuple[FakeParent, str]]:
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    fake = FakeParent()
+    pb_grpc.add_InstanceServicer_to_server(fake, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield fake, f"127.0.0.1:{port}"
+    finally:
+        server.stop(None).wait()
+
+
+def _child_instance(address: str, lease: bytes, accept: bool) -> tuple[Instance, int]:
+    client = InstanceClient(address, "s" * 32, timeout=5.0, instance_name="root", accept_columns=accept)
+    inst = Instance(Engine(load_graph(lease, format="jgf"), policy="first"), name="mid", parent=client,
+                    parent_jobid=1, parent_token="t" * 32)  # fmt: skip
+    job = inst.match_allocate(socket_jobspec(1).encode()).jobid
+    return inst, job
+
+
+def _lease_and_grow() -> tuple[bytes, bytes, bytes]:
+    """The lease JGF of a child (1 node of 4) and a 1-node grow as JGF and as columns."""
+    eng = Engine(generate_graph(nodes=4, sockets=2, cores=CORES), policy="first")
+    w = JgfColumnsWriter()
+    eng.set_writer("jgf", w)
+    spec = parse_jobspec(nodes_jobspec(1))
+    lease = eng.allocate(spec, fmt="jgf").text.encode()
+    r = eng.allocate(spec, fmt="jgf")
+    payload = wire.encode(eng.graph, w.emitted)
+    assert payload is not None
+    return lease, r.text.encode(), payload
+
+
+def test_a_child_of_an_old_parent_gets_and_attaches_jgf(fake_parent: tuple[FakeParent, str]) -> None:
+    """The parent ignores accept_columns (an older instance) and answers JGF: the child attaches it."""
+    fake, address = fake_parent
+    lease, text, _ = _lease_and_grow()
+    fake.reply = pb.MatchReply(jobid=1, jgf=text, vertices=1, edges=1)
+    inst, job = _child_instance(address, lease, accept=True)
+    out = inst.match_grow(job, nodes_jobspec(1).encode(), request_id="r1")
+    assert fake.asked == [True] and not is_columns(out.jgf)
+    assert [t.outcome for t in out.timings] == ["parent"]
+    assert inst.info(recount=True)["recount_errors"] == []
+
+
+def test_columns_from_a_raw_parent_attach_and_bad_ones_change_nothing(fake_parent: tuple[FakeParent, str]) -> None:
+    fake, address = fake_parent
+    lease, text, payload = _lease_and_grow()
+    good = payload[len(wire.MAGIC) :]
+    inst, job = _child_instance(address, lease, accept=True)
+    rng = random.Random(3)
+    for k in range(40):  # corrupted replies: a clear error, nothing attached, no request left pending
+        b = bytearray(good)
+        for _ in range(rng.randint(1, 3)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        fake.reply = pb.MatchReply(jobid=1, columns=bytes(b), vertices=1, edges=1)
+        before = fingerprint(inst.engine)
+        try:
+            out = inst.match_grow(job, nodes_jobspec(1).encode(), request_id=f"bad{k}")
+        except (WireError, StateError):
+            after = fingerprint(inst.engine)
+            after["outedges"] = before["outedges"]  # a lazy order cache the local match attempt fills
+            assert after == before
+            continue
+        inst.shrink(job, jgf=as_jgf(out.jgf))  # a corruption that still reads: give it back
+    fake.reply = pb.MatchReply(jobid=1, columns=good, vertices=1, edges=1)
+    out = inst.match_grow(job, nodes_jobspec(1).encode(), request_id="good")
+    assert not is_columns(out.jgf)  # the in-process caller did not ask for columns
+    _cols_equal(jgf.read_columns(out.jgf), jgf.read_columns(text))
+    assert inst.info(recount=True)["recount_errors"] == []
+    # a client that did not ask gets columns from a misbehaving parent as JGF
+    plain = InstanceClient(address, "s" * 32, timeout=5.0, instance_name="root")
+    got = plain.match_grow(1, nodes_jobspec(1).encode())
+    assert orjson.loads(got.jgf)["graph"]["nodes"] and fake.asked[-1] is False
+    plain.close()
+    inst.parent.close()

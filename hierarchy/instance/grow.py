@@ -193,6 +193,7 @@ class GrowMixin(InstanceCore):
                         raise
                     if accept_columns:
                         jgf = self._columns_of(jgf, counted)
+                        self.counters["grow_answered_columns" if is_columns(jgf) else "grow_answered_jgf"] += 1
             if jgf is not None:
                 nv, ne = counted or jgf_counts(jgf)
             else:

@@ -32,11 +32,12 @@ from fluxlite.readers.generate import generate_graph
 from fluxlite.writers.jgf import JgfColumnsWriter
 from hierarchy import Instance, InstanceClient, WireError, as_jgf, is_columns
 from hierarchy import _wire as wire
+from hierarchy._launch import owner_credential
 from hierarchy._pb import fluxlite_instance_pb2 as pb
 from hierarchy._pb import fluxlite_instance_pb2_grpc as pb_grpc
 from hierarchy.base import MatchOutcome
 from tests.fluxlite.test_attach_equivalence import _js, _spec, fingerprint, same
-from tests.hierarchy.helpers import CORES, nodes_jobspec, socket_jobspec
+from tests.hierarchy.helpers import CORES, chain, nodes_jobspec, short_tmpdir, socket_jobspec, start
 from tests.hierarchy.test_instance import Direct
 
 #: one core of one node, whole node path (a lease, a one-node grow)
@@ -442,3 +443,36 @@ def test_columns_from_a_raw_parent_attach_and_bad_ones_change_nothing(fake_paren
     assert orjson.loads(got.jgf)["graph"]["nodes"] and fake.asked[-1] is False
     plain.close()
     inst.parent.close()
+
+
+@pytest.mark.parametrize("mode", ["columns", "jgf"])
+def test_real_instances_negotiate_the_form(mode: str) -> None:
+    """root -> leaf as processes over gRPC: the leaf asks for columns (default) or not (``--wire jgf``, an
+    older child); grows through the root end in the same state either way, and the root answers columns
+    only when asked.  A client of the root gets JGF unless it asks too."""
+    with short_tmpdir() as d:
+        t = start(d, chain(d, [6, 1]), transport="unix", extra_args=["--wire", mode])
+        try:
+            leaf = t.client("mid")
+            job = leaf.match_allocate(nodes_jobspec(1)).jobid  # the leaf is full: grows go to the root
+            got = [leaf.match_grow(job, nodes_jobspec(n)) for n in (1, 2)]
+            assert all(not is_columns(g.jgf) and [x.outcome for x in g.timings] == ["parent", "local"] for g in got)
+            counters = t.client("root").stat()["counters"]
+            assert counters.get("grow_answered_columns", 0) == (2 if mode == "columns" else 0)
+            leaf.shrink(job, jgf=got[1].jgf)
+            for name in ("root", "mid"):
+                assert t.info(name)["recount_errors"] == []
+            paths = sorted(n["metadata"]["paths"]["containment"] for n in orjson.loads(got[0].jgf)["graph"]["nodes"])
+            assert len(paths) == 1 + 1 + 2 + 2 * CORES  # cluster, node, sockets, cores
+            # a client of the root: JGF by default, columns when it asks
+            rj = t.client("root").match_allocate(socket_jobspec(1)).jobid
+            for accept in (False, True):
+                c = InstanceClient(t.address("root"), t.secret, credential=owner_credential(d), accept_columns=accept)
+                try:
+                    out = c.match_grow(rj, nodes_jobspec(1))
+                finally:
+                    c.close()
+                assert is_columns(out.jgf) == accept
+                assert (out.vertices, out.edges) == wire.counts(out.jgf)
+        finally:
+            t.close()

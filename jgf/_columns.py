@@ -33,7 +33,7 @@ import gc
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import chain, repeat
 from operator import itemgetter, methodcaller, truth
 from typing import Any
 
@@ -650,8 +650,15 @@ def columns_jgf(cols: Columns) -> bytes:
     its id, so the uniq ids must be distinct (a :class:`Columns` built by
     :func:`read_columns` from a match writer's JGF has that property).
     Used to hand columns to a reader of JGF text (an older peer, the
-    per-node reader's precise errors).  O(nodes + edges).
+    per-node reader's precise errors).  Columns that a match writer's JGF
+    gives (defaults for basename and name, no properties, one containment
+    path per node, plain ASCII strings) are written in that writer's
+    layout, byte for byte the text it wrote; anything else with the whole
+    metadata of every node.  O(nodes + edges).
     """
+    text = _writer_text(cols)
+    if text is not None:
+        return text
     uq = cols.uniq_id
     nodes: list[dict[str, Any]] = []
     pcols = list(cols.paths.items())
@@ -681,3 +688,55 @@ def columns_jgf(cols: Columns) -> bytes:
             md["relation"] = rel
         edges.append({"source": str(uq[s]), "target": str(uq[d]), "metadata": md})
     return orjson.dumps({"graph": {"nodes": nodes, "edges": edges}})
+
+
+def _digits(xs: list[int]) -> list[str]:
+    """``list(map(str, xs))`` for integers, cut from one C-level rendering."""
+    return orjson.dumps(xs).decode()[1:-1].split(",") if xs else []
+
+
+def _writer_text(cols: Columns) -> bytes | None:
+    """``cols`` as the match writer (``fluxlite.writers.jgf``) lays them out, or None when they are off
+    that layout's simple case (see :func:`columns_jgf`).  The pieces are interleaved column-wise and
+    joined once (no formatting per node).  O(nodes + edges)."""
+    n = len(cols.type)
+    ps = cols.paths.get("containment")
+    if (
+        n == 0
+        or len(cols.paths) != 1
+        or ps is None
+        or None in ps
+        or cols.properties
+        or cols.free_ranks is not None
+        or cols.basename != cols.type
+        or cols.status.count(0) != n
+        or cols.e_rel.count(None) != len(cols.e_rel)
+        or cols.e_ss.count("containment") != len(cols.e_ss)
+        or len(set(cols.uniq_id)) != n
+    ):
+        return None
+    ids = _digits(cols.id)
+    if cols.name != list(map(str.__add__, cols.type, ids)):
+        return None
+    units = cols.unit
+    text = "".join((*set(cols.type), *set(units), *ps))
+    if not (text.isascii() and text.isprintable()) or '"' in text or "\\" in text:
+        return None  # (would need escapes: the general writer below)
+    uq = _digits(cols.uniq_id)
+    cols_: list[Any] = [repeat(', {"id": "'), uq, repeat('", "metadata": {"type": "'), cols.type]
+    cols_ += [repeat('", "id": '), ids, repeat(', "rank": '), _digits(cols.rank)]
+    if units.count("") != n:
+        cols_.append([f', "unit": "{u}"' if u else "" for u in units])
+    if True in cols.exclusive:
+        cols_.append(map({True: ', "exclusive": true', False: ""}.__getitem__, cols.exclusive))
+    if cols.size.count(1) != n:
+        cols_.append([f', "size": {x}' if x != 1 else "" for x in cols.size])
+    cols_ += [repeat(', "paths": {"containment": "'), ps, repeat('"}}}')]
+    nodes = "".join(chain.from_iterable(zip(*cols_)))[2:]
+    at = uq.__getitem__
+    edges = "".join(
+        chain.from_iterable(
+            zip(repeat(', {"source": "'), map(at, cols.e_src), repeat('", "target": "'), map(at, cols.e_dst), repeat('"}'))
+        )
+    )[2:]
+    return ('{"graph": {"nodes": [' + nodes + '], "edges": [' + edges + "]}}\n").encode()

@@ -730,7 +730,7 @@ def run_against(a: argparse.Namespace, bench: Path, requests: list[str], out_dir
             ]  # fmt: skip
             env = {**os.environ, "PYTHONPATH": str(trees[name])}
             loads.append(os.getloadavg()[0])
-            done = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, check=False)
+            done = _run_child(cmd, tmp, env)
             loads.append(os.getloadavg()[0])
             if done.returncode != 0:
                 last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-3:]
@@ -802,7 +802,42 @@ def compare_report(cmp: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------- CLI
+def _run_child(cmd: list[str], cwd: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run one tree's measurement; if this process is stopped, stop it with SIGTERM (it then takes its
+    instance processes down) rather than leaving it, or killing it with its instances left running."""
+    with subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            out, err = proc.communicate()
+        except BaseException:
+            proc.terminate()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``fluxlite bench hierarchy`` (see :func:`_cli`); SIGTERM ends the run like Ctrl-C (SystemExit), so
+    that the ``finally`` blocks tear the instance trees down (it left them running)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return _cli(argv)
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    prev = signal.signal(signal.SIGTERM, stop)
+    try:
+        return _cli(argv)
+    finally:
+        signal.signal(signal.SIGTERM, prev)
+
+
+def _cli(argv: list[str] | None = None) -> int:
     """``fluxlite bench hierarchy [--reps N] [--out DIR] ...`` (see the module docstring)."""
     p = argparse.ArgumentParser(
         prog="fluxlite bench hierarchy",

@@ -288,7 +288,7 @@ class GrowMixin(InstanceCore):
                 self.counters[f"grow_{outcome}"] += 1
                 self._persist()
         if not accept_columns and is_columns(jgf):
-            jgf = as_jgf(jgf)  # a caller that reads only JGF (the columns came from above)
+            jgf = self._jgf_of(jgf)  # a caller that reads only JGF (the columns came from above)
         timing = LevelTiming(
             self.name, self.depth, match_s, attach_s, upstream_s, _now() - t0, outcome, deferred=deferred
         )

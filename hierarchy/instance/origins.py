@@ -16,24 +16,34 @@ from fluxlite.errors import (
     FluxliteError,
     StateError,
 )
-from hierarchy._wire import decode, is_columns
+from hierarchy._wire import as_jgf, decode, is_columns
 from hierarchy.instance.core import InstanceCore
 from hierarchy.instance.records import JobRecord, Origin
+from jgf import Columns, columns_jgf
 
 
 class OriginsMixin(InstanceCore):
     """See the module docstring."""
+
+    #: the last columns payload attached and its columns (the JGF of it for a caller that reads JGF
+    #: is written from these, not from a second decoding)
+    _decoded: tuple[bytes, Columns] | None = None
 
     def _attach_for(
         self, job: JobRecord, jgf: bytes, source: str, upstream_id: str, *, hand_back: bool = True
     ) -> None:
         """Attach a subgraph from above and allocate it to ``job``; undo (and hand it back) on failure."""
         eng = self.engine
+        self._decoded = None
         try:
             # one parse (or the columns wire form, checked, read column-wise); all or nothing (the
             # engine detaches what it attached if the allocation fails)
+            doc: bytes | Columns = jgf
+            if is_columns(jgf):
+                doc = decode(jgf)
+                self._decoded = (jgf, doc)
             new = eng.attach(
-                decode(jgf) if is_columns(jgf) else jgf,
+                doc,
                 source=f"{source} grow {upstream_id}",
                 allocate_to=job.jobid,
                 at=job.at,
@@ -49,6 +59,14 @@ class OriginsMixin(InstanceCore):
             self._next_oid += 1
             self.origins[oid] = Origin(oid, source, upstream_id, job.jobid, paths)
             self._origin_of.update(dict.fromkeys(paths, oid))
+
+    def _jgf_of(self, payload: bytes) -> bytes:
+        """``payload`` as JGF text (:func:`hierarchy._wire.as_jgf`), from the columns already read
+        when it is the payload just attached."""
+        got, self._decoded = self._decoded, None
+        if got is not None and got[0] is payload:
+            return columns_jgf(got[1])
+        return as_jgf(payload)
 
     def _free_origin_roots(self, candidates: Iterable[int]) -> dict[str, list[int]]:
         """Roots of the subtrees that came from above and are now wholly free, by source.

@@ -478,3 +478,24 @@ def test_real_instances_negotiate_the_form(mode: str) -> None:
                 assert (out.vertices, out.edges) == wire.counts(out.jgf)
         finally:
             t.close()
+
+
+def test_a_columns_answer_is_kept_as_jgf_in_the_state_file(tmp_path: Path) -> None:
+    """A subgraph received as columns but not attached yet (crash) is written to the state file as JGF
+    and attached when the state is restored, as one received as JGF is."""
+    root = _root()
+    mid = Instance.from_parent(
+        DirectColumns(root), nodes_jobspec(1).encode(), name="mid", state_path=tmp_path / "mid.state"
+    )
+    lease = mid.match_allocate(nodes_jobspec(1).encode(), lease=True, child_name="leaf")
+    out = mid.match_grow(
+        lease.jobid, nodes_jobspec(1).encode(), request_id="r1", lease_token=lease.lease_token,
+        accept_columns=True, after_reply=lambda start: None,  # the process dies before the deferred attach
+    )  # fmt: skip
+    assert is_columns(out.jgf) and out.timings[0].deferred
+    state = orjson.loads((tmp_path / "mid.state").read_bytes())
+    (rec,) = [r for r in state["requests"] if r["key"].startswith("grow:")]
+    assert rec["state"] == "received" and rec["jgf"].encode() == as_jgf(out.jgf)
+    back = Instance.restore(tmp_path / "mid.state", parent=DirectColumns(root))
+    assert back.info(lease.jobid)["holds"] == {"core": 2 * 2 * CORES, "socket": 4}
+    assert back.info(recount=True)["recount_errors"] == []

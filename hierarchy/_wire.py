@@ -33,7 +33,7 @@ import sys
 from array import array
 from collections.abc import Sequence
 from itertools import compress
-from operator import ne
+from operator import itemgetter, ne
 from typing import Any
 
 from google.protobuf.message import DecodeError
@@ -123,13 +123,15 @@ def encode(g: Any, emitted: tuple[list[int], list[int], list[bool], list[int]]) 
     ptext = "\n".join(paths)
     if ptext.count("\n") != n - 1 or max(map(len, paths)) > MAX_PATH:
         return None
-    types = list(map(g.v_type.__getitem__, vids))
-    bases = list(map(g.v_basename.__getitem__, vids))
-    names = list(map(g.v_name.__getitem__, vids))
-    ids = list(map(g.v_id.__getitem__, vids))
-    uniqs = list(map(g.v_uniq.__getitem__, vids))
-    ranks = list(map(g.v_rank.__getitem__, vids))
-    units = list(map(g.v_unit.__getitem__, vids))
+    # each column's entries for the match: one itemgetter applied per column (half the cost of a map)
+    pick = itemgetter(*vids) if n > 1 else lambda col: (col[vids[0]],)
+    types = pick(g.v_type)
+    bases = pick(g.v_basename)
+    names = pick(g.v_name)
+    ids = pick(g.v_id)
+    uniqs = pick(g.v_uniq)
+    ranks = pick(g.v_rank)
+    units = pick(g.v_unit)
     fids = g.fluxion_ids
     if fids is not None:
         uniqs, ranks = fids.columns_of(uniqs, types, ranks)

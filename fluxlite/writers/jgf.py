@@ -323,9 +323,16 @@ class JgfColumnsWriter(JgfWriter):
     (``hierarchy._wire`` encodes them; a hierarchy instance installs this
     writer with :meth:`fluxlite.api.Engine.set_writer`).  Not registered as
     a match format: its output is ``jgf``'s.
+
+    With ``lazy`` set, a match only records what it emits: :meth:`take_text`
+    returns ``""`` (the same errors as ever when it cannot emit) and the
+    text is written on demand by :meth:`render`, from the same records
+    through the same code, so it is byte for byte the text an eager match
+    writes, as long as the graph has not changed in between (the caller
+    renders before it lets anything change the graph).
     """
 
-    __slots__ = ("_re", "_rn", "_rv", "_rx", "emitted")
+    __slots__ = ("_extra", "_re", "_rn", "_rv", "_rx", "emitted", "extra", "lazy")
 
     def __init__(self) -> None:
         super().__init__()
@@ -333,7 +340,12 @@ class JgfColumnsWriter(JgfWriter):
         self._rn: list[int] = []
         self._rx: list[bool] = []
         self._re: list[int] = []
+        self._extra: dict[int, tuple[Mapping[str, str] | None, Mapping[str, str] | None]] = {}
         self.emitted: tuple[list[int], list[int], list[bool], list[int]] | None = None
+        #: ``emitted``'s (agfilter, ephemeral) by node index, where a node had either (lazy only)
+        self.extra: dict[int, tuple[Mapping[str, str] | None, Mapping[str, str] | None]] = {}
+        #: record only; the text is written by :meth:`render` (see the class docstring)
+        self.lazy = False
 
     def emit_vtx(
         self,
@@ -346,28 +358,66 @@ class JgfColumnsWriter(JgfWriter):
         ephemeral: Mapping[str, str] | None = None,
     ) -> None:
         """Append one node and remember it."""
-        JgfWriter.emit_vtx(self, prefix, g, vid, needs, agfilter, exclusive, ephemeral)
+        if not self.lazy:
+            JgfWriter.emit_vtx(self, prefix, g, vid, needs, agfilter, exclusive, ephemeral)
+        elif agfilter or ephemeral:
+            self._extra[len(self._rv)] = (agfilter, ephemeral)
         self._rv.append(vid)
         self._rn.append(needs)
         self._rx.append(exclusive)
 
     def emit_edg(self, prefix: str, g: ResourceGraph, eid: int) -> None:
         """Append one edge and remember it."""
-        self._e.append(edge_json(g, eid))
+        if not self.lazy:
+            self._e.append(edge_json(g, eid))
         self._re.append(eid)
 
     def take_text(self) -> str | None:
-        """As :meth:`JgfWriter.take_text`; ``emitted`` then describes the text (None if there is none)."""
-        text = JgfWriter.take_text(self)
+        """As :meth:`JgfWriter.take_text`; ``emitted`` then describes the text (None if there is none).
+
+        ``lazy``: ``""`` in place of the text (None and the errors as without it)."""
+        if self.lazy:
+            nv, ne = len(self._rv), len(self._re)
+            if not nv and not ne:
+                return None
+            if not nv or not ne:
+                raise EmitError("JGF needs both vertices and edges", errno.ENOENT, vertices=nv, edges=ne)
+            self.counts = (nv, ne)
+            text: str | None = ""
+        else:
+            text = JgfWriter.take_text(self)
         self.emitted = (self._rv, self._rn, self._rx, self._re) if text is not None else None
+        self.extra = self._extra if text is not None else {}
         if text is not None:
-            self._rv, self._rn, self._rx, self._re = [], [], [], []
+            self._rv, self._rn, self._rx, self._re, self._extra = [], [], [], [], {}
+        return text
+
+    def render(self, g: ResourceGraph) -> str:
+        """The JGF text of ``emitted`` (what the match wrote, or would have written, without ``lazy``).
+
+        O(emitted); ``g`` must be the graph matched, unchanged since."""
+        if self.emitted is None:
+            raise EmitError("nothing was emitted", errno.ENOENT, vertices=0, edges=0)
+        vids, needs, excl, eids = self.emitted
+        extra = self.extra
+        pending = self._v, self._e
+        self._v, self._e = [], []
+        try:
+            emit = JgfWriter.emit_vtx
+            for k, (vid, need, x) in enumerate(zip(vids, needs, excl)):
+                a, e = extra.get(k, (None, None))
+                emit(self, "", g, vid, need, a, x, e)
+            self._e = list(map(edge_json, [g] * len(eids), eids))
+            text = JgfWriter.take_text(self)
+        finally:
+            self._v, self._e = pending
+        assert text is not None
         return text
 
     def reset(self) -> None:
         """Drop pending nodes and edges (``emitted``, the last text's, stays)."""
         JgfWriter.reset(self)
-        self._rv, self._rn, self._rx, self._re = [], [], [], []
+        self._rv, self._rn, self._rx, self._re, self._extra = [], [], [], [], {}
 
 
 class JgfShorthandWriter(JgfWriter):

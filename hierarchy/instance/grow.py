@@ -25,6 +25,7 @@ from fluxlite.errors import (
     UnknownJobError,
     UnsatisfiableError,
 )
+from fluxlite.writers.jgf import JgfColumnsWriter
 from hierarchy._errors import InstanceUnavailableError, LimitError
 from hierarchy._jgfsub import jgf_counts
 from hierarchy._wire import as_jgf, encode, is_columns
@@ -178,12 +179,21 @@ class GrowMixin(InstanceCore):
                 capped = self._caps(caller) != (None, None)
                 held = self._footprint(caller) if capped and caller is not None else None
                 tm = _now()
+                # a caller that reads columns gets them written straight from the match: the JGF text
+                # is written only when the match cannot be encoded (a capped caller's check and its
+                # undo read the text: written eagerly then)
+                w = self.engine.writer("jgf")
+                lazy = accept_columns and not capped and isinstance(w, JgfColumnsWriter)
                 try:
+                    w.lazy = lazy
                     got = self.engine.grow(jobid, js, fmt="jgf")
-                    jgf = got.text.encode()
+                    jgf = b"" if lazy else got.text.encode()
                     counted = getattr(got, "counts", None)
                 except (BusyError, UnsatisfiableError) as exc:
                     local_err = exc
+                finally:
+                    if lazy:
+                        w.lazy = False
                 match_s = _now() - tm
                 if jgf is not None:
                     try:
@@ -295,13 +305,17 @@ class GrowMixin(InstanceCore):
         return MatchOutcome(jobid, jgf, [timing, *up_timings], vertices=nv, edges=ne)
 
     def _columns_of(self, jgf: bytes, counted: tuple[int, int] | None) -> bytes:
-        """The columns payload of the grow the engine just wrote as ``jgf``; ``jgf`` itself when the
-        match is off what the form describes.  O(match)."""
+        """The columns payload of the grow the engine just matched; its JGF when the match is off
+        what the form describes: ``jgf``, or (``b""``, a lazy match) the text written now from what
+        the writer recorded, before anything changes the graph.  O(match)."""
         w = self.engine.writer("jgf")
+        g = self.engine.graph
         emitted = getattr(w, "emitted", None)
-        if emitted is None or counted is None or (len(emitted[0]), len(emitted[3])) != counted:
-            return jgf
-        return encode(self.engine.graph, emitted) or jgf
+        if emitted is not None and counted is not None and (len(emitted[0]), len(emitted[3])) == counted:
+            got = encode(g, emitted)
+            if got is not None:
+                return got
+        return jgf or (w.render(g) + "\n").encode()  # as the engine's emit(): the line
 
     def _finish_received(self, key: str, rec: dict[str, Any]) -> None:
         """Attach a subgraph already passed on to the child (deferred attach), under the lock.

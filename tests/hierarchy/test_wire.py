@@ -499,3 +499,111 @@ def test_a_columns_answer_is_kept_as_jgf_in_the_state_file(tmp_path: Path) -> No
     back = Instance.restore(tmp_path / "mid.state", parent=DirectColumns(root))
     assert back.info(lease.jobid)["holds"] == {"core": 2 * 2 * CORES, "socket": 4}
     assert back.info(recount=True)["recount_errors"] == []
+
+
+# ---------------------------------------------------------------- the lazy JGF (columns written from the match)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_lazy_match_renders_the_text_an_eager_match_writes(seed: int) -> None:
+    """Two engines run the same session, one writer eager, one lazy (records only, text on demand):
+    the lazy one emits "" and the same records, and its rendered text is the eager text byte for byte."""
+    (ea, wa, shape), (eb, wb, _) = _parent(seed), _parent(seed)
+    wb.lazy = True
+    rng = random.Random(20 + seed)
+    jobs: list[int] = []
+    checked = 0
+    for _ in range(10):
+        if jobs and rng.random() < 0.3:
+            j = jobs.pop(rng.randrange(len(jobs)))
+            ea.cancel(j)
+            eb.cancel(j)
+            continue
+        js = _js(rng, rng.random() < 0.6, shape)
+        outs: list[Any] = []
+        for e in (ea, eb):
+            try:
+                outs.append(e.allocate(js, fmt="jgf"))
+            except FluxliteError as exc:
+                outs.append(type(exc))
+        if not isinstance(outs[0], type):
+            a, b = outs
+            assert b.text == "\n" and b.jobid == a.jobid and wb.counts == wa.counts
+            assert wb.emitted == wa.emitted and wb.extra == {}
+            assert wb.render(eb.graph) + "\n" == a.text
+            assert wa.render(ea.graph) + "\n" == a.text  # (an eager writer's records render the same)
+            jobs.append(a.jobid)
+            checked += 1
+        else:
+            assert outs[0] == outs[1]
+    assert checked >= 3
+
+
+def test_lazy_render_keeps_agfilter_ephemeral_and_the_emit_errors() -> None:
+    """What only the text carries (agfilter, ephemeral) is rendered as the eager writer writes it,
+    and a lazy writer refuses what the eager one refuses (nodes without edges), keeping its records."""
+    eng, _, _ = _parent(1)
+    g = eng.graph
+    eager, lazy = JgfColumnsWriter(), JgfColumnsWriter()
+    lazy.lazy = True
+    calls = [
+        (0, 1, None, True, None),
+        (1, 4, {"core": "2"}, False, None),
+        (2, 1, None, True, {"note": "x y"}),
+        (3, 2, {"memory": "8"}, True, {"k": "v"}),
+    ]
+    for w in (eager, lazy):
+        for vid, need, ag, x, eph in calls:
+            w.emit_vtx("", g, vid, need, ag, x, eph)
+        with pytest.raises(FluxliteError) as err:
+            w.take_text()
+        assert "both vertices and edges" in str(err.value)
+        for eid in range(3):
+            w.emit_edg("", g, eid)
+    text = eager.take_text()
+    assert lazy.take_text() == "" and lazy.emitted == eager.emitted
+    assert set(lazy.extra) == {1, 2, 3}
+    assert text is not None and lazy.render(g) == text
+    nodes = orjson.loads(text)["graph"]["nodes"]
+    assert nodes[1]["metadata"]["agfilter"] == {"core": "2"} and nodes[2]["metadata"]["ephemeral"] == {"note": "x y"}
+
+
+def _grow_twice(accept: bool, tmp: Path, no_encode: bool = False) -> tuple[Instance, list[bytes]]:
+    """A root with a state file answers three grows (a client job) in the form asked for."""
+    root = Instance(
+        Engine(generate_graph(nodes=8, sockets=2, cores=CORES), policy="first"),
+        name="root",
+        state_path=tmp / f"root-{accept}.state",
+    )
+    job = root.match_allocate(nodes_jobspec(1).encode()).jobid
+    outs = []
+    for step, n in enumerate([1, 2, 1]):
+        out = root.match_grow(job, nodes_jobspec(n).encode(), request_id=f"g{step}", accept_columns=accept)
+        assert is_columns(out.jgf) == (accept and not no_encode)
+        outs.append(out.jgf)
+    return root, outs
+
+
+def test_a_root_answering_columns_keeps_the_jgf_of_an_eager_answer(tmp_path: Path, monkeypatch: Any) -> None:
+    """A root answering columns writes no JGF while it matches; its answers (as JGF), its state file's
+    records and replies to retries are the eager root's byte for byte; a match the form cannot encode is
+    answered with the JGF rendered from the same records, also byte for byte."""
+    eager, want = _grow_twice(False, tmp_path)
+    lazy, got = _grow_twice(True, tmp_path)
+    assert [as_jgf(x) for x in got] == want
+    assert lazy.counters["grow_answered_columns"] == 3
+
+    def records(inst: Instance) -> list[Any]:
+        doc = orjson.loads(Path(inst.state_path).read_bytes())
+        return [{k: v for k, v in r.items() if k != "saved_at"} for r in doc["requests"]]
+
+    assert records(lazy) == records(eager)
+    job = next(iter(lazy.jobs))
+    again = lazy.match_grow(job, nodes_jobspec(1).encode(), request_id="g0")
+    assert again.replayed and again.jgf == want[0]
+    same(lazy.engine, eager.engine)
+    monkeypatch.setattr("hierarchy.instance.grow.encode", lambda g, emitted: None)
+    (tmp_path / "fallback").mkdir()
+    fallback, out = _grow_twice(True, tmp_path / "fallback", True)
+    assert out == want and fallback.counters["grow_answered_jgf"] == 3
+    assert records(fallback) == records(eager)

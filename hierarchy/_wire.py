@@ -32,8 +32,8 @@ import re
 import sys
 from array import array
 from collections.abc import Sequence
-from itertools import compress
-from operator import itemgetter, ne
+from itertools import compress, repeat
+from operator import is_, is_not
 from typing import Any
 
 from google.protobuf.message import DecodeError
@@ -98,6 +98,37 @@ def _put(col: Any, xs: Sequence[int]) -> None:
         col.values = a.tobytes()
 
 
+#: most rows kept in a graph's ``wire_vcache`` (as the jgf writer bounds its text cache)
+_CACHE_MAX = 1 << 18
+
+
+def _row(g: Any, vid: int, pcol: dict[int, str], fids: Any) -> tuple[Any, ...] | None:
+    """What the form carries of vertex ``vid`` that does not depend on the match:
+    (path, type, basename or None when it is the type, name or None when it is basename + id, id,
+    uniq id, rank (Fluxion's on a GRUG load), unit, (property keys, values) or None); None when
+    the vertex is off what the form describes.  O(1) + its properties."""
+    path = pcol.get(vid)
+    if path is None or "\n" in path or len(path) > MAX_PATH:
+        return None
+    t, b, name, i = g.v_type[vid], g.v_basename[vid], g.v_name[vid], g.v_id[vid]
+    u, r = g.v_uniq[vid], g.v_rank[vid]
+    if fids is not None:
+        u, r = fids.uniq_of(u), fids.rank_of(u, t, r)
+    if name == b + str(i):
+        name = None
+    elif len(name) > MAX_STRING:
+        return None
+    props = None
+    pr = g.v_props.get(vid)
+    if pr:
+        keys = sorted(pr)
+        vals = [x if isinstance(x, str) else str(x) for x in map(pr.__getitem__, keys)]
+        if len(keys) > MAX_PROPERTIES or max(map(len, (*keys, *vals))) > MAX_STRING:
+            return None
+        props = (keys, vals)
+    return (path, t, None if b == t else b, name, i, u, r, g.v_unit[vid], props)
+
+
 def encode(g: Any, emitted: tuple[list[int], list[int], list[bool], list[int]]) -> bytes | None:
     """The wire form of a match that the ``jgf`` writer wrote as ``emitted``
     (:attr:`fluxlite.writers.jgf.JgfColumnsWriter.emitted`), as payload bytes.
@@ -108,6 +139,12 @@ def encode(g: Any, emitted: tuple[list[int], list[int], list[bool], list[int]]) 
     subsystem, a vertex written twice or without a path, a path with a
     newline, uniq ids that are not distinct, an edge to a vertex not
     written): the caller then sends the JGF.  O(vertices + edges).
+
+    Each vertex's part of the message that does not depend on the match
+    (:func:`_row`) is kept in the graph's ``wire_vcache``, which the store
+    clears wherever it clears the jgf writer's text of the vertex (all of
+    the row is in that text), so a vertex sent again costs one lookup; the
+    columns are then cut from the rows by one ``zip``.
     """
     vids, needs, excl, eids = emitted
     n = len(vids)
@@ -117,24 +154,24 @@ def encode(g: Any, emitted: tuple[list[int], list[int], list[bool], list[int]]) 
     if len(pos) != n:
         return None
     ((ss, pcol),) = g.paths.items()
-    paths = list(map(pcol.get, vids))
-    if None in paths:
-        return None
+    cache = g.wire_vcache
+    if cache.get(-1) != ss:  # (the rows' paths are this subsystem's; -1 is never a vertex)
+        cache.clear()
+        cache[-1] = ss
+    rows = list(map(cache.get, vids))
+    if None in rows:
+        fids = g.fluxion_ids
+        room = _CACHE_MAX - len(cache)
+        for k in compress(range(n), map(is_, rows, repeat(None))):
+            row = _row(g, vids[k], pcol, fids)
+            if row is None:
+                return None
+            rows[k] = row
+            if room > 0:
+                cache[vids[k]] = row
+                room -= 1
+    paths, types, bases, names, ids, uniqs, ranks, units, props = zip(*rows)
     ptext = "\n".join(paths)
-    if ptext.count("\n") != n - 1 or max(map(len, paths)) > MAX_PATH:
-        return None
-    # each column's entries for the match: one itemgetter applied per column (half the cost of a map)
-    pick = itemgetter(*vids) if n > 1 else lambda col: (col[vids[0]],)
-    types = pick(g.v_type)
-    bases = pick(g.v_basename)
-    names = pick(g.v_name)
-    ids = pick(g.v_id)
-    uniqs = pick(g.v_uniq)
-    ranks = pick(g.v_rank)
-    units = pick(g.v_unit)
-    fids = g.fluxion_ids
-    if fids is not None:
-        uniqs, ranks = fids.columns_of(uniqs, types, ranks)
     if len(set(uniqs)) != n or min(uniqs) < 0 or -2 in ids:
         return None
     e_src, e_dst, e_ss = g.e_src, g.e_dst, g.e_ss
@@ -145,7 +182,7 @@ def encode(g: Any, emitted: tuple[list[int], list[int], list[bool], list[int]]) 
         return None
     table: dict[str, int] = {}
     for s in (*set(types), *set(bases), *set(units), ss, *set(map(e_ss.__getitem__, eids))):
-        if s not in table:
+        if s not in table and s is not None:
             table[s] = len(table)
     if len(table) > MAX_STRINGS or max(map(len, table)) > MAX_STRING:
         return None
@@ -153,14 +190,11 @@ def encode(g: Any, emitted: tuple[list[int], list[int], list[bool], list[int]]) 
     m = pb.ResourceColumns(version=VERSION, nodes=n, edges=len(eids), subsystem=idx(ss), paths=ptext)
     m.strings.extend(table)
     _put(m.type, list(map(idx, types)))
-    if bases == types:
+    if bases.count(None) == n:
         m.basename.value = -1
     else:
-        _put(m.basename, [-1 if b == t else idx(b) for b, t in zip(bases, types)])
-    defaults = list(map(str.__add__, bases, _digits(ids)))
-    for k in compress(range(n), map(ne, names, defaults)):
-        if len(names[k]) > MAX_STRING:
-            return None
+        _put(m.basename, [-1 if b is None else idx(b) for b in bases])
+    for k in compress(range(n), map(is_not, names, repeat(None))):
         m.names.add(node=k, name=names[k])
     _put(m.id, ids)
     _put(m.uniq_id, uniqs)
@@ -169,16 +203,8 @@ def encode(g: Any, emitted: tuple[list[int], list[int], list[bool], list[int]]) 
     _put(m.unit, list(map(idx, units)))
     m.status.value = 0  # the jgf writer writes no status: a reader takes 0 (up)
     _put(m.exclusive, list(map(int, excl)))
-    props = g.v_props
-    if props:
-        for k in compress(range(n), map(props.__contains__, vids)):
-            pr = props[vids[k]]
-            if pr:
-                keys = sorted(pr)
-                vals = [x if isinstance(x, str) else str(x) for x in map(pr.__getitem__, keys)]
-                if len(keys) > MAX_PROPERTIES or max(map(len, (*keys, *vals))) > MAX_STRING:
-                    return None
-                m.properties.add(node=k, keys=keys, values=vals)
+    for k in compress(range(n), props):
+        m.properties.add(node=k, keys=props[k][0], values=props[k][1])
     if eids:
         _put(m.source, src)
         _put(m.target, dst)

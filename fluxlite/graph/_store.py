@@ -152,6 +152,7 @@ class ResourceGraph:
         "v_uniq",
         "v_unit",
         "version",
+        "wire_vcache",
     )
 
     def __init__(self) -> None:
@@ -174,6 +175,9 @@ class ResourceGraph:
         #: properties, removal, a reused handle) and both caches when ``fluxion_ids`` changes
         self.jgf_vcache: dict[int, Any] = {}
         self.jgf_ecache: dict[int, str] = {}
+        #: the columns wire form's row of a vertex (``hierarchy._wire``): everything in it is also in
+        #: the vertex's text, so it is dropped wherever ``jgf_vcache`` drops the vertex
+        self.wire_vcache: dict[int, Any] = {}
         self._live: list[bool] = []
         #: subsystem -> {vid: path}
         self.paths: dict[str, dict[int, str]] = {}
@@ -214,6 +218,7 @@ class ResourceGraph:
         self._fluxion_ids = ids
         self.jgf_vcache.clear()
         self.jgf_ecache.clear()
+        self.wire_vcache.clear()
 
     # ------------------------------------------------------------------ build
     def _intern(self, s: str) -> str:
@@ -259,6 +264,7 @@ class ResourceGraph:
         vid = self.rx.add_node(None)
         self.rx[vid] = vid
         self.jgf_vcache.pop(vid, None)
+        self.wire_vcache.pop(vid, None)
         if uniq_id is None:
             uniq_id = self._next_uniq
         if uniq_id >= self._next_uniq:
@@ -405,10 +411,10 @@ class ResourceGraph:
         else:
             vids = list(self.rx.add_nodes_from([None] * n))  # as add_node n times: holes first
             self._label_nodes(vids)
-        vcache = self.jgf_vcache
-        if not contiguous and vcache:
-            for v in vcache.keys() & vids:  # (a set built in C, not a step per new vertex)
-                del vcache[v]
+        for vcache in (self.jgf_vcache, self.wire_vcache):
+            if not contiguous and vcache:
+                for v in vcache.keys() & vids:  # (a set built in C, not a step per new vertex)
+                    del vcache[v]
         lo = min(vids) if vids else 0
         # the new handles fill exactly the holes lo..lo+n-1 (a removed subgraph's, in the
         # order rustworkx hands them back): every column is written with one slice
@@ -793,6 +799,7 @@ class ResourceGraph:
         ss = self._intern(subsystem)
         self._ensure_subsystem(ss)
         self.jgf_vcache.pop(vid, None)
+        self.wire_vcache.pop(vid, None)
         col = self.paths[ss]
         old = col.get(vid)
         if old is not None:
@@ -826,6 +833,7 @@ class ResourceGraph:
                     del self.roots[ss]
             self.v_props.pop(vid, None)
             self.jgf_vcache.pop(vid, None)
+            self.wire_vcache.pop(vid, None)
             for col2 in self.out.values():
                 col2[vid] = _EMPTY
             for pcol in self.parent_edge.values():
@@ -968,6 +976,7 @@ class ResourceGraph:
     def set_property(self, vid: int, key: str, value: str) -> None:
         self.v_props.setdefault(vid, {})[key] = value
         self.jgf_vcache.pop(vid, None)
+        self.wire_vcache.pop(vid, None)
 
     def vertex_dict(self, vid: int) -> dict[str, Any]:
         """All attributes of one vertex as a plain dict (for writers and debugging)."""

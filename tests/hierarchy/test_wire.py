@@ -607,3 +607,54 @@ def test_a_root_answering_columns_keeps_the_jgf_of_an_eager_answer(tmp_path: Pat
     fallback, out = _grow_twice(True, tmp_path / "fallback", True)
     assert out == want and fallback.counters["grow_answered_jgf"] == 3
     assert records(fallback) == records(eager)
+
+
+def test_cached_rows_follow_graph_changes() -> None:
+    """The encoder's per-vertex rows (the graph's ``wire_vcache``) are dropped with the vertex's text:
+    after a property is set, a path changed and a node replaced by one named otherwise on the same
+    (reused) handles, every match still decodes to exactly the columns of its own JGF, and to what an
+    empty cache gives."""
+    eng = Engine(generate_graph(nodes=4, sockets=2, cores=CORES), policy="first")
+    w = JgfColumnsWriter()
+    eng.set_writer("jgf", w)
+    g = eng.graph
+    # the store's own uniq ids: Fluxion's numbering of a generated graph repeats ids once a node is
+    # removed and attached again (the jgf writer's text then repeats them too; the form refuses it)
+    g.fluxion_ids = None
+    every = parse_jobspec(nodes_jobspec(4))
+
+    def check() -> list[int]:
+        r = eng.allocate(every, fmt="jgf")
+        payload = wire.encode(g, w.emitted)
+        assert payload is not None and len(g.wire_vcache) > 1
+        got = wire.decode(payload)
+        _cols_equal(got, jgf.read_columns(r.text))
+        g.wire_vcache.clear()
+        again = wire.encode(g, w.emitted)
+        assert again is not None
+        _cols_equal(got, wire.decode(again))
+        eng.cancel(r.jobid)
+        return list(w.emitted[0])
+
+    vids = check()
+    core = next(v for v in vids if g.v_type[v] == "core")
+    g.set_property(core, "color", "red")
+    check()
+    sock = next(v for v in vids if g.v_type[v] == "socket")
+    g.set_path(sock, "containment", g.path(sock) + "b")
+    check()
+    node = next(v for v in vids if g.v_type[v] == "node")
+    path = g.path(node)
+    sub = eng.allocate(parse_jobspec(nodes_jobspec(1)), fmt="jgf", hosts=[g.v_name[node]])
+    doc = orjson.loads(sub.text)
+    eng.cancel(sub.jobid)
+    for nd in doc["graph"]["nodes"]:
+        md = nd["metadata"]
+        if md["type"] != "cluster":
+            md["name"] = "renamed-" + md["paths"]["containment"].rsplit("/", 1)[1]
+            md["properties"] = {"zone": "b"}
+    old = set(eng.remove_subgraph(path=path))
+    new = eng.attach(orjson.dumps(doc))
+    assert old & set(new)  # the handles were reused: a stale row would show
+    vids = check()
+    assert any(g.v_name[v].startswith("renamed-") for v in vids)

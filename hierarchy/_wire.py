@@ -90,12 +90,20 @@ def is_columns(payload: bytes) -> bool:
 def _put(col: Any, xs: Sequence[int]) -> None:
     first = xs[0]
     if xs.count(first) == len(xs):
-        col.value = first
+        col.value = int(first)
     else:
         a = array("q", xs)
         if _BIG_ENDIAN:  # pragma: no cover - the wire is little-endian
             a.byteswap()
         col.values = a.tobytes()
+
+
+def _put_idx(col: Any, xs: Sequence[str], idx: Any) -> None:
+    """``_put(col, list(map(idx, xs)))``, without the map when every entry is the same."""
+    if xs.count(xs[0]) == len(xs):
+        col.value = idx(xs[0])
+    else:
+        _put(col, list(map(idx, xs)))
 
 
 #: most rows kept in a graph's ``wire_vcache`` (as the jgf writer bounds its text cache)
@@ -174,14 +182,15 @@ def encode(g: Any, emitted: tuple[list[int], list[int], list[bool], list[int]]) 
     ptext = "\n".join(paths)
     if len(set(uniqs)) != n or min(uniqs) < 0 or -2 in ids:
         return None
-    e_src, e_dst, e_ss = g.e_src, g.e_dst, g.e_ss
+    e_src, e_dst = g.e_src, g.e_dst
+    ess = list(map(g.e_ss.__getitem__, eids))
     get = pos.get
     src = list(map(get, map(e_src.__getitem__, eids)))
     dst = list(map(get, map(e_dst.__getitem__, eids)))
     if None in src or None in dst:
         return None
     table: dict[str, int] = {}
-    for s in (*set(types), *set(bases), *set(units), ss, *set(map(e_ss.__getitem__, eids))):
+    for s in (*set(types), *set(bases), *set(units), ss, *set(ess)):
         if s not in table and s is not None:
             table[s] = len(table)
     if len(table) > MAX_STRINGS or max(map(len, table)) > MAX_STRING:
@@ -189,7 +198,7 @@ def encode(g: Any, emitted: tuple[list[int], list[int], list[bool], list[int]]) 
     idx = table.__getitem__
     m = pb.ResourceColumns(version=VERSION, nodes=n, edges=len(eids), subsystem=idx(ss), paths=ptext)
     m.strings.extend(table)
-    _put(m.type, list(map(idx, types)))
+    _put_idx(m.type, types, idx)
     if bases.count(None) == n:
         m.basename.value = -1
     else:
@@ -200,15 +209,15 @@ def encode(g: Any, emitted: tuple[list[int], list[int], list[bool], list[int]]) 
     _put(m.uniq_id, uniqs)
     _put(m.rank, ranks)
     _put(m.size, needs)
-    _put(m.unit, list(map(idx, units)))
+    _put_idx(m.unit, units, idx)
     m.status.value = 0  # the jgf writer writes no status: a reader takes 0 (up)
-    _put(m.exclusive, list(map(int, excl)))
+    _put(m.exclusive, excl)  # (bools: 0 / 1)
     for k in compress(range(n), props):
         m.properties.add(node=k, keys=props[k][0], values=props[k][1])
     if eids:
         _put(m.source, src)
         _put(m.target, dst)
-        _put(m.edge_subsystem, list(map(idx, map(e_ss.__getitem__, eids))))
+        _put_idx(m.edge_subsystem, ess, idx)
     return MAGIC + m.SerializeToString()
 
 

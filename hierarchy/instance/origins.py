@@ -21,6 +21,9 @@ from hierarchy.instance.core import InstanceCore
 from hierarchy.instance.records import JobRecord, Origin
 from jgf import Columns, columns_jgf
 
+#: columns payloads whose JGF text an instance keeps
+_JGF_MEMO = 16
+
 
 class OriginsMixin(InstanceCore):
     """See the module docstring."""
@@ -28,6 +31,9 @@ class OriginsMixin(InstanceCore):
     #: the last columns payload attached and its columns (the JGF of it for a caller that reads JGF
     #: is written from these, not from a second decoding)
     _decoded: tuple[bytes, Columns] | None = None
+    #: the JGF text of the last columns payloads converted (the state file writes every kept request
+    #: record as JGF at each save: without it a save converted each one again)
+    _jgf_memo: dict[bytes, bytes] | None = None
 
     def _attach_for(
         self, job: JobRecord, jgf: bytes, source: str, upstream_id: str, *, hand_back: bool = True
@@ -61,12 +67,33 @@ class OriginsMixin(InstanceCore):
             self._origin_of.update(dict.fromkeys(paths, oid))
 
     def _jgf_of(self, payload: bytes) -> bytes:
-        """``payload`` as JGF text (:func:`hierarchy._wire.as_jgf`), from the columns already read
-        when it is the payload just attached."""
+        """``payload`` as JGF text (:func:`hierarchy._wire.as_jgf`): the text already written for it
+        (the state file's), else from the columns already read when it is the payload just attached."""
         got, self._decoded = self._decoded, None
+        memo = self._jgf_memo
+        if memo is not None and (text := memo.get(payload)) is not None:
+            return text
         if got is not None and got[0] is payload:
-            return columns_jgf(got[1])
-        return as_jgf(payload)
+            return self._remember_jgf(payload, columns_jgf(got[1]))
+        return self._remember_jgf(payload, as_jgf(payload))
+
+    def _record_jgf(self, payload: bytes) -> bytes:
+        """A request record's payload as JGF (the state file's form), each columns payload converted once."""
+        if not is_columns(payload):
+            return payload
+        memo = self._jgf_memo
+        if memo is not None and (text := memo.get(payload)) is not None:
+            return text
+        return self._remember_jgf(payload, as_jgf(payload))
+
+    def _remember_jgf(self, payload: bytes, text: bytes) -> bytes:
+        memo = self._jgf_memo
+        if memo is None:
+            memo = self._jgf_memo = {}
+        if len(memo) >= _JGF_MEMO:
+            del memo[next(iter(memo))]  # the oldest (used under the instance lock)
+        memo[payload] = text
+        return text
 
     def _free_origin_roots(self, candidates: Iterable[int]) -> dict[str, list[int]]:
         """Roots of the subtrees that came from above and are now wholly free, by source.

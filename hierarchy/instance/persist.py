@@ -21,16 +21,10 @@ from fluxlite.errors import (
     InputError,
 )
 from hierarchy._state import STATE_FORMAT, STATE_VERSION, read_state, write_atomic
-from hierarchy._wire import as_jgf
 from hierarchy.base import Parent
 from hierarchy.instance.core import InstanceCore
 from hierarchy.instance.records import JobRecord, Origin
 from providers.base import ExternalAPI
-
-
-def _text(payload: bytes) -> str:
-    """A request record's bytes as text for the state file (a columns payload as its JGF)."""
-    return as_jgf(payload).decode()
 
 
 class PersistMixin(InstanceCore):
@@ -56,14 +50,8 @@ class PersistMixin(InstanceCore):
             ),
             "jobs": [r.public() for r in self.jobs.values()],
             "origins": [o.public() for o in self.origins.values()],
-            "requests": [
-                {"key": k, **{kk: (_text(vv) if isinstance(vv, bytes) else vv) for kk, vv in r.items()}}
-                for k, r in self.requests.items()
-            ],
-            "ended_requests": [
-                {"key": k, **{kk: (_text(vv) if isinstance(vv, bytes) else vv) for kk, vv in r.items()}}
-                for k, r in self.ended.items()
-            ],
+            "requests": [{"key": k, **self._record_text(r)} for k, r in self.requests.items()],
+            "ended_requests": [{"key": k, **self._record_text(r)} for k, r in self.ended.items()],
             "owner": self.owner,
             "grow_times": self.grow_times,
             "returning": [
@@ -79,6 +67,11 @@ class PersistMixin(InstanceCore):
             "extra": {k: fn() for k, fn in self.extra_state.items()},
         }
         return orjson.dumps(doc)
+
+    def _record_text(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """A request record for the state file: its payload bytes as JGF text (a columns payload's
+        JGF written once, see ``OriginsMixin._record_jgf``)."""
+        return {k: (self._record_jgf(v).decode() if isinstance(v, bytes) else v) for k, v in rec.items()}
 
     def _persist(self) -> None:
         if self.state_path is None:

@@ -658,3 +658,31 @@ def test_cached_rows_follow_graph_changes() -> None:
     assert old & set(new)  # the handles were reused: a stale row would show
     vids = check()
     assert any(g.v_name[v].startswith("renamed-") for v in vids)
+
+
+def test_a_level_with_a_state_file_writes_each_columns_answer_as_jgf_once(tmp_path: Path, monkeypatch: Any) -> None:
+    """A level with a state file, fed columns, answering a JGF client: every save writes the kept
+    records as JGF, but each payload is converted once (saves converted every record again), and
+    the client's JGF is that same text."""
+    calls = [0]
+
+    def counting(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*a: Any, **k: Any) -> Any:
+            calls[0] += 1
+            return fn(*a, **k)
+
+        return wrapper
+
+    monkeypatch.setattr("hierarchy._wire.columns_jgf", counting(wire.columns_jgf))
+    monkeypatch.setattr("hierarchy.instance.origins.columns_jgf", counting(wire.columns_jgf))
+    root = _root()
+    mid = Instance.from_parent(
+        DirectColumns(root), nodes_jobspec(1).encode(), name="mid", state_path=tmp_path / "mid.state"
+    )
+    job = mid.match_allocate(nodes_jobspec(1).encode()).jobid
+    outs = [mid.match_grow(job, nodes_jobspec(1).encode(), request_id=f"r{k}").jgf for k in range(4)]
+    assert calls[0] == 4
+    state = orjson.loads((tmp_path / "mid.state").read_bytes())
+    kept = sorted(r["jgf"].encode() for r in state["requests"] if r["key"].startswith("grow:"))
+    assert kept == sorted(outs) and not any(map(is_columns, outs))
+    assert mid.info(recount=True)["recount_errors"] == []

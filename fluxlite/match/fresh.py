@@ -61,7 +61,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import eq, itemgetter
 from typing import Any
 
 from fluxlite.graph import UP
@@ -731,15 +732,15 @@ class FreshStage:
 
     # ------------------------------------------------------------ update
     def _marks_of(self, e0: int, m: int) -> tuple:
-        """The marks of the last select on edges ``e0 .. e0+m-1`` (what the update walk reads of them)."""
+        """The marks of the last select on edges ``e0 .. e0+m-1`` (what the update walk reads of them):
+        which edges are marked, and the needs and exclusivity of those.  C-level passes only."""
         token = self.token
         hi = e0 + m
         toks = self.e_token[e0:hi]
         if toks.count(token) == m:
             return (True, self.e_needs[e0:hi], self.e_excl[e0:hi])
-        needs = [nd if t == token else -1 for t, nd in zip(toks, self.e_needs[e0:hi], strict=True)]
-        excl = [x if t == token else None for t, x in zip(toks, self.e_excl[e0:hi], strict=True)]
-        return (False, needs, excl)
+        mask = list(map(eq, toks, repeat(token, m)))
+        return (mask, list(compress(self.e_needs[e0:hi], mask)), list(compress(self.e_excl[e0:hi], mask)))
 
     def _upd_clean(self, shape: _Shape, b: int) -> bool:
         """Fresh, and no memoized marks wait inside (they are applied when the walk enters a vertex).

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from itertools import compress, repeat
+from itertools import compress, groupby, repeat
 from operator import eq, itemgetter
 from typing import Any
 
@@ -446,14 +446,11 @@ class FreshStage:
             sl = col[b:hi]
             if sl.count(None) == n:
                 continue
-            seen = None  # the leaves of one job share their dicts, side by side
-            for sp in sl:
-                if sp is None or sp is seen:
-                    continue
-                for iv in sp.values():
+            # the leaves of one job share their dicts, side by side: one visit per run (in C)
+            for _k, run in groupby(filter(None, sl), id):
+                for iv in next(run).values():
                     if iv[0] < end and iv[1] > at:
                         return False
-                seen = sp
         return True
 
     def _fresh_sig(self, resources: Sequence[Any]) -> tuple[Any, int, frozenset[str]]:
@@ -619,7 +616,7 @@ class FreshStage:
             runs.append((lo, hi, e_needs[e0 + lo : e0 + hi], e_excl[e0 + lo : e0 + hi]))
             i = j
         tm.mruns = runs
-        tm.morder = _runs([e - e0 for e in new])
+        tm.morder = [e - e0 for e in new]
         self._fresh_keep(self._fsel, self._ftries, key, tm)
         if fresh:
             self._fok.add(u)
@@ -706,9 +703,7 @@ class FreshStage:
             e_needs[lo:hi] = nds
             e_excl[lo:hi] = xs
             e_token[lo:hi] = [token] * (hi - lo)
-        ext = self._marked.extend
-        for lo, hi, step in tm.morder:
-            ext(range(e0 + lo, e0 + hi, step))
+        self._marked.extend(map(e0.__add__, tm.morder))
         to_parent.avail = tm.avail
         to_parent.overall_score = tm.score_off + self.multilevel + vid
         if tm.shape.leafy:

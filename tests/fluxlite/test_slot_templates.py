@@ -27,7 +27,9 @@ from tests.fluxlite.test_fresh import full_state
 
 
 def _slot(count: int, inner: str, duration: int) -> object:
-    return jobspec(f"  - type: slot\n    count: {count}\n    label: default\n    with:\n{inner}", duration=duration)
+    return jobspec(
+        f"  - type: slot\n    count: {count}\n    label: default\n    with:\n{inner}", duration=duration
+    )
 
 
 def _socket(sockets: int, cores: int) -> str:

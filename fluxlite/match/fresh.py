@@ -10,7 +10,7 @@ same thing up to vertex and edge ids.  This module owns that shortcut:
   too, and what the walks read of the structure (types, sizes, ids below the
   subtree root, relative uniq ids, children lists); a *twin* is a subtree
   whose structure equals a shape shifted by a vertex and an edge offset
-  (checked with list slices and C-level maps, cached per graph version).  The ids
+  (checked with list slices and ranges, cached per graph version).  The ids
   below the root must be equal, as GRUG numbers sockets and cores per node,
   so whole nodes are twins and the sockets of one node are not;
 - *freshness*: no state on any vertex of the subtree (no span, allocation,
@@ -61,7 +61,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from itertools import chain, compress, groupby, repeat
+from itertools import compress, repeat
 from operator import eq, itemgetter
 from typing import Any
 
@@ -104,6 +104,33 @@ def _runs(rel: list[int]) -> list[tuple[int, int, int]]:
     return [tuple(x) for x in out]  # type: ignore[misc]
 
 
+def _pattern(rel: list[int]) -> tuple[bool, list]:
+    """A relative int pattern as a few ascending runs (checked with ranges), or the list itself."""
+    runs: list[list[int]] = []  # [k0, k1, v0]: rel[k0:k1] == range(v0, v0 + k1 - k0)
+    for k, v in enumerate(rel):
+        if runs and runs[-1][2] + k - runs[-1][0] == v:
+            runs[-1][1] = k + 1
+        else:
+            runs.append([k, k + 1, v])
+    if len(runs) <= 4:
+        return True, [tuple(r) for r in runs]
+    return False, rel
+
+
+def _matches(values: list[int], base: int, pat: tuple[bool, list]) -> bool:
+    """``values == [base + r for r in rel]`` for the pattern of ``rel``, by C-level compares."""
+    as_runs, data = pat
+    if not as_runs:
+        return list(map(base.__add__, data)) == values
+    if len(values) != (data[-1][1] if data else 0):
+        return False
+    for k0, k1, v0 in data:
+        v = base + v0
+        if values[k0:k1] != list(range(v, v + k1 - k0)):
+            return False
+    return True
+
+
 def _wants_subtrees(resources: Sequence[Any]) -> bool:
     """Does some request (not a slot) have requests below it, so that it matches an internal vertex?"""
     for r in resources:
@@ -119,17 +146,16 @@ class _Shape:
     """What the walks read of a subtree's structure, relative to its root ``a`` and first edge ``e0``."""
 
     __slots__ = (
-        "dst_flat",
+        "dst_rel",
         "internal",
-        "kid_flat",
-        "kid_lens",
+        "kid_pats",
         "kids",
         "leafy",
         "m",
         "n",
         "sizes",
         "types",
-        "uniq_flat",
+        "uniq_rel",
         "vid_inner",
     )
 
@@ -140,22 +166,21 @@ class _Shape:
         self.sizes = g.v_size[a : a + n]
         self.vid_inner = g.v_id[a + 1 : a + n]
         ua = g.v_uniq[a]
-        #: the relative lists _fresh_twin compares at once: uniq ids, targets of the inner edges,
-        #: and per internal vertex its out-edges (their counts, then all of them in order)
-        self.uniq_flat = [x - ua for x in g.v_uniq[a : a + n]]
+        self.uniq_rel = [x - ua for x in g.v_uniq[a : a + n]]
         #: internal positions (with children) in preorder
         self.internal = [i for i in range(n) if col[a + i]]
         #: per internal position: its out-edges relative to e0, in order
         self.kids = [(i, [e - e0 for e in col[a + i]]) for i in self.internal]
+        self.kid_pats = [(i, _pattern(erel)) for i, erel in self.kids]
+        #: the target of every inner edge, relative to a
+        self.dst_rel = _pattern([v - a for v in g.e_dst[e0 : e0 + n - 1]])
         #: (position, type) of each inner vertex whose children are all leaves of one type
         self.leafy = []
         for i in self.internal:
             kt = {g.v_type[g.e_dst[e]] for e in col[a + i]}
             if len(kt) == 1 and not any(col[g.e_dst[e]] for e in col[a + i]):
                 self.leafy.append((i, kt.pop()))
-        self.dst_flat = [v - a for v in g.e_dst[e0 : e0 + n - 1]]
-        self.kid_lens = [len(erel) for _i, erel in self.kids]
-        self.kid_flat = [r for _i, erel in self.kids for r in erel]
+        self.uniq_rel = _pattern(self.uniq_rel)
 
 
 class _SelTmpl:
@@ -294,15 +319,12 @@ class FreshStage:
         ):
             return None
         e0 = out_b[0] - shape.kids[0][1][0]
-        # whole relative lists compared at once (C-level maps and compares)
-        if e0 < 0 or g.e_dst[e0 : e0 + shape.m] != list(map(b.__add__, shape.dst_flat)):
+        if e0 < 0 or not _matches(g.e_dst[e0 : e0 + shape.m], b, shape.dst_rel):
             return None
-        kids = [col[b + i] for i in shape.internal]
-        if list(map(len, kids)) != shape.kid_lens or list(chain.from_iterable(kids)) != list(
-            map(e0.__add__, shape.kid_flat)
-        ):
-            return None
-        if self.stop_on_k and g.v_uniq[b:hi] != list(map(g.v_uniq[b].__add__, shape.uniq_flat)):
+        for i, pat in shape.kid_pats:
+            if not _matches(col[b + i], e0, pat):
+                return None
+        if self.stop_on_k and not _matches(g.v_uniq[b:hi], g.v_uniq[b], shape.uniq_rel):
             return None
         self._fshape[b] = (shape, e0)
         return e0
@@ -424,11 +446,14 @@ class FreshStage:
             sl = col[b:hi]
             if sl.count(None) == n:
                 continue
-            # the leaves of one job share their dicts, side by side: one visit per run (in C)
-            for _k, run in groupby(filter(None, sl), id):
-                for iv in next(run).values():
+            seen = None  # the leaves of one job share their dicts, side by side
+            for sp in sl:
+                if sp is None or sp is seen:
+                    continue
+                for iv in sp.values():
                     if iv[0] < end and iv[1] > at:
                         return False
+                seen = sp
         return True
 
     def _fresh_sig(self, resources: Sequence[Any]) -> tuple[Any, int, frozenset[str]]:
@@ -594,7 +619,7 @@ class FreshStage:
             runs.append((lo, hi, e_needs[e0 + lo : e0 + hi], e_excl[e0 + lo : e0 + hi]))
             i = j
         tm.mruns = runs
-        tm.morder = [e - e0 for e in new]
+        tm.morder = _runs([e - e0 for e in new])
         self._fresh_keep(self._fsel, self._ftries, key, tm)
         if fresh:
             self._fok.add(u)
@@ -681,7 +706,9 @@ class FreshStage:
             e_needs[lo:hi] = nds
             e_excl[lo:hi] = xs
             e_token[lo:hi] = [token] * (hi - lo)
-        self._marked.extend(map(e0.__add__, tm.morder))
+        ext = self._marked.extend
+        for lo, hi, step in tm.morder:
+            ext(range(e0 + lo, e0 + hi, step))
         to_parent.avail = tm.avail
         to_parent.overall_score = tm.score_off + self.multilevel + vid
         if tm.shape.leafy:

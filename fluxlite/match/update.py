@@ -13,7 +13,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Sequence
 from itertools import compress
-from operator import ge, itemgetter
+from operator import ge, itemgetter, le, not_
 from typing import Any
 
 from fluxlite.graph import UP
@@ -647,6 +647,7 @@ class UpdateStage:
         self.memo_clear()
         g = self.g
         dom = self.dom
+        att, self._attached = self._attached, None
         self.err_msg = ""
         if dom not in g.roots:
             self.err_msg = "update: the graph has no root\n"
@@ -654,7 +655,12 @@ class UpdateStage:
         if duration <= 0 or at < self.graph_start or at + duration > self.graph_end:
             self.err_msg = f"update: invalid time window ({at}, {duration})\n"
             return -1
-        bad = self._update_check(jobid, items, at, duration)
+        vs, units_of, excl_of = zip(*items) if items else ((), (), ())
+        listed = set(vs)
+        fresh = None
+        if att is not None and self.batched and len(listed) == len(items):
+            fresh = self._fresh_plan(att, items, vs, units_of, excl_of, listed, writer)
+        bad = self._update_check(jobid, items if fresh is None else fresh[0], at, duration)
         if bad is not None:
             self._xread = None
             self.err_msg = f"update: {g.path(bad[0], dom) or g.v_name[bad[0]]} {bad[1]}\n"
@@ -663,11 +669,9 @@ class UpdateStage:
         self.tick()
         token = self.token
         root = g.roots[dom]
-        vs, units_of, excl_of = zip(*items) if items else ((), (), ())
-        listed = set(vs)
         #: the marked edges by source vertex (what the direct path walks)
         by: dict[int, list[int]] = {}
-        self._mark_paths(items, listed, token, by)
+        self._mark_paths(items if fresh is None else fresh[0], listed, token, by)
         if root in listed:
             k = vs.index(root)
             needs, excl = units_of[k], excl_of[k]
@@ -681,19 +685,27 @@ class UpdateStage:
         # refusal, an error raised by the writer); those are undone before they propagate
         jv = self.job_vtx.get(jobid)
         before = (jv is not None, len(jv) if jv else 0, self._wide_of(jobid, by) if jv else {})
+        # the wide vertices of the fresh subtrees the walk visited (not in ``by``), for the undo
+        fwide: list[int] = []
         self._undo = []
         try:
             rc = None
             if self.batched and len(listed) == len(items):
-                rc = self._update_items(root, writer, meta, by)
+                rc = self._update_items(
+                    root,
+                    writer,
+                    meta,
+                    by,
+                    None if fresh is None else (*fresh[1:], fwide, before[2] if jv else None),
+                )
             if rc is None:
                 rc = self.update(root, writer, meta)
             if rc != 0:
-                self._undo_update(jobid, before, by)
+                self._undo_update(jobid, before, [*by, *fwide])
             else:
                 self._xidx_follow(jobid)
         except BaseException:
-            self._undo_update(jobid, before, by)
+            self._undo_update(jobid, before, [*by, *fwide])
             raise
         finally:
             self._undo = None
@@ -810,7 +822,67 @@ class UpdateStage:
         for u, have in wide0.items():
             wide[(u, jobid)] = have
 
-    def _update_items(self, root: int, writer: Any, meta: JobMeta, by: dict[int, list[int]]) -> int | None:
+    def _items_writer_ok(self, writer: Any) -> bool:
+        """May :meth:`_update_items` record an update for ``writer``?  (See there.)"""
+        return not (writer.emits_edges or not writer.emit_exclusive_subtrees or self._fresh_upd_ready(writer))
+
+    #: (graph version, token, new vertices, new roots or None) of the last ``attach_update``, until the
+    #: next ``update_allocate`` (see :meth:`_fresh_plan`)
+    _attached: tuple[int, int, set[int], list[int] | None] | None = None
+    #: ``update_allocate`` records subtrees attached just before in bulk (:meth:`_upd_fresh_dfv`);
+    #: False walks them as any other items -- the same state, slower (tests compare the two)
+    fresh_bulk = True
+
+    def _fresh_plan(
+        self,
+        att: tuple[int, int, set[int], list[int] | None],
+        items: Sequence[tuple[int, int, bool]],
+        vs: Sequence[int],
+        units_of: Sequence[int],
+        excl_of: Sequence[bool],
+        listed: set[int],
+        writer: Any,
+    ) -> tuple[list[tuple[int, int, bool]], set[int], dict[int, int], dict[int, bool]] | None:
+        """How ``update_allocate`` may record the subtrees the last ``attach_update`` added, in bulk.
+
+        Applies when nothing has happened since that attach (same graph
+        version and match token, so its vertices hold no state: every walk
+        that gives state ticks the token), every new vertex is an item, one
+        subsystem, a writer that writes nothing, and no exclusive item asks
+        more units than its vertex has (the check's only refusal of a vertex
+        without state; off this case the check runs over every item and
+        reports the first refusal).  Returns the items the check and the
+        marking still take (the others and the new roots), the new roots,
+        and every item's units and exclusivity; None off the case.  The new
+        vertices below the roots are then neither checked nor marked: the
+        walk (:meth:`_upd_fresh_dfv`) takes them from the graph.  O(items) at
+        C speed.
+        """
+        version, token, newset, tops = att
+        g = self.g
+        if (
+            not self.fresh_bulk
+            or version != g.version
+            or token != self.token
+            or not newset
+            or tops is None  # (the new subtrees' shape is known only when _prime_new primed them)
+            or len(g.out) != 1
+            or len(self.subsystems) != 1
+            or not getattr(writer, "emits_nothing", False)
+            or not self._items_writer_ok(writer)
+            or not listed.issuperset(newset)
+            or not all(map(le, units_of, map(g.v_size.__getitem__, vs)))
+        ):
+            return None
+        fu = dict(zip(vs, units_of))
+        fx = dict(zip(vs, excl_of))
+        rest = list(compress(items, map(not_, map(newset.__contains__, vs))))
+        rest.extend((v, fu[v], fx[v]) for v in tops)
+        return rest, set(tops), fu, fx
+
+    def _update_items(
+        self, root: int, writer: Any, meta: JobMeta, by: dict[int, list[int]], fresh: tuple | None = None
+    ) -> int | None:
         """:meth:`update` of the edges ``update_allocate`` marked, walked from the marks, not the graph.
 
         The walk over the graph visits each marked vertex's out-edges and tests
@@ -829,9 +901,10 @@ class UpdateStage:
         groups them as it marks; each vertex listed once).  Returns None,
         having changed nothing, off the case it covers: a writer that emits
         edges or hides exclusive subtrees, or a walk that would replay
-        fresh-subtree templates.  O(marked edges + taken subtrees + depth).
+        fresh-subtree templates.  ``fresh`` (from :meth:`_fresh_plan`): the new roots of subtrees
+        attached just before, recorded by :meth:`_upd_fresh_dfv`.  O(marked edges + taken subtrees + depth).
         """
-        if writer.emits_edges or not writer.emit_exclusive_subtrees or self._fresh_upd_ready(writer):
+        if not self._items_writer_ok(writer):
             return None
         g = self.g
         seq = g.e_seq.__getitem__
@@ -857,6 +930,7 @@ class UpdateStage:
             outs[1:],
             self.prune.total,
             (self.vspans, self.tags, self.xspans),
+            fresh,
         )
         shadow = g.v_type[root] in self.exclusive_types
         n = self._upd_items_dfv(root, needs, excl, {}, False, shadow, ctx)
@@ -874,7 +948,7 @@ class UpdateStage:
         ctx: tuple,
     ) -> int:
         """:meth:`_upd_dfv_plain` of ``u`` over its marked out-edges (see :meth:`_update_items`)."""
-        writer, meta, by, emit, outs, record, table, others, total, cols = ctx
+        writer, meta, by, emit, outs, record, table, others, total, cols, fresh = ctx
         g = self.g
         ep = self._epoch
         ep[u] = ep.get(u, 0) + 1
@@ -923,7 +997,10 @@ class UpdateStage:
                             inner = True
                             break
                 if inner:
-                    sub = self._upd_items_dfv(tgt, nd, x, acc, excl, mod, ctx)
+                    if fresh is not None and tgt in fresh[0]:
+                        sub = self._upd_fresh_dfv(tgt, nd, x, acc, excl, mod, ctx)
+                    else:
+                        sub = self._upd_items_dfv(tgt, nd, x, acc, excl, mod, ctx)
                     if sub > 0:
                         if ranked is not None:
                             ranked.append(e)
@@ -932,7 +1009,11 @@ class UpdateStage:
             if not (x or vt[tgt] in xtypes):
                 continue
             o0, o1, o2, o3 = vspans[tgt], table[tgt], tags[tgt], xspans[tgt]
-            if type(o3) is dict and type(o2) is dict and (not record or (type(o0) is dict and type(o1) is dict)):
+            if (
+                type(o3) is dict
+                and type(o2) is dict
+                and (not record or (type(o0) is dict and type(o1) is dict))
+            ):
                 # a leaf with dicts of its own (held by many jobs, see _SHARE_MAX): _upd_leaf's
                 # change in place, inline (such dicts are never a memo's: no shared state to take)
                 if record:
@@ -942,7 +1023,14 @@ class UpdateStage:
                 o2[jobid] = jobid
                 o3[jobid] = window
             else:
-                if new4 is None or nd != last_nd or o0 is not o0_ or o1 is not o1_ or o2 is not o2_ or o3 is not o3_:
+                if (
+                    new4 is None
+                    or nd != last_nd
+                    or o0 is not o0_
+                    or o1 is not o1_
+                    or o2 is not o2_
+                    or o3 is not o3_
+                ):
                     if o0 is None and o1 is None and o2 is None and o3 is None:
                         got = self._leaf_shared.get(nd)
                         if got is None:
@@ -996,8 +1084,164 @@ class UpdateStage:
         if leaf_t is not None:
             acc[leaf_t] = acc.get(leaf_t, 0) + leaf_units
         return self._upd_sched(
-            u, None if emit is None else writer, self.dom, needs, excl, n_plans, meta, True, acc, to_parent, excl_parent
+            u,
+            None if emit is None else writer,
+            self.dom,
+            needs,
+            excl,
+            n_plans,
+            meta,
+            True,
+            acc,
+            to_parent,
+            excl_parent,
         )
+
+    def _upd_fresh_dfv(
+        self,
+        u: int,
+        needs: int,
+        excl: bool,
+        to_parent: dict[str, int],
+        excl_parent: bool,
+        shadow: bool,
+        ctx: tuple,
+    ) -> int:
+        """:meth:`_upd_items_dfv` of ``u``, the root of a subtree attached just before, in bulk.
+
+        Every vertex of the subtree is an item, holds no state and has only
+        new children (see :meth:`_fresh_plan`), so the walk needs neither the
+        check nor the marks: a vertex's marked out-edges are all of them, in
+        sibling order, with the items' units and exclusivity.  A family of
+        leaf children with one type, one number of units and all exclusive
+        takes the allocation's shared leaf dicts column-wise (one slice per
+        column when their handles are consecutive), with no step per leaf;
+        every internal vertex is recorded by :meth:`_upd_sched` as in the
+        walk (own span in postorder, tag, window, aggregate span), its
+        children re-ranked and its wide-vertex entry made as there.  The
+        state, the span ids and the job's vertex order are the walk's.
+        O(subtree) at C speed for the leaves + O(internal vertices) in Python.
+        """
+        meta, outs, fresh = ctx[1], ctx[4], ctx[10]
+        _tops, fu, fx, fwide, wide0 = fresh
+        g = self.g
+        ep = self._epoch
+        ep[u] = ep.get(u, 0) + 1
+        if self._ep_log is not None:
+            self._ep_log.append(u)
+        self.trav_level += 1
+        vsize = g.v_size
+        mod = shadow or g.v_type[u] in self.exclusive_types
+        excl = excl or mod
+        dcol = outs[0]
+        es = dcol[u]
+        if not mod and len(es) > 1:
+            es = sorted(es, key=g.e_seq.__getitem__)  # the order of the marks the walk takes
+        kids = list(map(g.e_dst.__getitem__, es))
+        acc: dict[str, int] = {}
+        if not any(map(dcol.__getitem__, kids)):
+            n_plans = self._fresh_leaves(kids, mod, acc, ctx)
+            ranked = None
+        else:
+            n_plans = 0
+            #: out-edges of ``u`` to children that recorded something: re-ranked at the end (first policy)
+            ranked = [] if self.stop_on_k else None
+            for e, k in zip(es, kids):
+                if dcol[k]:
+                    if mod:
+                        sub = self._upd_fresh_dfv(k, vsize[k], True, acc, excl, mod, ctx)
+                    else:
+                        sub = self._upd_fresh_dfv(k, fu[k], bool(fx[k]), acc, excl, mod, ctx)
+                    if sub > 0:
+                        if ranked is not None:
+                            ranked.append(e)
+                        n_plans += sub
+                else:
+                    n_plans += self._fresh_leaves([k], mod, acc, ctx)
+        if ranked:
+            self._rerank(u, ranked, meta.now)
+        if len(es) > 64:
+            # as the walk: which children of a wide vertex the job reached (see _upd_dfv_plain)
+            jobid = meta.jobid
+            key = (u, jobid)
+            wide = self._wide_kids
+            fwide.append(u)
+            if wide0 is not None and u not in wide0:
+                # what update_allocate's _wide_of keeps of a marked vertex, for the undo
+                have0 = wide.get(key, False)
+                if have0 is not False:
+                    wide0[u] = None if have0 is None else list(have0)
+            have = None if mod else wide.get(key, [])
+            if have is None:
+                wide[key] = None
+            else:
+                tags = self.tags
+                have.extend(k for k in kids if tags[k] is not None and jobid in tags[k])
+                wide[key] = have
+        return self._upd_sched(
+            u, None, self.dom, needs, excl, n_plans, meta, True, acc, to_parent, excl_parent
+        )
+
+    def _fresh_leaves(self, kids: list[int], mod: bool, acc: dict[str, int], ctx: tuple) -> int:
+        """Record the new leaves ``kids`` (siblings, in order) as the walk does; return how many it recorded.
+
+        Each takes the allocation's shared dicts for its units (a leaf without
+        state), a non-exclusive one only if its type is exclusive.  Leaves
+        of one type, one number of units, all exclusive, are written a
+        column at a time.
+        """
+        meta, record, table, total, cols, fresh = ctx[1], ctx[5], ctx[6], ctx[8], ctx[9], ctx[10]
+        fu, fx = fresh[1], fresh[2]
+        vt, vsize = self.g.v_type, self.g.v_size
+        vspans, tags, xspans = cols
+        n = len(kids)
+        nds = list(map(vsize.__getitem__, kids)) if mod else list(map(fu.__getitem__, kids))
+        nd = nds[0]
+        t = vt[kids[0]]
+        if (
+            (mod or all(map(fx.__getitem__, kids)))
+            and nds.count(nd) == n
+            and (n == 1 or list(map(vt.__getitem__, kids)).count(t) == n)
+        ):
+            got = self._leaf_shared.get(nd) or self._new_leaf_shared(nd, meta)
+            lo = kids[0]
+            hi = lo + n
+            if kids[-1] == hi - 1 and (n < 3 or kids == list(range(lo, hi))):
+                if record:
+                    vspans[lo:hi] = [got[0]] * n
+                    table[lo:hi] = [got[1]] * n
+                tags[lo:hi] = [got[2]] * n
+                xspans[lo:hi] = [got[3]] * n
+            else:
+                s0, s1, s2, s3 = got
+                for k in kids:
+                    if record:
+                        vspans[k] = s0
+                        table[k] = s1
+                    tags[k] = s2
+                    xspans[k] = s3
+            self._jv.extend(kids)
+            if t in total:
+                acc[t] = acc.get(t, 0) + sum(map(vsize.__getitem__, kids))
+            return n
+        xtypes = self.exclusive_types
+        jv_add = self._jv_add
+        m = 0
+        for k, nd in zip(kids, nds):
+            if not (mod or fx[k] or vt[k] in xtypes):
+                continue
+            s0, s1, s2, s3 = self._leaf_shared.get(nd) or self._new_leaf_shared(nd, meta)
+            if record:
+                vspans[k] = s0
+                table[k] = s1
+            tags[k] = s2
+            xspans[k] = s3
+            jv_add(k)
+            t = vt[k]
+            if t in total:
+                acc[t] = acc.get(t, 0) + vsize[k]
+            m += 1
+        return m
 
     def _leaf_family(self, u: int, outs: list[list[list[int]]]) -> bool:
         """True if every child of ``u`` in the dominant subsystem is a leaf in every subsystem.
@@ -1057,7 +1301,10 @@ class UpdateStage:
                     seen.add(a)
                     if vt[a] in xtypes:
                         if tags[a] and jobid in tags[a]:
-                            return a, f"is already used by job {jobid} (a job holds a vertex once; release it first)"
+                            return (
+                                a,
+                                f"is already used by job {jobid} (a job holds a vertex once; release it first)",
+                            )
                         # taken whole: no other job may use it or anything below it then (a
                         # non-exclusive item's own units may be free while its node is not)
                         if overlaps(xspans[a], at, duration):
@@ -1284,6 +1531,8 @@ class UpdateStage:
                     pe = pcol[v]
                     if pe >= 0 and src[pe] not in newset:
                         oe.pop(src[pe], None)
+        # for the allocation that usually follows (Engine.attach): see _fresh_plan
+        self._attached = (g.version, self.token, newset, tops_of.get(self.dom))
 
     def _prime_new(
         self, ss: str, new: Sequence[int], newset: set[int]

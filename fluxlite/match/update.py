@@ -842,7 +842,7 @@ class UpdateStage:
         excl_of: Sequence[bool],
         listed: set[int],
         writer: Any,
-    ) -> tuple[list[tuple[int, int, bool]], set[int], dict[int, int], dict[int, bool]] | None:
+    ) -> tuple[list[tuple[int, int, bool]], set[int], int | None, dict[int, int] | None, set[int]] | None:
         """How ``update_allocate`` may record the subtrees the last ``attach_update`` added, in bulk.
 
         Applies when nothing has happened since that attach (same graph
@@ -853,7 +853,8 @@ class UpdateStage:
         without state; off this case the check runs over every item and
         reports the first refusal).  Returns the items the check and the
         marking still take (the others and the new roots), the new roots,
-        and every item's units and exclusivity; None off the case.  The new
+        the items' units (one number for all, or a map) and the items that
+        are not exclusive; None off the case.  The new
         vertices below the roots are then neither checked nor marked: the
         walk (:meth:`_upd_fresh_dfv`) takes them from the graph.  O(items) at
         C speed.
@@ -871,14 +872,24 @@ class UpdateStage:
             or not getattr(writer, "emits_nothing", False)
             or not self._items_writer_ok(writer)
             or not listed.issuperset(newset)
-            or not all(map(le, units_of, map(g.v_size.__getitem__, vs)))
         ):
             return None
-        fu = dict(zip(vs, units_of))
-        fx = dict(zip(vs, excl_of))
-        rest = list(compress(items, map(not_, map(newset.__contains__, vs))))
-        rest.extend((v, fu[v], fx[v]) for v in tops)
-        return rest, set(tops), fu, fx
+        # the items' units: one number for all (the usual grow: every vertex whole, of size 1) or a map
+        one = set(units_of)
+        u0 = one.pop() if len(one) == 1 else None
+        size = g.v_size.__getitem__
+        if (u0 > min(map(size, vs))) if u0 is not None else not all(map(le, units_of, map(size, vs))):
+            return None
+        fu = None if u0 is not None else dict(zip(vs, units_of))
+        # the items that are not exclusive (few: the vertices above the slots)
+        nonx = set(compress(vs, map(not_, excl_of)))
+        others = listed - newset
+        if len(others) <= 32:
+            rest = [items[i] for i in sorted(map(vs.index, others))]  # in the items' order
+        else:
+            rest = list(compress(items, map(not_, map(newset.__contains__, vs))))
+        rest.extend((v, u0 if fu is None else fu[v], v not in nonx) for v in tops)
+        return rest, set(tops), u0, fu, nonx
 
     def _update_items(
         self, root: int, writer: Any, meta: JobMeta, by: dict[int, list[int]], fresh: tuple | None = None
@@ -1123,7 +1134,7 @@ class UpdateStage:
         O(subtree) at C speed for the leaves + O(internal vertices) in Python.
         """
         meta, outs, fresh = ctx[1], ctx[4], ctx[10]
-        _tops, fu, fx, fwide, wide0 = fresh
+        _tops, u0, fu, nonx, fwide, wide0 = fresh
         g = self.g
         ep = self._epoch
         ep[u] = ep.get(u, 0) + 1
@@ -1151,7 +1162,8 @@ class UpdateStage:
                     if mod:
                         sub = self._upd_fresh_dfv(k, vsize[k], True, acc, excl, mod, ctx)
                     else:
-                        sub = self._upd_fresh_dfv(k, fu[k], bool(fx[k]), acc, excl, mod, ctx)
+                        nd = u0 if fu is None else fu[k]
+                        sub = self._upd_fresh_dfv(k, nd, k not in nonx, acc, excl, mod, ctx)
                     if sub > 0:
                         if ranked is not None:
                             ranked.append(e)
@@ -1159,7 +1171,10 @@ class UpdateStage:
                 else:
                     n_plans += self._fresh_leaves([k], mod, acc, ctx)
         if ranked:
-            self._rerank(u, ranked, meta.now)
+            if self._outedges_built and u not in self._outedges:
+                self._rerank_new(u, ranked, meta.now)
+            else:
+                self._rerank(u, ranked, meta.now)
         if len(es) > 64:
             # as the walk: which children of a wide vertex the job reached (see _upd_dfv_plain)
             jobid = meta.jobid
@@ -1178,9 +1193,81 @@ class UpdateStage:
                 tags = self.tags
                 have.extend(k for k in kids if tags[k] is not None and jobid in tags[k])
                 wide[key] = have
-        return self._upd_sched(
-            u, None, self.dom, needs, excl, n_plans, meta, True, acc, to_parent, excl_parent
-        )
+        vspans, tags, xspans = ctx[9]
+        table = ctx[6]
+        dom = self.dom
+        j2s = self.job2span.get(dom)
+        if (
+            vspans[u] is not None
+            or table[u] is not None
+            or tags[u] is not None
+            or xspans[u] is not None
+            or not ctx[5]
+            or j2s is None
+            or j2s[u] is not None
+        ):
+            # (a vertex attached just before holds nothing: kept exact for any other case)
+            return self._upd_sched(u, None, dom, needs, excl, n_plans, meta, True, acc, to_parent, excl_parent)
+        # _upd_sched of a vertex without state, inlined: the same changes in the same order
+        at = meta.at
+        jobid = meta.jobid
+        end = at + meta.duration
+        if excl:
+            n_plans += 1
+            self._span_seq = sid = self._span_seq + 1
+            vspans[u] = {sid: (at, end, needs)}
+            table[u] = {jobid: sid}
+        if n_plans > 0:
+            tags[u] = {jobid: jobid}
+            self._jv_add(u)
+            xspans[u] = {jobid: (at, end)}
+            if acc:
+                p = self.subplan[dom][u]
+                if p is not None:
+                    span = p.add_span_amounts(at, meta.duration, acc)  # may fail: see _undo_update
+                    j2s[u] = {jobid: span}
+                    self._agg_touched(dom, u)
+            total = ctx[8]
+            t = g.v_type[u]
+            if t in total:
+                vs = vsize[u]
+                to_parent[t] = to_parent.get(t, 0) + (vs if excl else vs - needs)
+            for t, c in acc.items():
+                if t in total:
+                    to_parent[t] = to_parent.get(t, 0) + c
+        self.trav_level -= 1
+        return n_plans
+
+    def _rerank_new(self, u: int, edges: list[int], now: int) -> None:
+        """:meth:`_rerank` of a vertex whose ranked out-edges are not built yet (one attached just before).
+
+        The weights change as there (journalled for the undo, in order); the
+        ranked list is then built once from the new weights instead of built
+        from the old ones and re-sorted edge by edge: the same list.
+        """
+        col = self.subplan.get(self.dom)
+        if col is None:
+            return
+        dst = self.g.e_dst
+        weight = self.e_weight
+        undo = self._undo
+        changed = False
+        for e in edges:
+            p = col[dst[e]]
+            if p is None:
+                continue
+            pls = p._planners
+            if not pls:
+                continue
+            avail = pls[-1].avail_resources_at(now)
+            if avail == 0 and not p._spans:
+                continue
+            if undo is not None:
+                undo.append((_UNDO_WEIGHT, u, e, weight[e]))
+            weight[e] = 0 if avail < 0 else avail
+            changed = True
+        if changed:
+            self._outedge_order(u)  # built from the new weights
 
     def _fresh_leaves(self, kids: list[int], mod: bool, acc: dict[str, int], ctx: tuple) -> int:
         """Record the new leaves ``kids`` (siblings, in order) as the walk does; return how many it recorded.
@@ -1191,16 +1278,21 @@ class UpdateStage:
         column at a time.
         """
         meta, record, table, total, cols, fresh = ctx[1], ctx[5], ctx[6], ctx[8], ctx[9], ctx[10]
-        fu, fx = fresh[1], fresh[2]
+        u0, fu, nonx = fresh[1], fresh[2], fresh[3]
         vt, vsize = self.g.v_type, self.g.v_size
         vspans, tags, xspans = cols
         n = len(kids)
-        nds = list(map(vsize.__getitem__, kids)) if mod else list(map(fu.__getitem__, kids))
+        if mod:
+            nds = list(map(vsize.__getitem__, kids))
+        elif fu is None:
+            nds = [u0] * n
+        else:
+            nds = list(map(fu.__getitem__, kids))
         nd = nds[0]
         t = vt[kids[0]]
         if (
-            (mod or all(map(fx.__getitem__, kids)))
-            and nds.count(nd) == n
+            (mod or nonx.isdisjoint(kids))
+            and ((fu is None and not mod) or nds.count(nd) == n)
             and (n == 1 or list(map(vt.__getitem__, kids)).count(t) == n)
         ):
             got = self._leaf_shared.get(nd) or self._new_leaf_shared(nd, meta)
@@ -1228,7 +1320,7 @@ class UpdateStage:
         jv_add = self._jv_add
         m = 0
         for k, nd in zip(kids, nds):
-            if not (mod or fx[k] or vt[k] in xtypes):
+            if not (mod or k not in nonx or vt[k] in xtypes):
                 continue
             s0, s1, s2, s3 = self._leaf_shared.get(nd) or self._new_leaf_shared(nd, meta)
             if record:

@@ -281,8 +281,11 @@ def _random_subtrees(rng: random.Random, first: int, sizes: bool) -> list[tuple[
             kinds = [("core", c) for c in range(cores)] + [("gpu", g) for g in range(rng.randint(0, 1))]
             if rng.random() < 0.2:
                 rng.shuffle(kinds)
+            if rng.random() < 0.2:  # a family of one type and several sizes
+                kinds = [("memory", m) for m in range(rng.randint(2, 4))]
             for typ, i in kinds:
-                out.append((f"{sock}/{typ}{i}", typ, i, 1, rng.random() < 0.95))
+                size = rng.randint(1, 3) if sizes and typ == "memory" else 1
+                out.append((f"{sock}/{typ}{i}", typ, i, size, rng.random() < 0.95))
         for m in range(rng.randint(0, 2)):
             size = rng.randint(1, 4) if sizes else 1
             out.append((f"{node}/memory{m}", "memory", m, size, rng.random() < 0.8))
@@ -298,7 +301,7 @@ def test_random_items_on_fresh_subtrees(seed: int, bulk_calls: list[int]) -> Non
     parent = Engine(generate_graph(nodes=2, sockets=1, cores=4, memory=2), policy="first")
     lease = parent.allocate(_spec("[{type: node, count: 1, with: [{type: slot, count: 1, label: s, with: "
                                   "[{type: socket, count: 1, with: [{type: core, count: 4}]}]}]}]"), fmt="jgf").text.encode()  # fmt: skip
-    engines = _pair(lease, rng.choice(["first", "low", "lonodex"]))
+    engines = _pair(lease, ["first", "lonodex", "low", "hinodex"][seed % 4])
     job = _both(engines, _jobid, "allocate", _ONE_CORE)
     jobs = [job]
     first = 10
@@ -313,7 +316,8 @@ def test_random_items_on_fresh_subtrees(seed: int, bulk_calls: list[int]) -> Non
         else:
             _both(engines, "attach", doc)
             # the same paths with other units and exclusivity, allocated with nothing in between
-            asked = [(p, t, i, max(1, s - rng.randint(0, 2)), t != "cluster" and rng.random() < 0.9)
+            ones = rng.random() < 0.4  # one unit of everything (the bulk path's one number of units)
+            asked = [(p, t, i, 1 if ones else max(1, s - rng.randint(0, 2)), t != "cluster" and rng.random() < 0.9)
                      for p, t, i, s, _x in verts]  # fmt: skip
             if rng.random() < 0.25:  # one vertex asked for more units than it has: refused
                 k = rng.randrange(1, len(asked))
@@ -335,3 +339,34 @@ def test_random_items_on_fresh_subtrees(seed: int, bulk_calls: list[int]) -> Non
             _same(*engines)
     assert recount_errors(engines[0]) == []
     assert bulk_calls[0] >= 3
+
+
+def test_first_refusal_is_named_as_the_walk_names_it(bulk_calls: list[int]) -> None:
+    """Items that already held vertices among new ones: the check still names the first refused item."""
+    parent, engines, job = _grow_setup()
+    other = _both(engines, _jobid, "allocate", _ONE_CORE)
+    busy = [
+        v
+        for j in (job, other)
+        for v in engines[0].traverser.job_vertices(j)
+        if engines[0].graph.v_type[v] == "core"
+    ]
+    assert len(busy) == 2
+    r = parent.allocate(_spec("[{type: node, count: 1, with: [{type: slot, count: 1, label: s, with: "
+                              "[{type: socket, count: 1, with: [{type: core, count: 2}]}]}]}]"), fmt="jgf")  # fmt: skip
+    for order in (busy, busy[::-1]):
+
+        def alloc(e: Engine, order: list[int] = order) -> int:
+            new = e.attach(r.text.encode())
+            items = [(v, 1, e.graph.v_type[v] != "node") for v in new]
+            items[1:1] = [(order[0], 1, True)]
+            items.append((order[1], 1, True))
+            try:
+                return e._allocate_items(other + 1, items, 0, 3600, None, False).jobid
+            finally:
+                e._detach(new)
+
+        got = _both(engines, alloc)
+        assert isinstance(got, tuple) and engines[0].graph.path(order[0]) in got[1]
+        _same(*engines)
+    assert bulk_calls[0] == 0  # refused before the walk

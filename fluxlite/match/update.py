@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Sequence
-from itertools import compress, repeat
-from operator import ge, is_, itemgetter, le, not_
+from itertools import compress
+from operator import ge, itemgetter, le, not_
 from typing import Any
 
 from fluxlite.graph import UP
@@ -83,8 +83,6 @@ class UpdateStage:
         self._leaf_shared = {}
         self._leaf_ext = {}
         jv = self.job_vtx.get(meta.jobid)
-        #: the job held nothing before this walk (every vertex it holds is in its job_vtx list)
-        self._job_new = not jv
         if jv is None:
             jv = self.job_vtx[meta.jobid] = []
         self._jv_add = jv.append
@@ -187,9 +185,6 @@ class UpdateStage:
             # children all leaves of type lt, at most 64, one subsystem, simple output:
             # the general loop below without its per-child tests
             tx = lt in xtypes
-            got_n = self._upd_family(u, lt, tx, writer, meta, full, record, table, acc, prefix) if self.family else None
-            if got_n is not None:
-                return self._upd_sched(u, writer, dom, needs, excl, got_n, meta, full, acc, to_parent, excl_parent)
             units = 0
             # leaves already holding state: those whose four dicts are the ones the last such
             # leaf had take the same new dicts (_upd_leaf's memo, read here without the call)
@@ -246,16 +241,16 @@ class UpdateStage:
             if col is None:
                 continue
             out = col[u]
+            scan = False  # out is every child (the loop skips unmarked ones), not only the marked
             if not mod and len(out) > 64:
                 if self._marked_by is None and len(out) <= 2 * len(self._marked):
-                    # the marked among every child, at C speed: cheaper than indexing every mark
-                    # by its source (same order)
-                    out = list(compress(out, map(token.__eq__, map(e_token.__getitem__, out))))
+                    scan = True  # cheaper than indexing every mark by its source (same order)
                 else:
                     out = self._marked_out(u)
-            # the children a new job reaches below a wide vertex, in order (see the end of the loop)
+            # the children reached below a wide vertex by a job that holds nothing else yet (nothing
+            # recorded before it: its vertex list is empty), in order (see the end of the loop)
             reach: list[int] | None = (
-                [] if ss == dom and not mod and self._job_new and self.family and len(col[u]) > 64 else None
+                [] if ss == dom and not mod and len(col[u]) > 64 and self.reach and not self._jv else None
             )
             for e in out:
                 if e_token[e] != token and not mod:
@@ -326,7 +321,7 @@ class UpdateStage:
                     have = self._wide_kids.get(key, [])
                     if have is not None:
                         if reach is not None:
-                            # a job that held nothing before this walk holds exactly the children
+                            # a job that held nothing before this vertex holds exactly the children
                             # it was recorded on here (a child is tagged only from its parent)
                             have.extend(reach)
                         else:
@@ -334,7 +329,7 @@ class UpdateStage:
                             have.extend(
                                 dst[e]
                                 for e in out
-                                if (mod or e_token[e] == token)
+                                if (not scan or e_token[e] == token)
                                 and tags[dst[e]] is not None
                                 and jobid in tags[dst[e]]
                             )
@@ -345,104 +340,9 @@ class UpdateStage:
             writer.complete = False  # matched vertices below an exclusive one were left out
         return self._upd_sched(u, writer, dom, needs, excl, n_plans, meta, full, acc, to_parent, excl_parent)
 
-    #: a family of leaves that all take the same dicts is recorded a column at a time
-    #: (:meth:`_upd_family`), and a new job's children of a wide vertex are listed as the walk
-    #: records them; False takes the leaves one by one and scans the children -- the same
-    #: state and output (tests compare the two)
-    family = True
-    #: the job of the update walk held nothing before it (set by ``_update_begin``)
-    _job_new = False
-
-    def _upd_family(
-        self,
-        u: int,
-        lt: str,
-        tx: bool,
-        writer: Any,
-        meta: JobMeta,
-        full: bool,
-        record: bool,
-        table: list[Any],
-        acc: dict[str, int],
-        prefix: str,
-    ) -> int | None:
-        """Record the leaf children of ``u`` (all of type ``lt``, see :meth:`_leaf_kids_of`) at once.
-
-        Applies when every child's edge is marked, exclusive (or ``lt`` is an
-        exclusive type), with one number of units, and every child holds the
-        same four dicts (the cores of a socket that one earlier job took, or
-        none): then they all take the same new dicts (the allocation's shared
-        ones, or :meth:`_upd_leaf`'s memo, which the first child makes when it
-        is not made yet), each column written once for all, their lines of
-        the ``simple`` format added in one step.  Returns the number of
-        leaves recorded, or None, having changed nothing, off that case (the
-        walk's loop then takes them one by one).  O(children) at C speed.
-        """
-        g = self.g
-        es = g.out[self.dom][u]
-        n = len(es)
-        token = self.token
-        if list(map(self.e_token.__getitem__, es)).count(token) != n:
-            return None
-        if not tx and not all(map(self.e_excl.__getitem__, es)):
-            return None
-        nds = list(map(self.e_needs.__getitem__, es))
-        nd = nds[0]
-        if nds.count(nd) != n:
-            return None
-        kids = list(map(g.e_dst.__getitem__, es))
-        vspans, tags, xspans = self.vspans, self.tags, self.xspans
-        k0 = kids[0]
-        o0, o1, o2, o3 = vspans[k0], table[k0], tags[k0], xspans[k0]
-        if n > 1 and not (
-            all(map(is_, map(vspans.__getitem__, kids), repeat(o0)))
-            and all(map(is_, map(table.__getitem__, kids), repeat(o1)))
-            and all(map(is_, map(tags.__getitem__, kids), repeat(o2)))
-            and all(map(is_, map(xspans.__getitem__, kids), repeat(o3)))
-        ):
-            return None
-        if o0 is None and o1 is None and o2 is None and o3 is None:
-            got = self._leaf_shared.get(nd) or self._new_leaf_shared(nd, meta)
-        else:
-            # the memo's dicts are alive, so equal ids are these very dicts
-            key = (id(o0), id(o1), id(o2), id(o3), nd, record)
-            ext = self._leaf_ext
-            got = ext.get(key)
-            if got is None:
-                # the first child as the loop records it (it makes the memo, unless these
-                # leaves keep dicts of their own); the others as the loop would then
-                self._upd_leaf(k0, writer, nd, meta, full, acc, prefix)
-                got = ext.get(key)
-                if got is None:
-                    for k in kids[1:]:
-                        self._upd_leaf(k, writer, nd, meta, full, acc, prefix)
-                    return n
-                kids = kids[1:]
-                if not kids:
-                    return n
-        m = len(kids)
-        lo = kids[0]
-        hi = lo + m
-        if kids[-1] == hi - 1 and (m < 3 or kids == list(range(lo, hi))):
-            if record:
-                vspans[lo:hi] = [got[0]] * m
-                table[lo:hi] = [got[1]] * m
-            tags[lo:hi] = [got[2]] * m
-            xspans[lo:hi] = [got[3]] * m
-        else:
-            s0, s1, s2, s3 = got[0], got[1], got[2], got[3]
-            for k in kids:
-                if record:
-                    vspans[k] = s0
-                    table[k] = s1
-                tags[k] = s2
-                xspans[k] = s3
-        self._jv.extend(kids)
-        if lt in self.prune.total:
-            acc[lt] = acc.get(lt, 0) + sum(map(g.v_size.__getitem__, kids))
-        # the simple format's lines (names are substituted, never read as a template)
-        writer._out.extend(map(f"{prefix}{{}}[{nd}:x]\n".format, map(g.v_name.__getitem__, kids)))
-        return n
+    #: a job that held nothing before the walk lists the children of a wide vertex it was recorded
+    #: on as the walk records them; False scans the children again (the same list; tests compare)
+    reach = True
 
     def _leaf_kids_of(self, u: int) -> str | None:
         """The type of ``u``'s children if there are 1..64, all leaves of one type, in the dominant

@@ -609,7 +609,9 @@ class UpdateStage:
         ``now`` as weight, as :meth:`_upd_by_outedges` gives it right after the
         child's walk: no later step of the walk changes a sibling's aggregate,
         and ``u``'s ranked out-edges end in the same order whatever the order
-        of the changes.  O(edges x log(out-edges of u)).
+        of the changes.  A vertex whose ranked out-edges are not made yet (one
+        attached just before) has its weights changed first and the list made
+        once from them: the same list.  O(edges x log(out-edges of u)).
         """
         ss = self.dom
         col = self.subplan.get(ss)
@@ -619,6 +621,7 @@ class UpdateStage:
         weight = self.e_weight
         undo = self._undo
         keys: list[tuple[int, int, int]] | None = None
+        later = self._outedges_built and u not in self._outedges
         for e in edges:
             p = col[dst[e]]
             if p is None:
@@ -628,6 +631,12 @@ class UpdateStage:
                 continue
             avail = pls[-1].avail_resources_at(now)
             if avail == 0 and not p._spans:
+                continue
+            if later:
+                if undo is not None:
+                    undo.append((_UNDO_WEIGHT, u, e, weight[e]))
+                weight[e] = 0 if avail < 0 else avail
+                keys = []  # (some weight changed)
                 continue
             if keys is None:
                 keys = self._outedge_order(u)  # builds u's ranked out-edges if they are not yet
@@ -644,6 +653,8 @@ class UpdateStage:
                 del keys[i]
             insort(keys, (-w, nu, e))
             weight[e] = w
+        if later and keys is not None:
+            self._outedge_order(u)  # made from the new weights
 
     def update_allocate(
         self,
@@ -1189,10 +1200,7 @@ class UpdateStage:
                 else:
                     n_plans += self._fresh_leaves([k], mod, acc, ctx)
         if ranked:
-            if self._outedges_built and u not in self._outedges:
-                self._rerank_new(u, ranked, meta.now)
-            else:
-                self._rerank(u, ranked, meta.now)
+            self._rerank(u, ranked, meta.now)
         if len(es) > 64:
             # as the walk: which children of a wide vertex the job reached (see _upd_dfv_plain)
             jobid = meta.jobid
@@ -1255,37 +1263,6 @@ class UpdateStage:
                     to_parent[t] = to_parent.get(t, 0) + c
         self.trav_level -= 1
         return n_plans
-
-    def _rerank_new(self, u: int, edges: list[int], now: int) -> None:
-        """:meth:`_rerank` of a vertex whose ranked out-edges are not built yet (one attached just before).
-
-        The weights change as there (journalled for the undo, in order); the
-        ranked list is then built once from the new weights instead of built
-        from the old ones and re-sorted edge by edge: the same list.
-        """
-        col = self.subplan.get(self.dom)
-        if col is None:
-            return
-        dst = self.g.e_dst
-        weight = self.e_weight
-        undo = self._undo
-        changed = False
-        for e in edges:
-            p = col[dst[e]]
-            if p is None:
-                continue
-            pls = p._planners
-            if not pls:
-                continue
-            avail = pls[-1].avail_resources_at(now)
-            if avail == 0 and not p._spans:
-                continue
-            if undo is not None:
-                undo.append((_UNDO_WEIGHT, u, e, weight[e]))
-            weight[e] = 0 if avail < 0 else avail
-            changed = True
-        if changed:
-            self._outedge_order(u)  # built from the new weights
 
     def _fresh_leaves(self, kids: list[int], mod: bool, acc: dict[str, int], ctx: tuple) -> int:
         """Record the new leaves ``kids`` (siblings, in order) as the walk does; return how many it recorded.

@@ -9,6 +9,8 @@ reservation's candidate times; not the update walk) is exact and repeatable.
 It leaves out what C code does (NumPy in the window index, list slices), so
 it is a measure of Python-level work, read together with the timings.
 
+``--method update`` counts the update walk after a select (``Traverser.update``) instead.
+
 For each source tree (``--tree DIR``, e.g. ``git archive main | tar -x -C DIR``)
 this runs, in a fresh process, the L0 busy session of ``fluxlite bench match
 --against`` (the same command stream) and 100 ``allocate`` of T8 on the empty
@@ -34,7 +36,7 @@ import json, statistics, sys
 from fluxlite.api import Engine
 from fluxlite.jobspec import load_jobspec
 from fluxlite.match._traverser import Traverser
-graph, policy, cmds_path, sets = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+graph, policy, cmds_path, sets, method = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), sys.argv[5]
 eng = Engine.from_file(graph, policy=policy, prune_filters="ALL:core")
 for k, v in sets.items():
     setattr(eng.traverser, k, bool(int(v)))
@@ -44,14 +46,14 @@ def trace(frame, event, arg):
     if event == "opcode":
         n[0] += 1
     return trace
-orig = Traverser._schedule
+orig = getattr(Traverser, method)
 def schedule(self, *a):
     sys.settrace(trace)
     try:
         return orig(self, *a)
     finally:
         sys.settrace(None)
-Traverser._schedule = schedule
+setattr(Traverser, method, schedule)
 out = {"allocate": [], "reserve": []}
 jobid = 1
 for line in open(cmds_path).read().splitlines():
@@ -76,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tree", action="append", required=True, help="a fluxlite source tree (repeatable)")
     ap.add_argument("--policy", default="first")
     ap.add_argument("--set", action="append", default=[], help="NAME=0|1: a traverser switch (repeatable)")
+    ap.add_argument("--method", default="_schedule",
+                    help="the Traverser method whose opcodes are counted (_schedule: the select side; update: "
+                         "the update walk after a select)")  # fmt: skip
     a = ap.parse_args(argv)
     from fluxlite.cli._bench_inputs import request_files
     from fluxlite.cli.bench_fluxion import _busy_session, busy_files
@@ -88,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         t8 = dict(request_files(["T8"], Path(a.bench_dir), Path(td)))["T8"]
         sessions = {"busy": busy, "empty T8": f"match allocate {t8}\n" * 100}
         print(f"L0, policy {a.policy}, prune ALL:core; busy session: {n_busy} matches; empty: 100 x T8; "
-              f"switches {sets or 'default'}")  # fmt: skip
+              f"switches {sets or 'default'}; opcodes of Traverser.{a.method}")  # fmt: skip
         print(
             f"{'tree':24s} {'session':9s} {'kind':9s} {'matches':>7s} {'median':>9s} {'mean':>9s}  median vs first tree"
         )
@@ -98,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             for name, cmds in sessions.items():
                 path = Path(td) / "cmds"
                 path.write_text(cmds)
-                r = subprocess.run([sys.executable, "-c", _CHILD, graph, a.policy, str(path), json.dumps(sets)],
+                r = subprocess.run([sys.executable, "-c", _CHILD, graph, a.policy, str(path), json.dumps(sets), a.method],
                                    capture_output=True, text=True, env=env, cwd=td, check=True)  # fmt: skip
                 for kind, (cnt, med, mean) in json.loads(r.stdout).items():
                     b = base.setdefault((name, kind), med)

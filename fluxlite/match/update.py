@@ -1112,15 +1112,7 @@ class UpdateStage:
         if ranked:
             self._rerank(u, ranked, meta.now)
         if len(dcol[u]) > 64:
-            # as the walk: which children of a wide vertex the job reached (see _upd_dfv_plain)
-            jobid = meta.jobid
-            key = (u, jobid)
-            have = None if mod else self._wide_kids.get(key, [])
-            if have is None:
-                self._wide_kids[key] = None
-            else:
-                have.extend(dst[e] for e in kids if tags[dst[e]] is not None and jobid in tags[dst[e]])
-                self._wide_kids[key] = have
+            self._wide_note(u, meta.jobid, mod, map(dst.__getitem__, kids))
         if leaf_t is not None:
             acc[leaf_t] = acc.get(leaf_t, 0) + leaf_units
         return self._upd_sched(
@@ -1202,23 +1194,15 @@ class UpdateStage:
         if ranked:
             self._rerank(u, ranked, meta.now)
         if len(es) > 64:
-            # as the walk: which children of a wide vertex the job reached (see _upd_dfv_plain)
             jobid = meta.jobid
-            key = (u, jobid)
             wide = self._wide_kids
             fwide.append(u)
             if wide0 is not None and u not in wide0:
                 # what update_allocate's _wide_of keeps of a marked vertex, for the undo
-                have0 = wide.get(key, False)
+                have0 = wide.get((u, jobid), False)
                 if have0 is not False:
                     wide0[u] = None if have0 is None else list(have0)
-            have = None if mod else wide.get(key, [])
-            if have is None:
-                wide[key] = None
-            else:
-                tags = self.tags
-                have.extend(k for k in kids if tags[k] is not None and jobid in tags[k])
-                wide[key] = have
+            self._wide_note(u, jobid, mod, kids)
         vspans, tags, xspans = ctx[9]
         table = ctx[6]
         dom = self.dom
@@ -1329,6 +1313,21 @@ class UpdateStage:
                 acc[t] = acc.get(t, 0) + vsize[k]
             m += 1
         return m
+
+    def _wide_note(self, u: int, jobid: int, mod: bool, kids: Iterable[int]) -> None:
+        """As the walk: which children of wide vertex ``u`` the job reached (see :meth:`_upd_dfv_plain`).
+
+        ``kids``: the children the walk took, in order; those now tagged with the job are added to
+        its list (None: taken whole, all of them).
+        """
+        key = (u, jobid)
+        have = None if mod else self._wide_kids.get(key, [])
+        if have is None:
+            self._wide_kids[key] = None
+        else:
+            tags = self.tags
+            have.extend(k for k in kids if tags[k] is not None and jobid in tags[k])
+            self._wide_kids[key] = have
 
     def _leaf_family(self, u: int, outs: list[list[list[int]]]) -> bool:
         """True if every child of ``u`` in the dominant subsystem is a leaf in every subsystem.

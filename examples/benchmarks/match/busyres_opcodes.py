@@ -37,7 +37,7 @@ from fluxlite.api import Engine
 from fluxlite.jobspec import load_jobspec
 from fluxlite.match._traverser import Traverser
 graph, policy, cmds_path, sets = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-scope = sys.argv[5] if len(sys.argv) > 5 else "select"
+method = sys.argv[5] if len(sys.argv) > 5 else "_schedule"
 eng = Engine.from_file(graph, policy=policy, prune_filters="ALL:core")
 for k, v in sets.items():
     setattr(eng.traverser, k, bool(int(v)))
@@ -47,7 +47,7 @@ def trace(frame, event, arg):
     if event == "opcode":
         n[0] += 1
     return trace
-name = "_schedule" if scope == "select" else "run"
+name = method
 orig = getattr(Traverser, name)
 def schedule(self, *a, **k):
     sys.settrace(trace)
@@ -86,8 +86,15 @@ def main(argv: list[str] | None = None) -> int:
         default="select",
         help="count the select walks (Traverser._schedule, default) or the whole run of a match",
     )
+    ap.add_argument(
+        "--method",
+        default=None,
+        help="count the opcodes of this Traverser method instead of --scope's (e.g. update: the update walk "
+        "after a select)",
+    )
     ap.add_argument("--sessions", default="busy,empty", help="busy, empty or both (default)")
     a = ap.parse_args(argv)
+    method = a.method or ("_schedule" if a.scope == "select" else "run")
     from fluxlite.cli._bench_inputs import request_files
     from fluxlite.cli.bench_fluxion import _busy_session, busy_files
 
@@ -101,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         want = set(a.sessions.split(","))
         sessions = {k: v for k, v in sessions.items() if k.split()[0] in want}
         print(f"L0, policy {a.policy}, prune ALL:core; busy session: {n_busy} matches; empty: 100 x T8; "
-              f"switches {sets or 'default'}; scope {a.scope}")  # fmt: skip
+              f"switches {sets or 'default'}; opcodes of Traverser.{method}")  # fmt: skip
         print(
             f"{'tree':24s} {'session':9s} {'kind':9s} {'matches':>7s} {'median':>9s} {'mean':>9s}  median vs first tree"
         )
@@ -111,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             for name, cmds in sessions.items():
                 path = Path(td) / "cmds"
                 path.write_text(cmds)
-                r = subprocess.run([sys.executable, "-c", _CHILD, graph, a.policy, str(path), json.dumps(sets), a.scope],
+                r = subprocess.run([sys.executable, "-c", _CHILD, graph, a.policy, str(path), json.dumps(sets), method],
                                    capture_output=True, text=True, env=env, cwd=td, check=True)  # fmt: skip
                 for kind, (cnt, med, mean) in json.loads(r.stdout).items():
                     b = base.setdefault((name, kind), med)

@@ -61,12 +61,13 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import eq, itemgetter
 from typing import Any
 
 from fluxlite.graph import UP
 from fluxlite.match._common import AT_ALLOC, JobMeta, _request_sig, _Shared
-from fluxlite.match._scoring import MATCH_MET, Dfu
+from fluxlite.match._scoring import MATCH_MET, Dfu, Evals
 from fluxlite.writers.simple import SimpleWriter
 
 #: subtrees with fewer vertices are walked plainly (a replay would not pay for its checks)
@@ -185,7 +186,9 @@ class _Shape:
 class _SelTmpl:
     __slots__ = (
         "avail",
+        "evals",
         "factor",
+        "ml",
         "morder",
         "mruns",
         "post",
@@ -538,7 +541,8 @@ class FreshStage:
                         return self._sel_replay(tm, u, e0, to_parent, state == 1)
             if len(tms) >= _TMPLS_MAX:
                 return None
-        if g.v_type[u] not in sig[2]:
+        if g.v_type[u] not in sig[2] and "slot" not in sig[2]:
+            # (a vertex below a slot request passes its slot options up: see _sel_evals)
             return None
         got = self._fresh_shape(u)
         if got is None:
@@ -577,9 +581,11 @@ class FreshStage:
             to_parent.overall_score = cd.overall_score
         new = marked[m0:]
         hi = e0 + shape.m
+        ml_in = ml0 + (self.factors[self.g.v_type[u]].factor if self.g.v_type[u] in self.factors else 0)
+        evals = self._sel_evals(cd, u, e0, hi, ml_in) if cd.evals else ()
         if (
             rc != 0
-            or cd.evals
+            or evals is None
             or (self.err_msg, self.errno) != err0
             or self.multilevel != ml0
             or cd.overall_score != MATCH_MET + ml0 + self.g.v_id[u] + 1
@@ -596,6 +602,8 @@ class FreshStage:
         tm.post = self.postorder - post0
         tm.x_in = x_in
         tm.avail = cd.avail
+        tm.evals = evals
+        tm.ml = ml_in
         tm.score_off = cd.overall_score - ml0 - self.g.v_id[u]
         tm.factor = self.g.v_type[u] in self.factors
         # the marks as runs of consecutive edges (replayed by slices) and their order in _marked
@@ -617,17 +625,77 @@ class FreshStage:
             self._fok.add(u)
         return rc, x_in
 
+    def _sel_evals(self, cd: Dfu, u: int, e0: int, hi: int, ml: int) -> tuple | None:
+        """The options a subtree's walk passes up (``cd.evals``: e.g. the slots a node offers to a
+        slot request above it) relative to its first edge ``e0``, or None if they cannot be replayed.
+
+        Every edge must be in the subtree, and no bulk score array (``keys``)
+        may ride along.  Their scores are the inner vertices' (ids below the
+        root are equal in twins) plus, under a node-centric policy, the
+        score factor ``ml`` the walk below ``u`` saw (``u``'s own factor and
+        its ancestors'), which differs from twin to twin.  Without factors the
+        scores are kept as they are; with them only slot options are kept,
+        each checked to be what slot formation makes of its members
+        (``MATCH_MET`` plus, per member edge, the member vertex's score
+        ``MATCH_MET + ml + id + 1``), so a twin's score is the recorded one
+        plus the change of ``ml`` per edge (see :meth:`_sel_replay`).
+        """
+        factors = bool(self.factors)
+        vid, dst = self.g.v_id, self.g.e_dst
+        out = []
+        for t, ev in cd.evals.items():
+            if ev.keys is not None or ev.best_k or (factors and t != "slot"):
+                return None
+            egs = []
+            for sc, c, x, root, edges in ev.egroups:
+                rel = []
+                want = MATCH_MET
+                for ec, nd, ex, eid in edges:
+                    if not e0 <= eid < hi:
+                        return None
+                    rel.append((ec, nd, ex, eid - e0))
+                    want += MATCH_MET + ml + vid[dst[eid]] + 1
+                if factors and sc != want:
+                    return None
+                egs.append((sc, c, x, root, tuple(rel)))
+            out.append((t, ev.qual_count, ev.total_count, egs))
+        return tuple(out)
+
     def _sel_replay(
         self, tm: _SelTmpl, u: int, e0: int, to_parent: Dfu, fresh: bool = True
     ) -> tuple[int, bool] | None:
         g = self.g
         vid = g.v_id[u]
+        ml = self.multilevel  # the factor the walk below u would see (u's own is added below)
         if tm.factor:
             if vid < -1:
                 return None
             f = self.factors[g.v_type[u]]
-            self.multilevel += f.calc(vid + 1, g.v_uniq[u])
-            self.multilevel -= f.factor
+            ml += f.calc(vid + 1, g.v_uniq[u])
+        if tm.evals:
+            # what Dfu.merge of the walk's options does, with this twin's edges and factor
+            d = ml - tm.ml
+            evs = to_parent.evals
+            for t, qc, tc, egs in tm.evals:
+                ev = evs.get(t)
+                if ev is None:
+                    ev = evs[t] = Evals()
+                ev.qual_count += qc
+                ev.total_count += tc
+                if not ev.egroups:
+                    ev.keys = None
+                ev.egroups.extend(
+                    [
+                        (
+                            sc + d * len(edges),
+                            c,
+                            x,
+                            root,
+                            tuple([(ec, nd, ex, e0 + r) for ec, nd, ex, r in edges]),
+                        )
+                        for sc, c, x, root, edges in egs
+                    ]
+                )
         self.preorder += tm.pre
         self.postorder += tm.post
         token = self.token
@@ -664,15 +732,15 @@ class FreshStage:
 
     # ------------------------------------------------------------ update
     def _marks_of(self, e0: int, m: int) -> tuple:
-        """The marks of the last select on edges ``e0 .. e0+m-1`` (what the update walk reads of them)."""
+        """The marks of the last select on edges ``e0 .. e0+m-1`` (what the update walk reads of them):
+        which edges are marked, and the needs and exclusivity of those.  C-level passes only."""
         token = self.token
         hi = e0 + m
         toks = self.e_token[e0:hi]
         if toks.count(token) == m:
             return (True, self.e_needs[e0:hi], self.e_excl[e0:hi])
-        needs = [nd if t == token else -1 for t, nd in zip(toks, self.e_needs[e0:hi], strict=True)]
-        excl = [x if t == token else None for t, x in zip(toks, self.e_excl[e0:hi], strict=True)]
-        return (False, needs, excl)
+        mask = list(map(eq, toks, repeat(token, m)))
+        return (mask, list(compress(self.e_needs[e0:hi], mask)), list(compress(self.e_excl[e0:hi], mask)))
 
     def _upd_clean(self, shape: _Shape, b: int) -> bool:
         """Fresh, and no memoized marks wait inside (they are applied when the walk enters a vertex).

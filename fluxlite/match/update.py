@@ -13,7 +13,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Sequence
 from itertools import compress
-from operator import ge, itemgetter
+from operator import ge, itemgetter, le, not_
 from typing import Any
 
 from fluxlite.graph import UP
@@ -247,6 +247,11 @@ class UpdateStage:
                     scan = True  # cheaper than indexing every mark by its source (same order)
                 else:
                     out = self._marked_out(u)
+            # the children reached below a wide vertex by a job that holds nothing else yet (nothing
+            # recorded before it: its vertex list is empty), in order (see the end of the loop)
+            reach: list[int] | None = (
+                [] if ss == dom and not mod and len(col[u]) > 64 and self.reach and not self._jv else None
+            )
             for e in out:
                 if e_token[e] != token and not mod:
                     continue
@@ -291,12 +296,16 @@ class UpdateStage:
                             emit(prefix, g, tgt, nd, None, True)
                     else:
                         self._upd_leaf(tgt, writer, nd, meta, full, acc, prefix)
+                    if reach is not None:
+                        reach.append(tgt)
                     if edges and not hide:
                         writer.emit_edg(levels[level], g, e)
                     n_plans += 1
                     continue
                 sub = self._upd_dfv(tgt, writer, nd, x, meta, full, acc, mod, excl)
                 if sub > 0:
+                    if reach is not None:
+                        reach.append(tgt)
                     if self.stop_on_k:
                         self._upd_by_outedges(ss, meta, u, e)
                     if edges and not hide:
@@ -311,20 +320,29 @@ class UpdateStage:
                 else:
                     have = self._wide_kids.get(key, [])
                     if have is not None:
-                        jobid = meta.jobid
-                        have.extend(
-                            dst[e]
-                            for e in out
-                            if (not scan or e_token[e] == token)
-                            and tags[dst[e]] is not None
-                            and jobid in tags[dst[e]]
-                        )
+                        if reach is not None:
+                            # a job that held nothing before this vertex holds exactly the children
+                            # it was recorded on here (a child is tagged only from its parent)
+                            have.extend(reach)
+                        else:
+                            jobid = meta.jobid
+                            have.extend(
+                                dst[e]
+                                for e in out
+                                if (not scan or e_token[e] == token)
+                                and tags[dst[e]] is not None
+                                and jobid in tags[dst[e]]
+                            )
                         self._wide_kids[key] = have
         if leaf_t is not None:
             acc[leaf_t] = acc.get(leaf_t, 0) + leaf_units
         if hide and n_plans:
             writer.complete = False  # matched vertices below an exclusive one were left out
         return self._upd_sched(u, writer, dom, needs, excl, n_plans, meta, full, acc, to_parent, excl_parent)
+
+    #: a job that held nothing before the walk lists the children of a wide vertex it was recorded
+    #: on as the walk records them; False scans the children again (the same list; tests compare)
+    reach = True
 
     def _leaf_kids_of(self, u: int) -> str | None:
         """The type of ``u``'s children if there are 1..64, all leaves of one type, in the dominant
@@ -591,7 +609,9 @@ class UpdateStage:
         ``now`` as weight, as :meth:`_upd_by_outedges` gives it right after the
         child's walk: no later step of the walk changes a sibling's aggregate,
         and ``u``'s ranked out-edges end in the same order whatever the order
-        of the changes.  O(edges x log(out-edges of u)).
+        of the changes.  A vertex whose ranked out-edges are not made yet (one
+        attached just before) has its weights changed first and the list made
+        once from them: the same list.  O(edges x log(out-edges of u)).
         """
         ss = self.dom
         col = self.subplan.get(ss)
@@ -601,6 +621,7 @@ class UpdateStage:
         weight = self.e_weight
         undo = self._undo
         keys: list[tuple[int, int, int]] | None = None
+        later = self._outedges_built and u not in self._outedges
         for e in edges:
             p = col[dst[e]]
             if p is None:
@@ -610,6 +631,12 @@ class UpdateStage:
                 continue
             avail = pls[-1].avail_resources_at(now)
             if avail == 0 and not p._spans:
+                continue
+            if later:
+                if undo is not None:
+                    undo.append((_UNDO_WEIGHT, u, e, weight[e]))
+                weight[e] = 0 if avail < 0 else avail
+                keys = []  # (some weight changed)
                 continue
             if keys is None:
                 keys = self._outedge_order(u)  # builds u's ranked out-edges if they are not yet
@@ -626,6 +653,8 @@ class UpdateStage:
                 del keys[i]
             insort(keys, (-w, nu, e))
             weight[e] = w
+        if later and keys is not None:
+            self._outedge_order(u)  # made from the new weights
 
     def update_allocate(
         self,
@@ -647,6 +676,7 @@ class UpdateStage:
         self.memo_clear()
         g = self.g
         dom = self.dom
+        att, self._attached = self._attached, None
         self.err_msg = ""
         if dom not in g.roots:
             self.err_msg = "update: the graph has no root\n"
@@ -654,7 +684,12 @@ class UpdateStage:
         if duration <= 0 or at < self.graph_start or at + duration > self.graph_end:
             self.err_msg = f"update: invalid time window ({at}, {duration})\n"
             return -1
-        bad = self._update_check(jobid, items, at, duration)
+        vs, units_of, excl_of = zip(*items) if items else ((), (), ())
+        listed = set(vs)
+        fresh = None
+        if att is not None and self.batched and len(listed) == len(items):
+            fresh = self._fresh_plan(att, items, vs, units_of, excl_of, listed, writer)
+        bad = self._update_check(jobid, items if fresh is None else fresh[0], at, duration)
         if bad is not None:
             self._xread = None
             self.err_msg = f"update: {g.path(bad[0], dom) or g.v_name[bad[0]]} {bad[1]}\n"
@@ -663,11 +698,9 @@ class UpdateStage:
         self.tick()
         token = self.token
         root = g.roots[dom]
-        vs, units_of, excl_of = zip(*items) if items else ((), (), ())
-        listed = set(vs)
         #: the marked edges by source vertex (what the direct path walks)
         by: dict[int, list[int]] = {}
-        self._mark_paths(items, listed, token, by)
+        self._mark_paths(items if fresh is None else fresh[0], listed, token, by)
         if root in listed:
             k = vs.index(root)
             needs, excl = units_of[k], excl_of[k]
@@ -681,19 +714,27 @@ class UpdateStage:
         # refusal, an error raised by the writer); those are undone before they propagate
         jv = self.job_vtx.get(jobid)
         before = (jv is not None, len(jv) if jv else 0, self._wide_of(jobid, by) if jv else {})
+        # the wide vertices of the fresh subtrees the walk visited (not in ``by``), for the undo
+        fwide: list[int] = []
         self._undo = []
         try:
             rc = None
             if self.batched and len(listed) == len(items):
-                rc = self._update_items(root, writer, meta, by)
+                rc = self._update_items(
+                    root,
+                    writer,
+                    meta,
+                    by,
+                    None if fresh is None else (*fresh[1:], fwide, before[2] if jv else None),
+                )
             if rc is None:
                 rc = self.update(root, writer, meta)
             if rc != 0:
-                self._undo_update(jobid, before, by)
+                self._undo_update(jobid, before, [*by, *fwide])
             else:
                 self._xidx_follow(jobid)
         except BaseException:
-            self._undo_update(jobid, before, by)
+            self._undo_update(jobid, before, [*by, *fwide])
             raise
         finally:
             self._undo = None
@@ -810,7 +851,78 @@ class UpdateStage:
         for u, have in wide0.items():
             wide[(u, jobid)] = have
 
-    def _update_items(self, root: int, writer: Any, meta: JobMeta, by: dict[int, list[int]]) -> int | None:
+    def _items_writer_ok(self, writer: Any) -> bool:
+        """May :meth:`_update_items` record an update for ``writer``?  (See there.)"""
+        return not (writer.emits_edges or not writer.emit_exclusive_subtrees or self._fresh_upd_ready(writer))
+
+    #: (graph version, token, new vertices, new roots or None) of the last ``attach_update``, until the
+    #: next ``update_allocate`` (see :meth:`_fresh_plan`)
+    _attached: tuple[int, int, set[int], list[int] | None] | None = None
+    #: ``update_allocate`` records subtrees attached just before in bulk (:meth:`_upd_fresh_dfv`);
+    #: False walks them as any other items -- the same state, slower (tests compare the two)
+    fresh_bulk = True
+
+    def _fresh_plan(
+        self,
+        att: tuple[int, int, set[int], list[int] | None],
+        items: Sequence[tuple[int, int, bool]],
+        vs: Sequence[int],
+        units_of: Sequence[int],
+        excl_of: Sequence[bool],
+        listed: set[int],
+        writer: Any,
+    ) -> tuple[list[tuple[int, int, bool]], set[int], int | None, dict[int, int] | None, set[int]] | None:
+        """How ``update_allocate`` may record the subtrees the last ``attach_update`` added, in bulk.
+
+        Applies when nothing has happened since that attach (same graph
+        version and match token, so its vertices hold no state: every walk
+        that gives state ticks the token), every new vertex is an item, one
+        subsystem, a writer that writes nothing, and no exclusive item asks
+        more units than its vertex has (the check's only refusal of a vertex
+        without state; off this case the check runs over every item and
+        reports the first refusal).  Returns the items the check and the
+        marking still take (the others and the new roots), the new roots,
+        the items' units (one number for all, or a map) and the items that
+        are not exclusive; None off the case.  The new
+        vertices below the roots are then neither checked nor marked: the
+        walk (:meth:`_upd_fresh_dfv`) takes them from the graph.  O(items) at
+        C speed.
+        """
+        version, token, newset, tops = att
+        g = self.g
+        if (
+            not self.fresh_bulk
+            or version != g.version
+            or token != self.token
+            or not newset
+            or tops is None  # (the new subtrees' shape is known only when _prime_new primed them)
+            or len(g.out) != 1
+            or len(self.subsystems) != 1
+            or not getattr(writer, "emits_nothing", False)
+            or not self._items_writer_ok(writer)
+            or not listed.issuperset(newset)
+        ):
+            return None
+        # the items' units: one number for all (the usual grow: every vertex whole, of size 1) or a map
+        one = set(units_of)
+        u0 = one.pop() if len(one) == 1 else None
+        size = g.v_size.__getitem__
+        if (u0 > min(map(size, vs))) if u0 is not None else not all(map(le, units_of, map(size, vs))):
+            return None
+        fu = None if u0 is not None else dict(zip(vs, units_of))
+        # the items that are not exclusive (few: the vertices above the slots)
+        nonx = set(compress(vs, map(not_, excl_of)))
+        others = listed - newset
+        if len(others) <= 32:
+            rest = [items[i] for i in sorted(map(vs.index, others))]  # in the items' order
+        else:
+            rest = list(compress(items, map(not_, map(newset.__contains__, vs))))
+        rest.extend((v, u0 if fu is None else fu[v], v not in nonx) for v in tops)
+        return rest, set(tops), u0, fu, nonx
+
+    def _update_items(
+        self, root: int, writer: Any, meta: JobMeta, by: dict[int, list[int]], fresh: tuple | None = None
+    ) -> int | None:
         """:meth:`update` of the edges ``update_allocate`` marked, walked from the marks, not the graph.
 
         The walk over the graph visits each marked vertex's out-edges and tests
@@ -829,9 +941,10 @@ class UpdateStage:
         groups them as it marks; each vertex listed once).  Returns None,
         having changed nothing, off the case it covers: a writer that emits
         edges or hides exclusive subtrees, or a walk that would replay
-        fresh-subtree templates.  O(marked edges + taken subtrees + depth).
+        fresh-subtree templates.  ``fresh`` (from :meth:`_fresh_plan`): the new roots of subtrees
+        attached just before, recorded by :meth:`_upd_fresh_dfv`.  O(marked edges + taken subtrees + depth).
         """
-        if writer.emits_edges or not writer.emit_exclusive_subtrees or self._fresh_upd_ready(writer):
+        if not self._items_writer_ok(writer):
             return None
         g = self.g
         seq = g.e_seq.__getitem__
@@ -857,6 +970,7 @@ class UpdateStage:
             outs[1:],
             self.prune.total,
             (self.vspans, self.tags, self.xspans),
+            fresh,
         )
         shadow = g.v_type[root] in self.exclusive_types
         n = self._upd_items_dfv(root, needs, excl, {}, False, shadow, ctx)
@@ -874,7 +988,7 @@ class UpdateStage:
         ctx: tuple,
     ) -> int:
         """:meth:`_upd_dfv_plain` of ``u`` over its marked out-edges (see :meth:`_update_items`)."""
-        writer, meta, by, emit, outs, record, table, others, total, cols = ctx
+        writer, meta, by, emit, outs, record, table, others, total, cols, fresh = ctx
         g = self.g
         ep = self._epoch
         ep[u] = ep.get(u, 0) + 1
@@ -923,7 +1037,10 @@ class UpdateStage:
                             inner = True
                             break
                 if inner:
-                    sub = self._upd_items_dfv(tgt, nd, x, acc, excl, mod, ctx)
+                    if fresh is not None and tgt in fresh[0]:
+                        sub = self._upd_fresh_dfv(tgt, nd, x, acc, excl, mod, ctx)
+                    else:
+                        sub = self._upd_items_dfv(tgt, nd, x, acc, excl, mod, ctx)
                     if sub > 0:
                         if ranked is not None:
                             ranked.append(e)
@@ -932,7 +1049,11 @@ class UpdateStage:
             if not (x or vt[tgt] in xtypes):
                 continue
             o0, o1, o2, o3 = vspans[tgt], table[tgt], tags[tgt], xspans[tgt]
-            if type(o3) is dict and type(o2) is dict and (not record or (type(o0) is dict and type(o1) is dict)):
+            if (
+                type(o3) is dict
+                and type(o2) is dict
+                and (not record or (type(o0) is dict and type(o1) is dict))
+            ):
                 # a leaf with dicts of its own (held by many jobs, see _SHARE_MAX): _upd_leaf's
                 # change in place, inline (such dicts are never a memo's: no shared state to take)
                 if record:
@@ -942,7 +1063,14 @@ class UpdateStage:
                 o2[jobid] = jobid
                 o3[jobid] = window
             else:
-                if new4 is None or nd != last_nd or o0 is not o0_ or o1 is not o1_ or o2 is not o2_ or o3 is not o3_:
+                if (
+                    new4 is None
+                    or nd != last_nd
+                    or o0 is not o0_
+                    or o1 is not o1_
+                    or o2 is not o2_
+                    or o3 is not o3_
+                ):
                     if o0 is None and o1 is None and o2 is None and o3 is None:
                         got = self._leaf_shared.get(nd)
                         if got is None:
@@ -984,20 +1112,222 @@ class UpdateStage:
         if ranked:
             self._rerank(u, ranked, meta.now)
         if len(dcol[u]) > 64:
-            # as the walk: which children of a wide vertex the job reached (see _upd_dfv_plain)
-            jobid = meta.jobid
-            key = (u, jobid)
-            have = None if mod else self._wide_kids.get(key, [])
-            if have is None:
-                self._wide_kids[key] = None
-            else:
-                have.extend(dst[e] for e in kids if tags[dst[e]] is not None and jobid in tags[dst[e]])
-                self._wide_kids[key] = have
+            self._wide_note(u, meta.jobid, mod, map(dst.__getitem__, kids))
         if leaf_t is not None:
             acc[leaf_t] = acc.get(leaf_t, 0) + leaf_units
         return self._upd_sched(
-            u, None if emit is None else writer, self.dom, needs, excl, n_plans, meta, True, acc, to_parent, excl_parent
+            u,
+            None if emit is None else writer,
+            self.dom,
+            needs,
+            excl,
+            n_plans,
+            meta,
+            True,
+            acc,
+            to_parent,
+            excl_parent,
         )
+
+    def _upd_fresh_dfv(
+        self,
+        u: int,
+        needs: int,
+        excl: bool,
+        to_parent: dict[str, int],
+        excl_parent: bool,
+        shadow: bool,
+        ctx: tuple,
+    ) -> int:
+        """:meth:`_upd_items_dfv` of ``u``, the root of a subtree attached just before, in bulk.
+
+        Every vertex of the subtree is an item, holds no state and has only
+        new children (see :meth:`_fresh_plan`), so the walk needs neither the
+        check nor the marks: a vertex's marked out-edges are all of them, in
+        sibling order, with the items' units and exclusivity.  A family of
+        leaf children with one type, one number of units and all exclusive
+        takes the allocation's shared leaf dicts column-wise (one slice per
+        column when their handles are consecutive), with no step per leaf;
+        every internal vertex is recorded by :meth:`_upd_sched` as in the
+        walk (own span in postorder, tag, window, aggregate span), its
+        children re-ranked and its wide-vertex entry made as there.  The
+        state, the span ids and the job's vertex order are the walk's.
+        O(subtree) at C speed for the leaves + O(internal vertices) in Python.
+        """
+        meta, outs, fresh = ctx[1], ctx[4], ctx[10]
+        _tops, u0, fu, nonx, fwide, wide0 = fresh
+        g = self.g
+        ep = self._epoch
+        ep[u] = ep.get(u, 0) + 1
+        if self._ep_log is not None:
+            self._ep_log.append(u)
+        self.trav_level += 1
+        vsize = g.v_size
+        mod = shadow or g.v_type[u] in self.exclusive_types
+        excl = excl or mod
+        dcol = outs[0]
+        es = dcol[u]
+        if not mod and len(es) > 1:
+            es = sorted(es, key=g.e_seq.__getitem__)  # the order of the marks the walk takes
+        kids = list(map(g.e_dst.__getitem__, es))
+        acc: dict[str, int] = {}
+        if not any(map(dcol.__getitem__, kids)):
+            n_plans = self._fresh_leaves(kids, mod, acc, ctx)
+            ranked = None
+        else:
+            n_plans = 0
+            #: out-edges of ``u`` to children that recorded something: re-ranked at the end (first policy)
+            ranked = [] if self.stop_on_k else None
+            for e, k in zip(es, kids):
+                if dcol[k]:
+                    if mod:
+                        sub = self._upd_fresh_dfv(k, vsize[k], True, acc, excl, mod, ctx)
+                    else:
+                        nd = u0 if fu is None else fu[k]
+                        sub = self._upd_fresh_dfv(k, nd, k not in nonx, acc, excl, mod, ctx)
+                    if sub > 0:
+                        if ranked is not None:
+                            ranked.append(e)
+                        n_plans += sub
+                else:
+                    n_plans += self._fresh_leaves([k], mod, acc, ctx)
+        if ranked:
+            self._rerank(u, ranked, meta.now)
+        if len(es) > 64:
+            jobid = meta.jobid
+            wide = self._wide_kids
+            fwide.append(u)
+            if wide0 is not None and u not in wide0:
+                # what update_allocate's _wide_of keeps of a marked vertex, for the undo
+                have0 = wide.get((u, jobid), False)
+                if have0 is not False:
+                    wide0[u] = None if have0 is None else list(have0)
+            self._wide_note(u, jobid, mod, kids)
+        vspans, tags, xspans = ctx[9]
+        table = ctx[6]
+        dom = self.dom
+        j2s = self.job2span.get(dom)
+        if (
+            vspans[u] is not None
+            or table[u] is not None
+            or tags[u] is not None
+            or xspans[u] is not None
+            or not ctx[5]
+            or j2s is None
+            or j2s[u] is not None
+        ):
+            # (a vertex attached just before holds nothing: kept exact for any other case)
+            return self._upd_sched(u, None, dom, needs, excl, n_plans, meta, True, acc, to_parent, excl_parent)
+        # _upd_sched of a vertex without state, inlined: the same changes in the same order
+        at = meta.at
+        jobid = meta.jobid
+        end = at + meta.duration
+        if excl:
+            n_plans += 1
+            self._span_seq = sid = self._span_seq + 1
+            vspans[u] = {sid: (at, end, needs)}
+            table[u] = {jobid: sid}
+        if n_plans > 0:
+            tags[u] = {jobid: jobid}
+            self._jv_add(u)
+            xspans[u] = {jobid: (at, end)}
+            if acc:
+                p = self.subplan[dom][u]
+                if p is not None:
+                    span = p.add_span_amounts(at, meta.duration, acc)  # may fail: see _undo_update
+                    j2s[u] = {jobid: span}
+                    self._agg_touched(dom, u)
+            total = ctx[8]
+            t = g.v_type[u]
+            if t in total:
+                vs = vsize[u]
+                to_parent[t] = to_parent.get(t, 0) + (vs if excl else vs - needs)
+            for t, c in acc.items():
+                if t in total:
+                    to_parent[t] = to_parent.get(t, 0) + c
+        self.trav_level -= 1
+        return n_plans
+
+    def _fresh_leaves(self, kids: list[int], mod: bool, acc: dict[str, int], ctx: tuple) -> int:
+        """Record the new leaves ``kids`` (siblings, in order) as the walk does; return how many it recorded.
+
+        Each takes the allocation's shared dicts for its units (a leaf without
+        state), a non-exclusive one only if its type is exclusive.  Leaves
+        of one type, one number of units, all exclusive, are written a
+        column at a time.
+        """
+        meta, record, table, total, cols, fresh = ctx[1], ctx[5], ctx[6], ctx[8], ctx[9], ctx[10]
+        u0, fu, nonx = fresh[1], fresh[2], fresh[3]
+        vt, vsize = self.g.v_type, self.g.v_size
+        vspans, tags, xspans = cols
+        n = len(kids)
+        if mod:
+            nds = list(map(vsize.__getitem__, kids))
+        elif fu is None:
+            nds = [u0] * n
+        else:
+            nds = list(map(fu.__getitem__, kids))
+        nd = nds[0]
+        t = vt[kids[0]]
+        if (
+            (mod or nonx.isdisjoint(kids))
+            and ((fu is None and not mod) or nds.count(nd) == n)
+            and (n == 1 or list(map(vt.__getitem__, kids)).count(t) == n)
+        ):
+            got = self._leaf_shared.get(nd) or self._new_leaf_shared(nd, meta)
+            lo = kids[0]
+            hi = lo + n
+            if kids[-1] == hi - 1 and (n < 3 or kids == list(range(lo, hi))):
+                if record:
+                    vspans[lo:hi] = [got[0]] * n
+                    table[lo:hi] = [got[1]] * n
+                tags[lo:hi] = [got[2]] * n
+                xspans[lo:hi] = [got[3]] * n
+            else:
+                s0, s1, s2, s3 = got
+                for k in kids:
+                    if record:
+                        vspans[k] = s0
+                        table[k] = s1
+                    tags[k] = s2
+                    xspans[k] = s3
+            self._jv.extend(kids)
+            if t in total:
+                acc[t] = acc.get(t, 0) + sum(map(vsize.__getitem__, kids))
+            return n
+        xtypes = self.exclusive_types
+        jv_add = self._jv_add
+        m = 0
+        for k, nd in zip(kids, nds):
+            if not (mod or k not in nonx or vt[k] in xtypes):
+                continue
+            s0, s1, s2, s3 = self._leaf_shared.get(nd) or self._new_leaf_shared(nd, meta)
+            if record:
+                vspans[k] = s0
+                table[k] = s1
+            tags[k] = s2
+            xspans[k] = s3
+            jv_add(k)
+            t = vt[k]
+            if t in total:
+                acc[t] = acc.get(t, 0) + vsize[k]
+            m += 1
+        return m
+
+    def _wide_note(self, u: int, jobid: int, mod: bool, kids: Iterable[int]) -> None:
+        """As the walk: which children of wide vertex ``u`` the job reached (see :meth:`_upd_dfv_plain`).
+
+        ``kids``: the children the walk took, in order; those now tagged with the job are added to
+        its list (None: taken whole, all of them).
+        """
+        key = (u, jobid)
+        have = None if mod else self._wide_kids.get(key, [])
+        if have is None:
+            self._wide_kids[key] = None
+        else:
+            tags = self.tags
+            have.extend(k for k in kids if tags[k] is not None and jobid in tags[k])
+            self._wide_kids[key] = have
 
     def _leaf_family(self, u: int, outs: list[list[list[int]]]) -> bool:
         """True if every child of ``u`` in the dominant subsystem is a leaf in every subsystem.
@@ -1057,7 +1387,10 @@ class UpdateStage:
                     seen.add(a)
                     if vt[a] in xtypes:
                         if tags[a] and jobid in tags[a]:
-                            return a, f"is already used by job {jobid} (a job holds a vertex once; release it first)"
+                            return (
+                                a,
+                                f"is already used by job {jobid} (a job holds a vertex once; release it first)",
+                            )
                         # taken whole: no other job may use it or anything below it then (a
                         # non-exclusive item's own units may be free while its node is not)
                         if overlaps(xspans[a], at, duration):
@@ -1284,6 +1617,8 @@ class UpdateStage:
                     pe = pcol[v]
                     if pe >= 0 and src[pe] not in newset:
                         oe.pop(src[pe], None)
+        # for the allocation that usually follows (Engine.attach): see _fresh_plan
+        self._attached = (g.version, self.token, newset, tops_of.get(self.dom))
 
     def _prime_new(
         self, ss: str, new: Sequence[int], newset: set[int]

@@ -330,3 +330,32 @@ def test_signatures_of_an_immutable_tree_are_kept_between_selects(monkeypatch: p
     )
     assert (a.ok, a.at, a.text) == (b.ok, b.at, b.text)
     assert calls[0] > first
+
+
+@pytest.mark.parametrize("tamper", ["none", "targets", "order", "uniq", "size"])
+def test_a_twin_is_exactly_the_shape_shifted(tamper: str) -> None:
+    """``_fresh_twin`` accepts a node whose subtree is the recorded one shifted, and refuses one whose
+    inner edges lead elsewhere, list the children in another order, or differ in a uniq id or size."""
+    eng = engine("first", nodes=4)
+    g, tr = eng.graph, eng.traverser
+    tr._fresh_sync()
+    nodes = [g.by_path[p] for p in sorted(g.by_path) if p.count("/") == 2]
+    a, b = nodes[0], nodes[2]
+    shape, e0a = tr._fresh_shape(a)
+    col = g.out[tr.dom]
+    sock = next(g.e_dst[e] for e in col[b] if g.v_type[g.e_dst[e]] == "socket")
+    e1, e2 = col[sock][0], col[sock][1]
+    if tamper == "targets":
+        g.e_dst[e1], g.e_dst[e2] = g.e_dst[e2], g.e_dst[e1]
+    elif tamper == "order":
+        col[sock][0], col[sock][1] = e2, e1
+    elif tamper == "uniq":
+        g.v_uniq[g.e_dst[e1]] += 1000
+    elif tamper == "size":
+        g.v_size[g.e_dst[e1]] = 2
+    got = tr._fresh_twin(shape, b)
+    if tamper == "none":
+        assert got == e0a + (b - a)  # GRUG lays each node's vertices and edges out contiguously
+        assert tr._fresh_twin(shape, b) == got  # cached
+    else:
+        assert got is None

@@ -717,6 +717,7 @@ class UpdateStage:
         # the wide vertices of the fresh subtrees the walk visited (not in ``by``), for the undo
         fwide: list[int] = []
         self._undo = []
+        seq0 = self._span_seq  # a failed update gives back the span ids it spent: nothing changes
         try:
             rc = None
             if self.batched and len(listed) == len(items):
@@ -731,10 +732,12 @@ class UpdateStage:
                 rc = self.update(root, writer, meta)
             if rc != 0:
                 self._undo_update(jobid, before, [*by, *fwide])
+                self._span_seq = seq0
             else:
                 self._xidx_follow(jobid)
         except BaseException:
             self._undo_update(jobid, before, [*by, *fwide])
+            self._span_seq = seq0
             raise
         finally:
             self._undo = None

@@ -284,10 +284,7 @@ def test_random_corruption_is_a_fluxlite_error_or_an_exact_attach() -> None:
             new = child.attach(cols, allocate_to=job, duration=3600)
         except FluxliteError:
             refused += 1
-            after = fingerprint(child)
-            # (a failed allocation step spends span ids: a counter, not state; the engine's, noted)
-            after["span_seq"] = before["span_seq"]
-            assert after == before
+            assert fingerprint(child) == before  # the span-id counter included
             continue
         # accepted: undo it so that the next one starts from the same graph
         g = child.graph

@@ -86,16 +86,34 @@ class FluxionIds:
     vertices added later keep their own.
     """
 
-    __slots__ = ("uniq",)
+    __slots__ = ("_store", "uniq")
 
     def __init__(self, uniq: Sequence[int]) -> None:
         from array import array
 
         self.uniq = array("q", uniq)
+        self._store: Any = None  # the inverse, made on first use
 
     def uniq_of(self, u: int) -> int:
         """The Fluxion uniq id of store uniq id ``u``."""
         return self.uniq[u] if 0 <= u < len(self.uniq) else u
+
+    def store_uniqs(self, fluxion: Sequence[int]) -> list[int]:
+        """The store uniq ids that :meth:`uniq_of` maps to ``fluxion`` (Fluxion uniq ids, e.g. a JGF
+        document's, which fluxlite's writers and Fluxion's write): attached vertices keep their
+        document's uniq id in what the writers write, as Fluxion keeps it.  An id outside the
+        load's numbering is its own.  O(len(fluxion)) after an O(load) inverse on first use.
+        """
+        inv = self._store
+        if inv is None:
+            from array import array
+
+            inv = array("q", [-1]) * (max(self.uniq, default=-1) + 1)
+            for u, f in enumerate(self.uniq):
+                inv[f] = u
+            self._store = inv
+        n = len(inv)
+        return [inv[f] if 0 <= f < n and inv[f] >= 0 else f for f in fluxion]
 
     def rank_of(self, u: int, rtype: str, rank: int) -> int:
         """The rank Fluxion gives the vertex of store uniq id ``u``, type ``rtype`` and store rank ``rank``."""

@@ -239,7 +239,7 @@ def _unpack(
                 [x.rank for x in new_nodes],
                 [x.size for x in new_nodes],
                 [""] * n,  # Fluxion's JGF reader keeps no unit
-                uniq_ids=[x.uniq_id for x in new_nodes],
+                uniq_ids=_store_uniqs(graph, [x.uniq_id for x in new_nodes]),
                 statuses=[x.status for x in new_nodes],
                 paths=paths,
                 properties=props,
@@ -347,6 +347,15 @@ def _load_columns(graph: ResourceGraph, cols: _jgf.Columns) -> bool:
     return True
 
 
+def _store_uniqs(graph: ResourceGraph, uniqs: list[int]) -> list[int]:
+    """A document's uniq ids as the store numbers them: on a GRUG-loaded graph the writers write
+    Fluxion's numbering (:class:`fluxlite.graph.FluxionIds`), so an attached vertex takes the store
+    id that writes as its document id (re-attaching a removed node gives back its own ids, as in
+    Fluxion, instead of ids other vertices write)."""
+    fids = graph.fluxion_ids
+    return uniqs if fids is None else fids.store_uniqs(uniqs)
+
+
 def has_rank(graph: ResourceGraph, v: int | None, rank: int) -> bool:
     """Whether vertex ``v`` has ``rank`` as the store or as Fluxion's reader ranks it: a GRUG
     graph's vertices below a node have the node's rank in the store and -1 in Fluxion (and in
@@ -438,7 +447,7 @@ def attach_columns(
             pick(rank),
             pick(cols.size),
             [""] * len(new_pos),  # Fluxion's JGF reader keeps no unit (as attach_document)
-            uniq_ids=pick(cols.uniq_id),
+            uniq_ids=_store_uniqs(graph, pick(cols.uniq_id)),
             statuses=pick(cols.status),
             paths={ss: new_paths},
             properties=props,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from os import PathLike, fspath
 from typing import Any
 
@@ -479,8 +480,19 @@ def _yaml_document(data: str, source: str) -> tuple[Any, _Builder]:
     return value, builder
 
 
-def _as_text_or_json(data: str | bytes, source: str) -> tuple[str | None, Any]:
-    """``(text, None)`` for YAML to read, or ``(None, document)`` when it was JSON."""
+def _as_text_or_json(data: str | bytes | Mapping[str, Any], source: str) -> tuple[str | None, Any]:
+    """``(text, None)`` for YAML to read, or ``(None, document)`` when it was JSON (or a mapping)."""
+    if isinstance(data, Mapping):
+        # a document built in Python: as its JSON text would read (tuples become lists; a value
+        # JSON cannot hold is refused here, not deep in the validator)
+        try:
+            return None, orjson.loads(orjson.dumps(data))
+        except TypeError as exc:  # orjson.JSONEncodeError
+            raise JobspecError(f"{source}: not a JSON document: {exc}") from None
+    if not isinstance(data, (str, bytes, bytearray, memoryview)):
+        raise JobspecError(
+            f"{source}: a jobspec is YAML or JSON text, bytes or a mapping, not {type(data).__name__}"
+        )
     if isinstance(data, (bytes, bytearray, memoryview)):
         raw = bytes(data)
         if raw[:1] == b"{" or raw.lstrip()[:1] == b"{":
@@ -937,8 +949,8 @@ def _field_error(exc: FieldError, source: str, builder: _Builder | None) -> Jobs
     return err
 
 
-def parse_jobspec(text: str | bytes, *, source: str = "<string>") -> Jobspec:
-    """Parse jobspec text (YAML, or JSON) into a :class:`Jobspec`.
+def parse_jobspec(text: str | bytes | Mapping[str, Any], *, source: str = "<string>") -> Jobspec:
+    """Parse jobspec text (YAML, or JSON) into a :class:`Jobspec`; a mapping is read as its JSON text.
 
     Accepts and rejects what Fluxion's jobspec reader does.  Any rejection
     raises :class:`~fluxlite.errors.JobspecError` with a one-line message

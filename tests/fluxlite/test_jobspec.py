@@ -265,6 +265,25 @@ def test_yaml_and_json_give_the_same_jobspec() -> None:
     assert from_json.tasks[0].count == {"total": 4}
 
 
+def test_a_mapping_parses_as_its_json_text() -> None:
+    """A document built in Python parses as its JSON text would; anything else is a one-line error."""
+    doc = {
+        "version": 1,
+        "resources": [{"type": "node", "count": 2, "with": [{"type": "slot", "count": 1, "label": "s",
+                                                             "with": [{"type": "core", "count": 4}]}]}],
+        "tasks": [{"command": ("app", "-v"), "slot": "s", "count": {"per_slot": 1}}],
+        "attributes": {"system": {"duration": 60}},
+    }  # fmt: skip
+    assert parse_jobspec(doc) == parse_jobspec(orjson.dumps(doc).decode())
+    with pytest.raises(JobspecError, match=r"^j: version: only versions 1 to 9999"):
+        parse_jobspec({**doc, "version": 0}, source="j")
+    with pytest.raises(JobspecError, match=r"^j: not a JSON document"):
+        parse_jobspec({**doc, "attributes": {"system": {"duration": {1, 2}}}}, source="j")
+    for bad in (42, None, ["version", 1]):
+        with pytest.raises(JobspecError, match=r"^j: a jobspec is YAML or JSON text, bytes or a mapping, not "):
+            parse_jobspec(bad, source="j")  # type: ignore[arg-type]
+
+
 def test_yaml_syntax_error_is_one_line_with_file_and_line(tmp_path: Path) -> None:
     """A YAML syntax error names the file, line and column on one line."""
     path = tmp_path / "broken.yaml"

@@ -708,7 +708,7 @@ def run_against(a: argparse.Namespace, bench: Path, requests: list[str], out_dir
         base = Path(tmp) / "baseline"
         base.mkdir()
         try:
-            extract_revision(a.baseline, base)
+            built = extract_revision(a.baseline, base)
         except InputError as exc:
             raise InputError(f"--baseline {a.baseline}: {exc}") from None
         trees = {"this": repo, "baseline": base}
@@ -736,7 +736,7 @@ def run_against(a: argparse.Namespace, bench: Path, requests: list[str], out_dir
                 last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-3:]
                 raise InputError(f"the {name} tree's run {r + 1} failed: {' | '.join(last)}")
             rows += _read_rows(run_out / "nested_raw.csv", name, r)
-        labels = {"this": _describe(repo, "HEAD") + " (+ work tree)", "baseline": f"{a.baseline} = {_describe(repo, a.baseline)}"}
+        labels = {"this": _describe(repo, "HEAD") + " (+ work tree)", "baseline": f"{a.baseline} = {_describe(repo, a.baseline)} [{built}]"}
     per_tree = {}
     for name in ("this", "baseline"):
         summary, fits = summarize([x for x in rows if x["tree"] == name], requests)

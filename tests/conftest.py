@@ -85,8 +85,11 @@ def files_or_skip(folder: Path, files: Iterable[Any]) -> list[Any]:
 @pytest.fixture(autouse=True)
 def _run_in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test runs in its own empty directory: nothing it reads or writes depends on where
-    pytest was started (a ``job.yaml`` left in the repository root cannot change a result)."""
+    pytest was started (a ``job.yaml`` left in the repository root cannot change a result).
+    Benchmarks' ``--baseline`` revisions stay pure Python here: compiling one costs a minute
+    (``fluxlite.revision.build_like_this``; its own tests turn this off)."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FLUXLITE_BASELINE_PURE", "1")
 
 
 @pytest.fixture

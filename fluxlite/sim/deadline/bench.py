@@ -152,12 +152,13 @@ def run_bench(a: argparse.Namespace) -> int:
     base_rows = []
     tmp = tempfile.TemporaryDirectory(prefix="fluxlite-bench-deadline-") if a.baseline else None
     try:
+        built = ""
         if tmp is not None:
-            extract_revision(a.baseline, Path(tmp.name), "fluxlite")
+            built = extract_revision(a.baseline, Path(tmp.name), "fluxlite")
         print(
             f"deadline bench: {a.jobs}-job trace, load {a.load}, type {a.jtype}, comm {a.comm}, 16x8x4, "
             f"lag {a.lag}, margin {a.margin}, type-2 forks {a.type2_forks}; median of {a.repeat} fresh processes"
-            + (f"; baseline {a.baseline} (its own defaults) interleaved" if a.baseline else "")
+            + (f"; baseline {a.baseline} (its own defaults, {built}) interleaved" if a.baseline else "")
         )
         hdr = (
             f"{'strategy':<16}{'sim s':>8}{'min s':>8}{'cpu s':>8}{'events':>8}{'events/s':>10}{'RSS MB':>8}"

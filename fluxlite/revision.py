@@ -109,7 +109,7 @@ def _built(tree: Path) -> int:
         doc = json.loads((tree / "fluxlite" / "_compiled.json").read_text())
     except (OSError, ValueError):
         return 0
-    mods = doc.get("modules", doc) if isinstance(doc, dict) else {}
+    mods = doc.get("modules") if isinstance(doc, dict) else None
     return len(mods) if isinstance(mods, dict) else 0
 
 

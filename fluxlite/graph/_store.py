@@ -194,7 +194,7 @@ class ResourceGraph:
         self.jgf_vcache: dict[int, Any] = {}
         self.jgf_ecache: dict[int, str] = {}
         #: the columns wire form's row of a vertex (``hierarchy._wire``): everything in it is also in
-        #: the vertex's text, so it is dropped wherever ``jgf_vcache`` drops the vertex
+        #: the vertex's text, so :meth:`_forget_text` drops both
         self.wire_vcache: dict[int, Any] = {}
         self._live: list[bool] = []
         #: subsystem -> {vid: path}
@@ -281,8 +281,7 @@ class ResourceGraph:
                     raise GraphFormatError(f"duplicate vertex path {p}", name=name)
         vid = self.rx.add_node(None)
         self.rx[vid] = vid
-        self.jgf_vcache.pop(vid, None)
-        self.wire_vcache.pop(vid, None)
+        self._forget_text(vid)
         if uniq_id is None:
             uniq_id = self._next_uniq
         if uniq_id >= self._next_uniq:
@@ -816,8 +815,7 @@ class ResourceGraph:
         """Give ``vid`` a path in ``subsystem`` (replacing an old one)."""
         ss = self._intern(subsystem)
         self._ensure_subsystem(ss)
-        self.jgf_vcache.pop(vid, None)
-        self.wire_vcache.pop(vid, None)
+        self._forget_text(vid)
         col = self.paths[ss]
         old = col.get(vid)
         if old is not None:
@@ -850,8 +848,7 @@ class ResourceGraph:
                 if self.roots.get(ss) == vid:
                     del self.roots[ss]
             self.v_props.pop(vid, None)
-            self.jgf_vcache.pop(vid, None)
-            self.wire_vcache.pop(vid, None)
+            self._forget_text(vid)
             for col2 in self.out.values():
                 col2[vid] = _EMPTY
             for pcol in self.parent_edge.values():
@@ -991,10 +988,14 @@ class ResourceGraph:
     def properties(self, vid: int) -> dict[str, str]:
         return self.v_props.get(vid, {})
 
-    def set_property(self, vid: int, key: str, value: str) -> None:
-        self.v_props.setdefault(vid, {})[key] = value
+    def _forget_text(self, vid: int) -> None:
+        """Drop what the writers keep of vertex ``vid`` (its JGF text, its wire-form row): it changed."""
         self.jgf_vcache.pop(vid, None)
         self.wire_vcache.pop(vid, None)
+
+    def set_property(self, vid: int, key: str, value: str) -> None:
+        self.v_props.setdefault(vid, {})[key] = value
+        self._forget_text(vid)
 
     def vertex_dict(self, vid: int) -> dict[str, Any]:
         """All attributes of one vertex as a plain dict (for writers and debugging)."""

@@ -489,10 +489,18 @@ class Engine:
         parent: int | None = None,
         now: int = 0,
         hosts: Any = None,
+        satisfiability: bool = True,
     ) -> Any:
         """MatchGrow locally: find more resources for running job ``jobid``.
 
         ``hosts``: only on these nodes (a hostlist or host names, see :meth:`with_hosts`).
+
+        ``satisfiability``: when the grow cannot be placed now, find out whether
+        this graph could ever place it (a second walk, at the end of the
+        planning window) to raise :class:`UnsatisfiableError` rather than
+        :class:`BusyError`.  A caller that asks elsewhere whichever the
+        answer (a hierarchy level with a parent) passes False: a failure is
+        then a :class:`BusyError` that says the question was not asked.
 
         ``now`` is the time (the engine's integer seconds) the new resources are
         needed from, for the jobspec's duration (a simulator's or queue's clock).
@@ -517,15 +525,19 @@ class Engine:
             raise UnknownJobError(f"nonexistent job {jobid}", jobid=jobid)
         if self.jobs[jobid] != "allocated":
             raise StateError("only a running (allocated) job can grow", jobid=jobid)
-        r = self.match(
-            jobspec, op="allocate_with_satisfiability", jobid=jobid, fmt=fmt, at=now, _grow=True, hosts=hosts
-        )
+        op = "allocate_with_satisfiability" if satisfiability else "allocate"
+        r = self.match(jobspec, op=op, jobid=jobid, fmt=fmt, at=now, _grow=True, hosts=hosts)
         if r.ok:
             if fmt in ("jgf", "jgf_shorthand"):
                 r.counts = self._writer(fmt).counts
             return r
         if r.error:
             raise MatchError(r.error.strip(), jobid=jobid)
+        if not satisfiability:
+            raise BusyError(
+                "no free resources for the grow here (whether this graph could ever place it was not checked)",
+                jobid=jobid,
+            )
         if r.satisfiable:
             raise BusyError("no free resources for the grow here", jobid=jobid)
         raise UnsatisfiableError("this graph can never satisfy the grow", jobid=jobid)

@@ -186,7 +186,9 @@ class GrowMixin(InstanceCore):
                 lazy = accept_columns and not capped and isinstance(w, JgfColumnsWriter)
                 try:
                     w.lazy = lazy
-                    got = self.engine.grow(jobid, js, fmt="jgf")
+                    # with somewhere to ask, the local answer's kind is never reported (the
+                    # source's is): no satisfiability walk after a failed local match
+                    got = self.engine.grow(jobid, js, fmt="jgf", satisfiability=not self._sources())
                     jgf = b"" if lazy else got.text.encode()
                     counted = getattr(got, "counts", None)
                 except (BusyError, UnsatisfiableError) as exc:

@@ -57,6 +57,36 @@ def test_failed_grow_changes_nothing() -> None:
     assert snapshot(eng) == snap
 
 
+def test_grow_without_satisfiability_says_busy_and_walks_once() -> None:
+    """satisfiability=False: a failed grow is a BusyError saying the question was not asked,
+    placed by one walk (no second walk at the end of the window); nothing changes."""
+    eng = _engine(nodes=1)
+    job = eng.allocate(NODE).jobid
+    snap = snapshot(eng)
+    ops: list[str] = []
+    match = eng.match
+
+    def spy(*a: Any, **k: Any) -> Any:
+        ops.append(k["op"])
+        return match(*a, **k)
+
+    eng.match = spy  # type: ignore[method-assign]
+    for spec in (SOCKET, HUGE):  # busy now, and impossible on this graph: the same answer
+        with pytest.raises(BusyError, match="was not checked"):
+            eng.grow(job, spec, satisfiability=False)
+        assert snapshot(eng) == snap
+    assert ops == ["allocate", "allocate"]
+    with pytest.raises(UnsatisfiableError):  # the default still tells the two apart
+        eng.grow(job, HUGE)
+    assert ops[-1] == "allocate_with_satisfiability"
+    assert snapshot(eng) == snap
+    eng.cancel(job)
+    job = eng.allocate(SOCKET).jobid
+    r = eng.grow(job, SOCKET, fmt="simple", satisfiability=False)  # it does grow when it fits
+    assert r.ok and r.jobid == job and len(_held(eng, job)) > 1
+    assert recount_errors(eng, TIMES) == []
+
+
 # ---------------------------------------------------------------------- shrink
 def test_shrink_gives_back_exactly_the_grown_part() -> None:
     eng = _engine()

@@ -399,3 +399,48 @@ def test_shrink_naming_a_node_that_stays_held_counts_and_undoes_only_what_it_rel
     assert root.stat()["free"]["node"] == root_before["node"] + 1
     assert mid.info(recount=True)["recount_errors"] == []
     assert root.info(recount=True)["recount_errors"] == []
+
+
+def _spy_ops(inst: Instance) -> list[str]:
+    """The ``op`` of every match the instance's engine runs from now on."""
+    ops: list[str] = []
+    match = inst.engine.match
+
+    def spy(*a: Any, **k: Any) -> Any:
+        ops.append(k.get("op", "allocate"))
+        return match(*a, **k)
+
+    inst.engine.match = spy  # type: ignore[method-assign]
+    return ops
+
+
+def test_a_level_with_a_parent_skips_the_local_satisfiability_walk() -> None:
+    """A grow that does not fit locally is asked of the parent whatever the local answer, so a level
+    with a parent runs one walk (no satisfiability walk); the root, with nowhere else to ask, still
+    tells busy from impossible, and that is what reaches the caller."""
+    from fluxlite.errors import BusyError, UnsatisfiableError
+
+    root = _root(nodes=2)
+    mid = Instance.from_parent(Direct(root), nodes_jobspec(1).encode(), name="mid")
+    job = mid.match_allocate(nodes_jobspec(1).encode()).jobid
+    mid_ops, root_ops = _spy_ops(mid), _spy_ops(root)
+    out = mid.match_grow(job, nodes_jobspec(1).encode(), request_id="g1")  # the root's other node
+    assert [t.outcome for t in out.timings] == ["parent", "local"]
+    assert mid_ops == ["allocate"] and root_ops == ["allocate_with_satisfiability"]
+    before = (mid.stat()["free"], root.stat()["free"])
+    with pytest.raises(BusyError):  # the tree is full now: busy, as the root says
+        mid.match_grow(job, socket_jobspec().encode(), request_id="g2")
+    with pytest.raises(UnsatisfiableError):  # more than the whole tree: the root's answer
+        mid.match_grow(job, nodes_jobspec(3).encode(), request_id="g3")
+    assert mid_ops == ["allocate"] * 3
+    assert root_ops[1:] == ["allocate_with_satisfiability"] * 2
+    assert (mid.stat()["free"], root.stat()["free"]) == before
+    assert mid.info(recount=True)["recount_errors"] == [] and root.info(recount=True)["recount_errors"] == []
+    orphan = Instance(Engine(generate_graph(nodes=1, sockets=2, cores=CORES), policy="first"), name="alone")
+    alone_job = orphan.match_allocate(nodes_jobspec(1).encode()).jobid
+    alone_ops = _spy_ops(orphan)
+    with pytest.raises(UnsatisfiableError):  # no parent: the local answer is the answer
+        orphan.match_grow(alone_job, nodes_jobspec(3).encode(), request_id="g4")
+    with pytest.raises(BusyError):
+        orphan.match_grow(alone_job, socket_jobspec().encode(), request_id="g5")
+    assert alone_ops == ["allocate_with_satisfiability"] * 2

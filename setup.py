@@ -28,7 +28,8 @@ HERE = Path(__file__).resolve().parent
 MANIFEST = "fluxlite/_compiled.json"
 
 # The modules that carry the time (profiles of the deadline sweep, `fluxlite bench match` busy L0 and
-# empty T8, the batch simulator and the hierarchy attach; see docs/benchmarks.md, "Compiled modules").
+# empty T8, the batch simulator, the hierarchy attach and the match writers; see docs/benchmarks.md,
+# "Compiled modules").
 HOT = (
     "fluxlite.match.update",
     "fluxlite.match.release",
@@ -50,6 +51,9 @@ HOT = (
     "fluxlite.match.rootcache",
     "fluxlite.match.shortcuts",
     "fluxlite.match.explore",
+    "fluxlite.writers.simple",
+    "fluxlite.writers.jgf",
+    "fluxlite.writers.rv1",
 )
 DIRECTIVES = {"language_level": 3, "annotation_typing": False, "binding": True}
 

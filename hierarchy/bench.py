@@ -35,8 +35,9 @@ checkout and of git revision ``REF`` (``git archive`` into a temporary
 directory), each in fresh processes with its own tree on ``PYTHONPATH``,
 taking turns for ``--rounds`` rounds (the order alternates), so both are
 measured in the same run on the same machine.  ``compare.txt`` gives, per
-tree, the medians over all rounds, the ratios this/baseline and the load
-average seen during the run.
+tree, the medians over all rounds, the ratios this/baseline, the ratio of
+each round's two runs (their range says whether the run resolves the
+change) and the load average seen during the run.
 """
 
 from __future__ import annotations
@@ -741,13 +742,33 @@ def run_against(a: argparse.Namespace, bench: Path, requests: list[str], out_dir
     for name in ("this", "baseline"):
         summary, fits = summarize([x for x in rows if x["tree"] == name], requests)
         per_tree[name] = {"summary": summary, "fits": fits, "headline": headline(summary, fits)}
+    # each round's two runs ran minutes apart at most: their ratio sees less of the machine's drift
+    per_round = []
+    for r in range(a.rounds):
+        heads = {}
+        for name in ("this", "baseline"):
+            summary, fits = summarize([x for x in rows if x["tree"] == name and x["round"] == r], requests)
+            heads[name] = headline(summary, fits)
+        per_round.append(heads)
     _write_csv(out_dir / "compare_raw.csv", rows)
-    return {"trees": per_tree, "labels": labels, "loads": loads, "rounds": a.rounds, "reps": a.reps, "rows": rows}
+    return {
+        "trees": per_tree,
+        "labels": labels,
+        "loads": loads,
+        "rounds": a.rounds,
+        "reps": a.reps,
+        "rows": rows,
+        "per_round": per_round,
+    }
 
 
 def _describe(repo: Path, rev: str) -> str:
     r = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%h %s", rev], capture_output=True, text=True)
     return r.stdout.strip()[:80] or rev
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b == b and b != 0 and a == a else float("nan")
 
 
 def compare_report(cmp: dict[str, Any]) -> str:
@@ -778,9 +799,20 @@ def compare_report(cmp: dict[str, Any]) -> str:
     ]
     for key, label, limit in names:
         a, b = this[key], base[key]
-        ratio = a / b if b == b and b != 0 and a == a else float("nan")
         tgt = "" if limit is None else f"<={limit:g} " + {"met": "met", "NOT met": "NOT"}.get(verdict(a, limit), "n/a")
-        lines.append(f"  {label:<58} {_f(a, 9)} {_f(b, 9)} {_f(ratio, 6)} {tgt:>8}")
+        lines.append(f"  {label:<58} {_f(a, 9)} {_f(b, 9)} {_f(_ratio(a, b), 6)} {tgt:>8}")
+    per_round = cmp.get("per_round") or []
+    if len(per_round) > 1:
+        lines += [
+            "",
+            "  the ratio round by round (each round's two runs back to back; a range that spans 1.00 is",
+            "  not resolved by this run: the machine's drift between rounds is as large as the change)",
+        ]
+        for key, label, _limit in names:
+            rs = [_ratio(h["this"][key], h["baseline"][key]) for h in per_round]
+            shown = [x for x in rs if x == x]
+            span = f"{min(shown):.3f} .. {max(shown):.3f}" if shown else "n/a"
+            lines.append(f"  {label:<58} {span:>14}   " + " ".join(_f(x, 5) for x in rs))
     lines.append("")
     lines.append("  per level, sync run (this / baseline):")
     lines.append(f"  {'level':<7} {'attach slope us':>16} {'attach icpt ms':>16} {'comm slope us':>16} {'comm icpt ms':>16}")

@@ -126,3 +126,38 @@ def test_a_negative_fitted_figure_is_not_a_met_target() -> None:
     assert lines["attach+update slope, worst level L1..L4 (us/elem, sync)"].endswith("NOT")
     leaf = next(ln for ln in compare_report(cmp).splitlines() if "64 nodes, deferred" in ln)
     assert leaf.endswith("<=20 met")
+
+
+def test_compare_gives_the_ratio_round_by_round_and_its_range() -> None:
+    """With several rounds, compare.txt also gives each round's ratio (this/baseline of that round's runs)
+    and their range, from the rounds' own headlines (not the medians over all rounds)."""
+    from hierarchy.bench import compare_report
+
+    keys = ("attach_slope_us", "attach_intercept_ms", "attach_cpu_slope_us", "attach_cpu_intercept_ms",
+            "comm_slope_us", "comm_intercept_ms", "leaf_t1_deferred_ms", "leaf_t1_sync_ms",
+            "leaf_t8_deferred_ms", "leaf_t8_sync_ms")  # fmt: skip
+
+    def head(v: float, **kw: float) -> dict[str, float]:
+        return {**dict.fromkeys(keys, v), **kw}
+
+    rounds = [
+        {"this": head(1.0, leaf_t8_deferred_ms=9.0), "baseline": head(2.0, leaf_t8_deferred_ms=10.0)},
+        {"this": head(1.0, leaf_t8_deferred_ms=8.0), "baseline": head(4.0, leaf_t8_deferred_ms=10.0)},
+        {"this": head(3.0, leaf_t8_deferred_ms=11.0), "baseline": head(3.0, leaf_t8_deferred_ms=10.0)},
+    ]
+    cmp = {
+        "trees": {"this": {"headline": head(1.0), "fits": []}, "baseline": {"headline": head(3.0), "fits": []}},
+        "labels": {"this": "a", "baseline": "b"},
+        "loads": [1.0],
+        "rounds": 3,
+        "reps": 1,
+        "per_round": rounds,
+    }
+    text = compare_report(cmp)
+    section = text.split("the ratio round by round")[1]
+    leaf = next(ln for ln in section.splitlines() if "1 socket, deferred attach" in ln).split()
+    assert leaf[-6:] == ["0.800", "..", "1.100", "0.900", "0.800", "1.100"]
+    slope = next(ln for ln in section.splitlines() if ln.strip().startswith("attach+update slope")).split()
+    assert slope[-3:] == ["0.500", "0.250", "1.000"]
+    cmp["per_round"] = rounds[:1]  # one round: nothing to add to the medians' ratio
+    assert "round by round" not in compare_report(cmp)

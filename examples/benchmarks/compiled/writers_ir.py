@@ -1,0 +1,107 @@
+"""Instruction counts (callgrind) of the matches alone, for two source trees: what compiling a module buys.
+
+    python examples/benchmarks/compiled/writers_ir.py --bench-dir ../shared/bench --a TREE_A --b TREE_B
+
+Each tree must be built as it is to be measured (``python setup.py build_ext --inplace`` in it, or
+not).  For each scenario the tree runs in its own process under ``valgrind --tool=callgrind``
+with collection switched on only inside ``Traverser.run`` (the matches: loading, parsing and
+output joining are not counted), so the figures are deterministic to about 1 % where this
+machine's timings move 2x within minutes.  Scenarios on L0 (128 nodes), a job holding 8 nodes:
+
+* ``jgf``     - five grows of 64 nodes (T1) written as JGF text (``-F jgf``), each shrunk back;
+* ``columns`` - the same grows recorded for the hierarchy's columns wire form (lazy JGF writer);
+* ``rv1``     - five allocations of 64 nodes written as R (rv1), each cancelled;
+* ``busy``    - the busy ``first`` session of ``fluxlite bench match --against`` (simple writer).
+
+Needs valgrind (Debian package).  About a minute per scenario and tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+TOGGLE = "__pyx_pw_8fluxlite_5match_10_traverser_9Traverser_17run"
+
+CHILD = r"""
+import sys
+from pathlib import Path
+from fluxlite.api import Engine
+from fluxlite.jobspec import parse_jobspec
+from fluxlite.match import Traverser
+from fluxlite.writers.jgf import JgfColumnsWriter
+bench, scenario, work = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+spec = {t: parse_jobspec((bench / "jobspecs" / f"{t}.yaml").read_text()) for t in ("T1", "T4")}
+eng = Engine.from_file(bench / "graphs" / "L0.graphml", format="grug", policy="first")
+if scenario == "busy":
+    from fluxlite.cli.bench_fluxion import _busy_session, busy_files
+    cmds, _ = _busy_session(str(bench / "graphs" / "L0.graphml"), busy_files(bench, work), "first", "ALL:core", 1, 60, 60)
+    ids, k, specs = {}, 0, {}
+    for line in cmds.splitlines():
+        p = line.split()
+        if p and p[0] == "match":
+            k += 1
+            js = specs.get(p[2]) or specs.setdefault(p[2], parse_jobspec(Path(p[2]).read_text()))
+            r = eng.match(js, p[1])
+            if r.ok:
+                ids[k] = r.jobid
+        elif p and p[0] == "cancel" and int(p[1]) in ids:
+            eng.cancel(ids.pop(int(p[1])))
+    sys.exit(0)
+job = eng.allocate(spec["T4"], fmt="jgf").jobid
+w = JgfColumnsWriter()
+eng.set_writer("jgf", w)
+for _ in range(5):
+    if scenario == "rv1":
+        eng.cancel(eng.allocate(spec["T1"], fmt="rv1").jobid)
+        continue
+    w.lazy = scenario == "columns"
+    eng.grow(job, spec["T1"], fmt="jgf")
+    w.lazy = False
+    g = eng.graph
+    eng.shrink(job, paths=[g.path(v) for v in w.emitted[0] if g.v_type[v] == "node"])
+"""
+
+
+def count(tree: str, bench: str, scenario: str, work: str) -> int:
+    prog = Path(work) / "child.py"
+    prog.write_text(CHILD)
+    env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()))
+    out = subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--toggle-collect={TOGGLE}", f"--callgrind-out-file={work}/cg.out",
+         sys.executable, str(prog), bench, scenario, work],
+        capture_output=True, text=True, env=env, cwd=work, check=True,
+    )  # fmt: skip
+    m = re.search(r"Collected : (\d+)", out.stderr)
+    if m is None:
+        raise SystemExit(f"no callgrind total for {tree} {scenario}:\n{out.stderr[-2000:]}")
+    return int(m.group(1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bench-dir", required=True, help="holds graphs/L0.graphml and jobspecs/")
+    ap.add_argument("--a", required=True, help="the first source tree (e.g. a baseline)")
+    ap.add_argument("--b", required=True, help="the second source tree")
+    ap.add_argument("--scenarios", default="jgf,columns,rv1,busy")
+    a = ap.parse_args(argv)
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    bench = str(Path(a.bench_dir).resolve())
+    print(f"a = {a.a}\nb = {a.b}\ninstructions inside Traverser.run (callgrind Ir)")
+    for sc in a.scenarios.split(","):
+        with tempfile.TemporaryDirectory(prefix="wir-") as work:
+            ia = count(a.a, bench, sc, work)
+            ib = count(a.b, bench, sc, work)
+        print(f"  {sc:8s} a {ia / 1e6:8.1f} M   b {ib / 1e6:8.1f} M   b/a {ib / ia:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

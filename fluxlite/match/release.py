@@ -475,6 +475,9 @@ class ReleaseStage:
         #: parent -> what its leaves released alone (a leaf group each, as a leak's join gives) released
         #: below it: summed here and added to the parent's ancestors once, not once a leaf
         leafsum: dict[int, dict[tuple[str, int, int], int]] | None = {} if self.batched else None
+        #: group root -> the job's vertices at or below it, found once for all the groups (several
+        #: groups each scanning all of the job's vertices made a shrink by many paths quadratic)
+        under: dict[int, list[int]] | None = None
         for root, vids in groups:
             if root is None:
                 for v in vids:
@@ -505,7 +508,9 @@ class ReleaseStage:
             # reduced as an ancestor).  Everything else listed is purged, and
             # each purged subtree's top reports its amounts to its ancestors.
             vset = set(vids)
-            partial = self._keeps_below(jobid, root, vset)
+            if under is None and len(groups) > 1 and any(out[v] for v in vset):
+                under = self._job_under_each(jobid, [r for r, _ in groups if r is not None])
+            partial = self._keeps_below(jobid, root, vset, None if under is None else under[root])
             purge = [v for v in vids if v not in partial]
             pset = set(purge)
             by_top: dict[int, dict[tuple[str, int, int], int]] = {}
@@ -602,12 +607,18 @@ class ReleaseStage:
         if not d2:
             j2s[u] = None  # type: ignore[index]
 
-    def _keeps_below(self, jobid: int, root: int, released: set[int]) -> set[int]:
+    def _keeps_below(
+        self, jobid: int, root: int, released: set[int], below: list[int] | None = None
+    ) -> set[int]:
         """Listed vertices of ``root``'s subtree with a vertex of the job below them that is not listed.
 
         Walks up from each of the job's vertices that stays, marking its
         ancestors, and stops at an ancestor already marked or at ``root``.
         O(job's vertices + their ancestors), whatever the size of the subtree.
+        ``below``: the job's vertices at or below ``root`` (:meth:`_job_under_each`), when
+        known; the walk then starts only from those, which gives the same answer as long
+        as everything listed is among them (a vertex of the job elsewhere has no ancestor
+        in the subtree).  O(those + their ancestors).
         """
         g = self.g
         dom = self.dom
@@ -615,7 +626,11 @@ class ReleaseStage:
         if not any(out[v] for v in released):
             return set()  # only leaves are released: nothing of the job can be below them
         above: set[int] = set()
-        for c in self.job_vertices(jobid):
+        if below is not None and len(released) <= len(below) and released.issubset(below):
+            starts: Iterable[int] = below
+        else:
+            starts = self.job_vertices(jobid)
+        for c in starts:
             if c in released:
                 continue
             a = c
@@ -625,6 +640,30 @@ class ReleaseStage:
                     break
                 above.add(a)
         return released & above
+
+    def _job_under_each(self, jobid: int, roots: list[int]) -> dict[int, list[int]]:
+        """Each root's vertices of ``jobid`` at or below it (every root above a vertex gets it, so
+        nested roots are exact too).  Roots that do not nest (a shrink's, a removal's): the memoized
+        walk of :meth:`job_vertices_under`, O(job's vertices); else one upward walk per vertex of the
+        job, O(job's vertices x depth)."""
+        g = self.g
+        rs = set(roots)
+        if not any(a in rs for r in rs for a in g.ancestors(r, self.dom)):
+            return self.job_vertices_under(jobid, rs)
+        pcol = g.parent_edge.get(self.dom)
+        src = g.e_src
+        got: dict[int, list[int]] = {r: [] for r in roots}
+        for c in self.job_vertices(jobid):
+            a = c
+            while True:
+                lst = got.get(a)
+                if lst is not None:
+                    lst.append(c)
+                e = pcol[a] if pcol is not None else -1
+                if e < 0:
+                    break
+                a = src[e]
+        return got
 
     @staticmethod
     def _reduction_cuts(

@@ -756,24 +756,34 @@ class Engine:
         return out
 
     def remove_subgraph(
-        self, path: str | None = None, ranks: Iterable[int] | None = None, force: bool = False
+        self,
+        path: str | None = None,
+        ranks: Iterable[int] | None = None,
+        force: bool = False,
+        *,
+        paths: Iterable[str] = (),
     ) -> list[int]:
         """Remove the subtree at ``path`` (or every subtree of broker ``ranks``) from the graph.
 
+        ``paths``: several subtrees at once, all or nothing (a subtree inside
+        another one listed is part of it); one pass over the aggregates and
+        the graph, where a call per path would update the ancestors each time.
         The resources must be free; with ``force``, jobs holding them lose them
         first (as a partial release, so aggregates stay exact).  Raises
         :class:`CommandError` for an unknown path/rank and :class:`StateError`
-        naming the jobs that hold the resources.  Returns the removed handles.
+        naming the jobs that hold the resources; nothing is removed then.
+        Returns the removed handles.
         """
         g = self.graph
         tr = self.traverser
         dom = tr.dom
         roots: list[int] = []
-        if path is not None:
-            sharers = g.vertices_by_path(path)
+        for p in ([path] if path is not None else []) + list(paths):
+            sharers = g.vertices_by_path(p)
             if not sharers:
-                raise CommandError(f"could not find path {path} in resource graph")
-            roots.append(sharers[-1])  # Fluxion's remove_subgraph takes the last of a shared path
+                raise CommandError(f"could not find path {p} in resource graph")
+            if sharers[-1] not in roots:
+                roots.append(sharers[-1])  # Fluxion's remove_subgraph takes the last of a shared path
         for r in ranks or ():
             vids = g.by_rank.get(r)
             if not vids:
@@ -785,6 +795,9 @@ class Engine:
             raise CommandError("nothing to remove")
         if g.roots.get(dom) in roots:
             raise CommandError("cannot remove the root of the graph")
+        if len(roots) > 1:  # a root inside another one's subtree goes with it
+            rset = set(roots)
+            roots = [r for r in roots if not any(a in rset for a in g.ancestors(r, dom))]
         doomed: list[int] = []
         for r in roots:
             doomed.extend(g.subtree(r, dom))
@@ -875,7 +888,7 @@ class Engine:
         groups = [(root, under[root]) for root in roots]
         tr.total_preorder = 0
         tr.total_postorder = 0
-        full = tr.release_groups(jobid, groups)
+        full = tr.release_groups(jobid, groups, under)
         if full:
             del self.jobs[jobid]
             self.job_at.pop(jobid, None)

@@ -68,8 +68,8 @@ class GraphObserver(Protocol):
     def vertex_removed(self, vid: int) -> None:
         """Called before vertex ``vid`` is deleted."""
 
-    # An observer may also define ``vertices_added(vids)``, called once for a
-    # bulk addition instead of ``vertex_added`` per vertex.
+    # An observer may also define ``vertices_added(vids)`` and ``vertices_removed(vids)``,
+    # called once for a bulk addition or removal instead of once per vertex.
 
 
 class FluxionIds:
@@ -831,9 +831,13 @@ class ResourceGraph:
         """Delete vertices and every edge touching them.  O(removed + their edges)."""
         vids = list(vids)
         dead = set(vids)
-        for vid in vids:
-            for obs in self._observers:
-                obs.vertex_removed(vid)
+        for obs in self._observers:
+            bulk = getattr(obs, "vertices_removed", None)
+            if bulk is not None:
+                bulk(vids)
+            else:
+                for vid in vids:
+                    obs.vertex_removed(vid)
         eids: set[int] = set()
         for vid in vids:
             eids.update(self.rx.out_edge_indices(vid))

@@ -449,22 +449,30 @@ class ReleaseStage:
             groups.append((root, vids))
         return self.release_groups(jobid, groups)
 
-    def release_groups(self, jobid: int, groups: list[tuple[int | None, list[int]]]) -> bool:
+    def release_groups(
+        self,
+        jobid: int,
+        groups: list[tuple[int | None, list[int]]],
+        under: dict[int, list[int]] | None = None,
+    ) -> bool:
         """Release groups of vertices (each with the root of its subtree); True if the job is gone.
 
         Released vertices lose the job's spans, tags and aggregate spans; every
         ancestor's aggregate drops by what was released below it.  When nothing
         but bookkeeping residue is left, the whole job is purged.  O(released +
-        depth x ranks).
+        depth x ranks).  ``under``: each group root's vertices of the job at or
+        below it, when the caller has them already (:meth:`job_vertices_under`).
         """
         self.memo_clear()
         self._drop_memo = {}
         try:
-            return self._release_groups(jobid, groups)
+            return self._release_groups(jobid, groups, under)
         finally:
             self._drop_memo = {}  # drops the old dicts it kept alive (as remove does)
 
-    def _release_groups(self, jobid: int, groups: list[tuple[int | None, list[int]]]) -> bool:
+    def _release_groups(
+        self, jobid: int, groups: list[tuple[int | None, list[int]]], under: dict[int, list[int]] | None = None
+    ) -> bool:
         g = self.g
         dom = self.dom
         # accumulate reductions along each group root's ancestor chain
@@ -475,9 +483,8 @@ class ReleaseStage:
         #: parent -> what its leaves released alone (a leaf group each, as a leak's join gives) released
         #: below it: summed here and added to the parent's ancestors once, not once a leaf
         leafsum: dict[int, dict[tuple[str, int, int], int]] | None = {} if self.batched else None
-        #: group root -> the job's vertices at or below it, found once for all the groups (several
-        #: groups each scanning all of the job's vertices made a shrink by many paths quadratic)
-        under: dict[int, list[int]] | None = None
+        # under: group root -> the job's vertices at or below it, found once for all the groups
+        # (several groups each scanning all of the job's vertices made a shrink by many paths quadratic)
         for root, vids in groups:
             if root is None:
                 for v in vids:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 from fluxlite.graph import UP
@@ -64,6 +65,28 @@ class GraphStateStage:
         if oe:
             for v in vids:
                 oe.pop(v, None)
+
+    def vertices_removed(self, vids: Sequence[int]) -> None:
+        """:meth:`vertex_removed` of each of ``vids``, one pass per column (a bulk removal).  O(len(vids))."""
+        if not vids:
+            return
+        self.memo_clear()
+        top = max(vids)
+        for col in (
+            self.vspans,
+            self.allocs,
+            self.resvs,
+            self.tags,
+            self.xspans,
+            *self.subplan.values(),
+            *self.job2span.values(),
+        ):
+            ks = vids if top < len(col) else [v for v in vids if v < len(col)]
+            list(map(col.__setitem__, ks, repeat(None)))  # type: ignore[arg-type]
+        oe = self._outedges
+        if oe:
+            for v in oe.keys() & set(vids):
+                del oe[v]
 
     def vertex_removed(self, vid: int) -> None:
         self.memo_clear()

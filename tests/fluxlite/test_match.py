@@ -212,6 +212,25 @@ def test_remove_free_node_and_refuse_busy_one() -> None:
     assert recount_errors(eng, [0]) == []
 
 
+def test_remove_several_paths_at_once_equals_one_at_a_time_and_is_all_or_nothing() -> None:
+    """remove_subgraph(paths=...) leaves what removing each path in turn leaves (a subtree listed
+    inside another goes with it); a busy or unknown path among them removes nothing."""
+    one, many = small_engine("low", nodes=4), small_engine("low", nodes=4)
+    for eng in (one, many):
+        eng.allocate(SOCKET)  # node0's socket: aggregates above the removed nodes are not empty
+    for p in ("/cluster0/node2", "/cluster0/node3"):
+        one.remove_subgraph(p)
+    removed = many.remove_subgraph(paths=["/cluster0/node2", "/cluster0/node3/socket1", "/cluster0/node3"])
+    assert len(removed) == len(set(removed)) and snapshot(many) == snapshot(one)
+    assert recount_errors(many, [0, 1, 3600]) == []
+    before = snapshot(many)
+    with pytest.raises(StateError, match="job"):
+        many.remove_subgraph(paths=["/cluster0/node1", "/cluster0/node0"])  # node0 holds the socket job
+    with pytest.raises(CommandError, match="/cluster0/node9"):
+        many.remove_subgraph(paths=["/cluster0/node1", "/cluster0/node9"])
+    assert snapshot(many) == before
+
+
 def test_remove_unknown_path_raises() -> None:
     """Removing a path that does not exist names it."""
     eng = small_engine()

@@ -37,12 +37,21 @@ def _spec(nodes: int, sockets: int, cores: int) -> Any:
     )
 
 
+_RELEASE_GROUPS = ReleaseStage.release_groups
+
+
+def _without_under(self: Any, jobid: int, groups: Any, under: Any = None) -> bool:
+    """release_groups without the subtree lists a caller (Engine.shrink) hands it."""
+    return _RELEASE_GROUPS(self, jobid, groups)
+
+
 def _session(seed: int, old_scan: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[Engine, list[Any]]:
     """Random jobs, grows and shrinks by several paths (whole nodes, sockets, cores, nested ones)."""
     with monkeypatch.context() as m:
         if old_scan:
             # no subtree lists: every group's _keeps_below scans all of the job's vertices (the old code)
             m.setattr(ReleaseStage, "_job_under_each", lambda self, jobid, roots: dict.fromkeys(roots))
+            m.setattr(ReleaseStage, "release_groups", _without_under)
         rng = random.Random(seed)
         eng = Engine(generate_graph(nodes=6, sockets=2, cores=4), policy=rng.choice(["first", "low", "high"]))
         g = eng.graph
@@ -136,3 +145,29 @@ def test_keeps_below_with_the_subtree_list_equals_the_scan() -> None:
         assert tr._keeps_below(job, root, released, under[root]) == want
     assert tr._keeps_below(job, node, {node, socket}) == {node, socket}
     assert tr._keeps_below(job, node, set(under[node])) == set()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bulk_removal_leaves_what_removal_one_vertex_at_a_time_leaves(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ResourceGraph.remove_vertices tells the traverser once (vertices_removed): the engine after
+    removing subtrees (some held, forced) is the one the per-vertex notification leaves."""
+
+    def run(bulk: bool) -> tuple:
+        with monkeypatch.context() as m:
+            if not bulk:  # remove_vertices then calls vertex_removed once a vertex
+                m.setattr(type(eng_probe.traverser), "vertices_removed", None)
+            rng = random.Random(seed)
+            eng = Engine(generate_graph(nodes=5, sockets=2, cores=4), policy="low")
+            for _ in range(4):
+                eng.match(_spec(rng.choice([0, 1]), 1, rng.choice([1, 4])), "allocate")
+            g = eng.graph
+            nodes = [v for v in g.vertices() if g.v_type[v] == "node"]
+            paths = [g.path(v) for v in rng.sample(nodes, k=3)]
+            removed = eng.remove_subgraph(paths=paths, force=True)
+            return snapshot(eng), sorted(removed), recount_errors(eng, TIMES)
+
+    eng_probe = Engine(generate_graph(nodes=1, sockets=1, cores=1))
+    got = run(True)
+    assert got == run(False) and got[2] == []

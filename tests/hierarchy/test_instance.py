@@ -444,3 +444,27 @@ def test_a_level_with_a_parent_skips_the_local_satisfiability_walk() -> None:
     with pytest.raises(BusyError):
         orphan.match_grow(alone_job, socket_jobspec().encode(), request_id="g5")
     assert alone_ops == ["allocate_with_satisfiability"] * 2
+
+
+def test_shrink_documents_read_column_wise_name_what_the_per_node_reader_names() -> None:
+    """A shrink document in a match's JGF layout is read column-wise; the (path, rank) pairs are the
+    per-node reader's, and a document the columns reader cannot vouch for (an edge to a node it
+    leaves out, as partial-cancel documents have) still goes through the per-node reader."""
+    import jgf as jgf_mod
+    from fluxlite.jobspec import parse_jobspec
+    from fluxlite.readers import read_vertices
+    from hierarchy.instance import handback
+
+    eng = Engine(generate_graph(nodes=4, sockets=2, cores=CORES), policy="first")
+    doc = eng.allocate(parse_jobspec(nodes_jobspec(3)), fmt="jgf").text.encode()
+    assert len(doc) >= handback._COLUMNS_MIN_BYTES and jgf_mod.read_columns(doc) is not None
+
+    def per_node(text: bytes) -> list[tuple[str, int]]:
+        return [(n.paths.get("containment") or next(iter(n.paths.values()), ""), n.rank) for n in read_vertices(text)]
+
+    assert list(handback._paths_and_ranks(doc, "containment")) == per_node(doc)
+    d = orjson.loads(doc)
+    d["graph"]["nodes"] = d["graph"]["nodes"][1:]  # the first node left out, its edges kept
+    partial = orjson.dumps(d)
+    assert jgf_mod.read_columns(partial) is None
+    assert list(handback._paths_and_ranks(partial, "containment")) == per_node(partial)

@@ -557,15 +557,20 @@ class ResourceGraph:
         cuts = [0, *compress(range(1, n), map(ne, rk[1:], rk[:-1])), n]
         for a, b in pairwise(cuts):
             by_rank.setdefault(rk[a], []).extend(vids[a:b])
-        for obs in self._observers:
-            bulk = getattr(obs, "vertices_added", None)
-            if bulk is not None:
-                bulk(vids)
-            else:
-                for vid in vids:
-                    obs.vertex_added(vid)
+        self._tell_observers("vertices_added", "vertex_added", vids)
         self.version += 1
         return vids
+
+    def _tell_observers(self, bulk: str, one: str, vids: list[int]) -> None:
+        """Each observer's ``bulk(vids)`` where it has one, else its ``one(vid)`` for each vertex."""
+        for obs in self._observers:
+            tell = getattr(obs, bulk, None)
+            if tell is not None:
+                tell(vids)
+            else:
+                each = getattr(obs, one)
+                for vid in vids:
+                    each(vid)
 
     def _label_nodes(self, vids: list[int]) -> None:
         """Give the new rustworkx nodes ``vids`` their handle as payload (as :meth:`add_vertex` does).
@@ -831,13 +836,7 @@ class ResourceGraph:
         """Delete vertices and every edge touching them.  O(removed + their edges)."""
         vids = list(vids)
         dead = set(vids)
-        for obs in self._observers:
-            bulk = getattr(obs, "vertices_removed", None)
-            if bulk is not None:
-                bulk(vids)
-            else:
-                for vid in vids:
-                    obs.vertex_removed(vid)
+        self._tell_observers("vertices_removed", "vertex_removed", vids)
         eids: set[int] = set()
         for vid in vids:
             eids.update(self.rx.out_edge_indices(vid))

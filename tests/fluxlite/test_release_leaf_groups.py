@@ -57,9 +57,9 @@ def _pair() -> tuple[Engine, Engine, list[int]]:
     leaves: list[int] = []
     real = fast.traverser._release_groups
 
-    def counting(jobid: int, groups: list) -> bool:
+    def counting(jobid: int, groups: list, under: Any = None) -> bool:
         leaves.append(sum(1 for r, v in groups if v == [r]))
-        return real(jobid, groups)
+        return real(jobid, groups, under)
 
     fast.traverser._release_groups = counting  # type: ignore[method-assign]
     return fast, plain, leaves

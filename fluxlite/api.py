@@ -778,7 +778,8 @@ class Engine:
         tr = self.traverser
         dom = tr.dom
         roots: list[int] = []
-        for p in ([path] if path is not None else []) + list(paths):
+        named = ([path] if path is not None else []) + list(paths)
+        for p in named:
             sharers = g.vertices_by_path(p)
             if not sharers:
                 raise CommandError(f"could not find path {p} in resource graph")
@@ -805,7 +806,7 @@ class Engine:
         if held and not force:
             jobs = ", ".join(str(j) for j in sorted(held))
             raise StateError(
-                f"resources are in use by job(s) {jobs}", path=path or "", ranks=list(ranks or [])
+                f"resources are in use by job(s) {jobs}", path=",".join(named), ranks=list(ranks or [])
             )
         for jobid, vids in held.items():
             groups = []

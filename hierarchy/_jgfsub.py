@@ -6,16 +6,22 @@
   cluster vertex) that the match writer includes but a partial release
   cannot name on their own;
 * :func:`subgraph_jgf` - a JGF document for a set of vertices of a graph,
-  in the match writer's layout, with the containment edges among them.
+  in the match writer's layout, with the containment edges among them;
+* :func:`document_nodes` - each node's path, rank and type, column-wise for
+  a match writer's document.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import orjson
 
+from fluxlite.readers import read_vertices
 from fluxlite.writers.jgf import subgraph_jgf
+from jgf import read_columns
 
-__all__ = ["jgf_counts", "releasable", "subgraph_jgf"]
+__all__ = ["document_nodes", "jgf_counts", "releasable", "subgraph_jgf"]
 
 
 def jgf_counts(jgf: bytes | str) -> tuple[int, int]:
@@ -37,3 +43,27 @@ def releasable(jgf: bytes | str) -> bytes:
         e for e in g.get("edges", []) if e.get("source") not in drop and e.get("target") not in drop
     ]
     return orjson.dumps(doc)
+
+
+def document_nodes(
+    jgf: bytes | str, dom: str, source: str, *, columns_from: int = 0
+) -> tuple[Sequence[str], Sequence[int], Sequence[str]]:
+    """Each node's path (``dom``'s, else its first), rank and type, in document order.
+
+    A match writer's document (one subsystem, a path per node) at least
+    ``columns_from`` bytes long is read as columns (:func:`jgf.read_columns`,
+    without an object per node); any other document, or one the columnar
+    reader turns away, by :func:`read_vertices`, which gives the same answer
+    or the document's error (naming ``source``).  O(document).
+    """
+    cols = read_columns(jgf) if len(jgf) >= columns_from else None
+    if cols is not None and len(cols.paths) == 1:
+        paths = next(iter(cols.paths.values()))
+        if None not in paths:
+            return paths, cols.rank, cols.type  # type: ignore[return-value]
+    nodes = read_vertices(jgf, source=source)
+    return (
+        [n.paths.get(dom) or next(iter(n.paths.values()), "") for n in nodes],
+        [n.rank for n in nodes],
+        [n.type for n in nodes],
+    )

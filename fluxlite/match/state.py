@@ -30,12 +30,22 @@ class GraphStateStage:
     _undo: list[tuple[Any, ...]] | None = None
 
     # ------------------------------------------------------------ observers
+    def _vertex_columns(self) -> list[list[Any]]:
+        """Every per-vertex column of the traverser's state (what an added or removed vertex resets)."""
+        return [
+            self.vspans,
+            self.allocs,
+            self.resvs,
+            self.tags,
+            self.xspans,
+            *self.subplan.values(),
+            *self.job2span.values(),
+        ]
+
     def vertex_added(self, vid: int) -> None:
         self.memo_clear()
         self.types.intern(self.g.v_type[vid])
-        cols: list[list[Any]] = [self.vspans, self.allocs, self.resvs, self.tags, self.xspans]
-        cols.extend(self.subplan.values())
-        cols.extend(self.job2span.values())
+        cols = self._vertex_columns()
         for col in cols:
             if vid == len(col):
                 col.append(None)
@@ -51,9 +61,7 @@ class GraphStateStage:
         g = self.g
         for t in {g.v_type[v] for v in vids}:
             self.types.intern(t)
-        cols: list[list[Any]] = [self.vspans, self.allocs, self.resvs, self.tags, self.xspans]
-        cols.extend(self.subplan.values())
-        cols.extend(self.job2span.values())
+        cols = self._vertex_columns()
         hi = max(vids, default=-1)
         for col in cols:
             if len(col) <= hi:
@@ -72,15 +80,7 @@ class GraphStateStage:
             return
         self.memo_clear()
         top = max(vids)
-        for col in (
-            self.vspans,
-            self.allocs,
-            self.resvs,
-            self.tags,
-            self.xspans,
-            *self.subplan.values(),
-            *self.job2span.values(),
-        ):
+        for col in self._vertex_columns():
             ks = vids if top < len(col) else [v for v in vids if v < len(col)]
             list(map(col.__setitem__, ks, repeat(None)))  # type: ignore[arg-type]
         oe = self._outedges
@@ -90,10 +90,7 @@ class GraphStateStage:
 
     def vertex_removed(self, vid: int) -> None:
         self.memo_clear()
-        for col in (self.vspans, self.allocs, self.resvs, self.tags, self.xspans):
-            if vid < len(col):
-                col[vid] = None
-        for col in (*self.subplan.values(), *self.job2span.values()):
+        for col in self._vertex_columns():
             if vid < len(col):
                 col[vid] = None
         self._outedges.pop(vid, None)

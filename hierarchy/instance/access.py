@@ -22,38 +22,23 @@ from itertools import compress
 
 from fluxlite.errors import UnknownJobError
 from fluxlite.jobspec import Jobspec
-from fluxlite.readers import read_vertices
 from hierarchy._errors import LimitError, NotAuthorizedError
+from hierarchy._jgfsub import document_nodes
 from hierarchy._limits import request_counts
 from hierarchy._wire import as_jgf
 from hierarchy.instance.core import InstanceCore
 from hierarchy.instance.records import JobRecord
-from jgf import read_columns
 
 
 def _footprint_of(jgf: bytes | str, dom: str, what: str) -> tuple[set[str], int]:
     """The node paths (``dom``'s, else the node's first) and the number of cores a match's JGF lists.
 
-    A match writer's document (one subsystem) is read as columns (:func:`jgf.read_columns`, a
-    fraction of the per-node reader's time, which the attach that follows pays again); any
-    other document, or one the columnar reader turns away, by :func:`read_vertices`, which
-    gives the same answer or the document's error.  O(document).
+    Read by :func:`hierarchy._jgfsub.document_nodes`: column-wise for a match writer's document
+    (a fraction of the per-node reader's time, which the attach that follows pays again).
+    O(document).
     """
-    cols = read_columns(jgf)
-    if cols is not None and len(cols.paths) == 1:
-        col = next(iter(cols.paths.values()))
-        if None not in col:
-            types = cols.type
-            nodes = {col[k] for k in compress(range(len(types)), map("node".__eq__, types))}
-            return nodes, types.count("core")
-    new_nodes: set[str] = set()
-    new_cores = 0
-    for node in read_vertices(jgf, source=what):
-        if node.type == "core":
-            new_cores += 1
-        elif node.type == "node":
-            new_nodes.add(node.paths.get(dom) or next(iter(node.paths.values()), ""))
-    return new_nodes, new_cores
+    paths, _ranks, types = document_nodes(jgf, dom, what)
+    return {paths[k] for k in compress(range(len(types)), map("node".__eq__, types))}, types.count("core")
 
 
 class AccessMixin(InstanceCore):

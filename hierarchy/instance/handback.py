@@ -17,45 +17,32 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from fluxlite.api import ATTACH_COLUMNS_MIN_BYTES
 from fluxlite.errors import (
     FluxliteError,
     InputError,
     UnknownJobError,
 )
-from fluxlite.readers import read_vertices
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, NotAuthorizedError
-from hierarchy._jgfsub import subgraph_jgf
+from hierarchy._jgfsub import document_nodes, subgraph_jgf
 from hierarchy._release import node_vertices, release_set, release_vertices, vertices_held
 from hierarchy._wire import as_jgf
 from hierarchy.base import LevelTiming, ReleaseOutcome, ShrinkOutcome
 from hierarchy.instance import cloud
 from hierarchy.instance.core import InstanceCore, _now
 from hierarchy.instance.records import JobRecord
-from jgf import read_columns
 from providers.base import NotGrantedError
 
-#: a shrink document this long is read column-wise first (a match's JGF: the size of a node or more)
-_COLUMNS_MIN_BYTES = 2 << 10
+#: a shrink document this long is read column-wise first (as the engine's attach does)
+_COLUMNS_MIN_BYTES = ATTACH_COLUMNS_MIN_BYTES
 
 
 def _paths_and_ranks(jgf: bytes, dom: str) -> Iterable[tuple[str, int]]:
-    """Each node of a shrink document as (its path in ``dom``, else its first path; its rank).
-
-    Read column-wise (:func:`jgf.read_columns`) when the document is in the simple layout of a
-    match's JGF, one subsystem and a path per node: the same nodes :func:`read_vertices` gives,
-    without an object per node (a 64-node shrink's document is read at every level it climbs).
-    Anything else, or anything :func:`jgf.read_columns` cannot vouch for, is read by
-    :func:`read_vertices`, which gives the same answer or the precise error.  O(document).
-    """
-    cols = read_columns(jgf) if len(jgf) >= _COLUMNS_MIN_BYTES else None
-    if cols is not None and len(cols.paths) == 1:
-        ps = next(iter(cols.paths.values()))
-        if None not in ps:
-            return zip(ps, cols.rank)  # type: ignore[arg-type]
-    return [
-        (node.paths.get(dom) or next(iter(node.paths.values()), ""), node.rank)
-        for node in read_vertices(jgf, source="shrink request")
-    ]
+    """Each node of a shrink document as (its path in ``dom``, else its first path; its rank), read by
+    :func:`hierarchy._jgfsub.document_nodes` (column-wise for a match's JGF: a 64-node shrink's
+    document is read at every level it climbs).  O(document)."""
+    paths, ranks, _types = document_nodes(jgf, dom, "shrink request", columns_from=_COLUMNS_MIN_BYTES)
+    return zip(paths, ranks)
 
 
 class HandBackMixin(InstanceCore):

@@ -126,6 +126,7 @@ def _moto_server(port: int) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with contextlib.suppress(KeyboardInterrupt):
-        stop.wait()
+        while not stop.wait(0.2):  # timed: an untimed wait can sleep through the SIGTERM
+            pass
     srv.stop()
     return 0

@@ -77,7 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.kubeconfig:
         server.write_kubeconfig(args.kubeconfig)
     print(server.url, flush=True)
-    done.wait()
+    # a timed wait: the handler runs only when the main thread runs Python code, and an untimed
+    # wait can sleep through a SIGTERM the kernel delivered to another thread (seen: the docs'
+    # walkthrough left this server running after its teardown's kill, about one run in twenty)
+    while not done.wait(0.2):
+        pass
     server.stop()
     return 0
 

@@ -216,6 +216,9 @@ class Traverser(
         self._leaf_shared: dict[int, tuple[Any, ...]] = {}
         #: leaves holding state, by their shared dicts: the new shared dicts (see UpdateStage._upd_leaf)
         self._leaf_ext: dict[tuple, tuple[Any, ...]] = {}
+        #: the simple writer's line of a leaf, by (prefix, needs) and the leaf's name (names repeat:
+        #: ``core0`` on every socket); bounded, see UpdateStage._leaf_lines
+        self._line_memo: dict[tuple[str, int], dict[str, str]] = {}
         #: shared dicts less one key, by (old dict, key), during one release walk (see _common._drop)
         self._drop_memo: dict[tuple[int, int], tuple] = {}
         # per-edge marks of the last select (needs, exclusive, token)

@@ -17,6 +17,11 @@ from operator import ge, itemgetter, le, not_
 from typing import Any
 
 from fluxlite.graph import UP
+
+try:
+    import cython
+except ModuleNotFoundError:  # pure Python without Cython installed
+    from fluxlite import _cyshim as cython
 from fluxlite.match._common import (
     AT_ALLOC,
     AT_RESERVE,
@@ -125,6 +130,39 @@ class UpdateStage:
                 return got
         return self._upd_dfv_plain(u, writer, needs, excl, meta, full, to_parent, emit_shadow, excl_parent)
 
+    @cython.locals(
+        tgt=cython.Py_ssize_t,
+        e=cython.Py_ssize_t,
+        et=cython.Py_ssize_t,
+        nd=cython.Py_ssize_t,
+        token=cython.Py_ssize_t,
+        units=cython.Py_ssize_t,
+        n_plans=cython.Py_ssize_t,
+        shared_nd=cython.Py_ssize_t,
+        line_nd=cython.Py_ssize_t,
+        pnd=cython.Py_ssize_t,
+        level=cython.Py_ssize_t,
+        record=cython.bint,
+        tx=cython.bint,
+        single=cython.bint,
+        mod=cython.bint,
+        dst=list,
+        vsize=list,
+        vname=list,
+        vt=list,
+        e_token=list,
+        e_excl=list,
+        e_needs=list,
+        vspans=list,
+        table=list,
+        tags=list,
+        xspans=list,
+        levels=list,
+        lines=dict,
+        ext=dict,
+        leaf_shared=dict,
+        acc=dict,
+    )
     def _upd_dfv_plain(
         self,
         u: int,
@@ -180,6 +218,9 @@ class UpdateStage:
         leaf_units = 0
         shared_nd = -1
         s0 = s1 = s2 = s3 = None
+        # the leaves' output lines at prefix and line_nd (see _leaf_lines)
+        line_nd = -1
+        lines: dict[str, str] = {}
         lt = self._leaf_kids_of(u) if (single and not mod and add_line is not None and not edges) else None
         if lt is not None:
             # children all leaves of type lt, at most 64, one subsystem, simple output:
@@ -193,9 +234,11 @@ class UpdateStage:
             p0 = p1 = p2 = p3 = None
             pnd = -1
             for e in g.out[dom][u]:
-                if e_token[e] != token or not (e_excl[e] or tx):
+                et = e_token[e]
+                if et != token or not (e_excl[e] or tx):
                     continue
-                tgt = dst[e]
+                tv = dst[e]  # the vertex id as an object, for the calls (tgt: as an index)
+                tgt = tv
                 nd = e_needs[e]
                 o0, o1, o2, o3 = vspans[tgt], table[tgt], tags[tgt], xspans[tgt]
                 if o0 is None and o1 is None and o2 is None and o3 is None:
@@ -205,31 +248,32 @@ class UpdateStage:
                             shared = self._new_leaf_shared(nd, meta)
                         s0, s1, s2, s3 = shared
                         shared_nd = nd
-                    if record:
-                        vspans[tgt] = s0
-                        table[tgt] = s1
-                    tags[tgt] = s2
-                    xspans[tgt] = s3
-                    jv_add(tgt)
-                    units += vsize[tgt]
-                    add_line(f"{prefix}{vname[tgt]}[{nd}:x]\n")
+                    n0, n1, n2, n3 = s0, s1, s2, s3
                 else:
                     if got is None or o0 is not p0 or o1 is not p1 or o2 is not p2 or o3 is not p3 or nd != pnd:
                         # the memo's dicts are alive, so equal ids are these very dicts
                         got = ext.get((id(o0), id(o1), id(o2), id(o3), nd, record))
                         if got is None:
-                            self._upd_leaf(tgt, writer, nd, meta, full, acc, prefix)
+                            self._upd_leaf(tv, writer, nd, meta, full, acc, prefix)
                             n_plans += 1
                             continue
                         p0, p1, p2, p3, pnd = o0, o1, o2, o3, nd
-                    if record:
-                        vspans[tgt] = got[0]
-                        table[tgt] = got[1]
-                    tags[tgt] = got[2]
-                    xspans[tgt] = got[3]
-                    jv_add(tgt)
-                    units += vsize[tgt]
-                    add_line(f"{prefix}{vname[tgt]}[{nd}:x]\n")
+                    n0, n1, n2, n3 = got[0], got[1], got[2], got[3]
+                if record:
+                    vspans[tgt] = n0
+                    table[tgt] = n1
+                tags[tgt] = n2
+                xspans[tgt] = n3
+                jv_add(tv)
+                units += vsize[tgt]
+                if nd != line_nd:
+                    lines = self._leaf_lines(prefix, nd)
+                    line_nd = nd
+                name = vname[tgt]
+                ln = lines.get(name)
+                if ln is None:
+                    ln = lines[name] = f"{prefix}{name}[{nd}:x]\n"
+                add_line(ln)
                 n_plans += 1
             if units and lt in total:
                 acc[lt] = acc.get(lt, 0) + units
@@ -253,14 +297,16 @@ class UpdateStage:
                 [] if ss == dom and not mod and len(col[u]) > 64 and self.reach and not self._jv else None
             )
             for e in out:
-                if e_token[e] != token and not mod:
+                et = e_token[e]
+                if et != token and not mod:
                     continue
                 if ss != dom:
                     continue
-                tgt = dst[e]
+                tv = dst[e]
+                tgt = tv
                 x = e_excl[e] or mod
                 nd = vsize[tgt] if mod else e_needs[e]
-                if (not col[tgt]) if single else self._is_leaf(tgt):
+                if (not col[tgt]) if single else self._is_leaf(tv):
                     # a leaf: upd_dfv + upd_sched without the recursion
                     if not (x or vt[tgt] in xtypes):
                         continue
@@ -281,7 +327,7 @@ class UpdateStage:
                             table[tgt] = s1
                         tags[tgt] = s2
                         xspans[tgt] = s3
-                        jv_add(tgt)
+                        jv_add(tv)
                         t = vt[tgt]
                         if t is leaf_t:
                             leaf_units += vsize[tgt]
@@ -291,21 +337,28 @@ class UpdateStage:
                             leaf_t = t
                             leaf_units = vsize[tgt]
                         if add_line is not None:
-                            add_line(f"{prefix}{vname[tgt]}[{nd}:x]\n")
+                            if nd != line_nd:
+                                lines = self._leaf_lines(prefix, nd)
+                                line_nd = nd
+                            name = vname[tgt]
+                            ln = lines.get(name)
+                            if ln is None:
+                                ln = lines[name] = f"{prefix}{name}[{nd}:x]\n"
+                            add_line(ln)
                         elif prefix is not None:
-                            emit(prefix, g, tgt, nd, None, True)
+                            emit(prefix, g, tv, nd, None, True)
                     else:
-                        self._upd_leaf(tgt, writer, nd, meta, full, acc, prefix)
+                        self._upd_leaf(tv, writer, nd, meta, full, acc, prefix)
                     if reach is not None:
-                        reach.append(tgt)
+                        reach.append(tv)
                     if edges and not hide:
                         writer.emit_edg(levels[level], g, e)
                     n_plans += 1
                     continue
-                sub = self._upd_dfv(tgt, writer, nd, x, meta, full, acc, mod, excl)
+                sub = self._upd_dfv(tv, writer, nd, x, meta, full, acc, mod, excl)
                 if sub > 0:
                     if reach is not None:
-                        reach.append(tgt)
+                        reach.append(tv)
                     if self.stop_on_k:
                         self._upd_by_outedges(ss, meta, u, e)
                     if edges and not hide:
@@ -326,13 +379,12 @@ class UpdateStage:
                             have.extend(reach)
                         else:
                             jobid = meta.jobid
-                            have.extend(
-                                dst[e]
-                                for e in out
-                                if (not scan or e_token[e] == token)
-                                and tags[dst[e]] is not None
-                                and jobid in tags[dst[e]]
-                            )
+                            for e in out:  # a loop: a generator would not see the typed locals
+                                if not scan or e_token[e] == token:
+                                    tv = dst[e]
+                                    d = tags[tv]
+                                    if d is not None and jobid in d:
+                                        have.append(tv)
                         self._wide_kids[key] = have
         if leaf_t is not None:
             acc[leaf_t] = acc.get(leaf_t, 0) + leaf_units
@@ -497,6 +549,21 @@ class UpdateStage:
             _Shared({jobid: (at, end)}),
         )
         return shared
+
+    def _leaf_lines(self, prefix: str, needs: int) -> dict[str, str]:
+        """The memo of the simple writer's leaf lines ``<prefix><name>[<needs>:x]`` at ``prefix`` and
+        ``needs``, by the leaf's name (formatting a line costs more than looking it up: the number's
+        text and the join).  At most 64 such memos of at most 4,096 lines each are kept."""
+        memo = self._line_memo
+        key = (prefix, needs)
+        lines = memo.get(key)
+        if lines is None:
+            if len(memo) >= 64:
+                memo.clear()
+            lines = memo[key] = {}
+        elif len(lines) >= 4096:
+            lines.clear()
+        return lines
 
     def _new_span_id(self) -> int:
         self._span_seq += 1

@@ -44,6 +44,11 @@ from operator import ge, indexOf, lt
 
 from fluxlite.errors import PlannerError
 
+try:
+    import cython
+except ModuleNotFoundError:  # pure Python without Cython installed
+    from fluxlite import _cyshim as cython
+
 __all__ = ["EBUSY", "EINVAL", "ENOENT", "ERANGE", "Planner"]
 
 #: Invalid argument (bad time window, unknown span, iteration not started).
@@ -276,6 +281,7 @@ class Planner:
             return self._total
         return self._rem[bisect_right(times, at) - 1]  # type: ignore[index]
 
+    @cython.locals(i=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, n=cython.Py_ssize_t, stop=cython.Py_ssize_t, times=list, rem=list)
     def avail_resources_during(self, at: int, duration: int) -> int:
         """Return the minimum free units during ``[at, at + duration)``; O(log k + w).
 
@@ -313,6 +319,7 @@ class Planner:
                 return tail
         return low
 
+    @cython.locals(i=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, n=cython.Py_ssize_t, stop=cython.Py_ssize_t, times=list, rem=list)
     def avail_during(self, at: int, duration: int, request: int) -> bool:
         """Return whether ``request`` units are free during ``[at, at + duration)``.
 
@@ -482,6 +489,7 @@ class Planner:
 
     # --------------------------------------------------------------- mutation
 
+    @cython.locals(i=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, a=cython.Py_ssize_t, times=list, rem=list, ref=list, keys=list)
     def add_span(self, start: int, duration: int, amount: int) -> int:
         """Book ``amount`` units during ``[start, start + duration)``; return the span id.
 
@@ -580,6 +588,7 @@ class Planner:
         spans[sid] = (start, last, amount)
         return sid
 
+    @cython.locals(a=cython.Py_ssize_t, b=cython.Py_ssize_t, k=cython.Py_ssize_t, times=list, rem=list, ref=list, keys=list)
     def rem_span(self, span_id: int) -> None:
         """Remove a span, freeing its units; resets the avail-time iteration.
 

@@ -177,3 +177,55 @@ def test_a_module_that_fails_to_compile_stays_pure_with_one_warning(tmp_path: Pa
     assert _built(tmp_path) == []
     doc = json.loads((tmp_path / "fluxlite/_compiled.json").read_text())
     assert doc["modules"] == {} and doc["failed"] == ["fluxlite.match._vplan"]
+
+
+_TYPED_RUN = """
+import sys
+from pathlib import Path
+from fluxlite.api import Engine
+from fluxlite.jobspec import parse_jobspec
+import fluxlite.match.update as update
+print("cython:", getattr(getattr(update, "cython", None), "__name__", None), "compiled:", update.__file__.endswith(".so"))
+d = Path(sys.argv[1])
+eng = Engine.from_file(str(d / "graphs/L0.graphml"), format="grug", policy="first")
+out = []
+ids = []
+for k in range(40):
+    name = ("T2", "T8", "T3", "T7", "T1")[k % 5]
+    r = eng.match(parse_jobspec((d / "jobspecs" / f"{name}.yaml").read_text()), "allocate_orelse_reserve")
+    out.append(f"{k} {r.ok} {r.reserved} {r.at}\\n{r.text}")
+    if r.ok:
+        ids.append(r.jobid)
+    if k % 5 == 4 and ids:
+        eng.cancel(ids.pop(len(ids) // 2))
+print("".join(out))
+"""
+
+
+def test_typed_locals_run_pure_without_cython_and_match_the_compiled_run(tmp_path: Path) -> None:
+    """The modules that give locals C types (``@cython.locals``) fall back to fluxlite._cyshim where
+    Cython is not installed, and a busy session of allocations, reservations and cancels prints the
+    same there (pure, no Cython) as compiled."""
+    from hierarchy.bench import generate_inputs
+
+    d = generate_inputs(tmp_path / "in")
+    block = tmp_path / "nocython"
+    block.mkdir()
+    (block / "cython.py").write_text("raise ModuleNotFoundError(\"No module named 'cython'\", name='cython')\n")
+    runs = {}
+    sides = [("pure", _env(FLUXLITE_PURE="1", PYTHONPATH=f"{block}:{PKG.parent}"))]
+    if _compiled.status()["compiled"]:
+        sides.append(("compiled", _env(PYTHONPATH=str(PKG.parent))))
+    for side, env in sides:
+        p = subprocess.run(
+            [sys.executable, "-c", _TYPED_RUN, str(d)], env=env, cwd=tmp_path, capture_output=True, text=True,
+            timeout=300,
+        )
+        assert p.returncode == 0, p.stderr[-3000:]
+        head, _, body = p.stdout.partition("\n")
+        runs[side] = (head, body)
+    assert runs["pure"][0] == "cython: fluxlite._cyshim compiled: False"
+    assert "[1:x]" in runs["pure"][1] and "True True" in runs["pure"][1]  # allocations and reservations
+    if "compiled" in runs:
+        assert runs["compiled"][0].endswith("compiled: True")
+        assert runs["compiled"][1] == runs["pure"][1]

@@ -1,0 +1,35 @@
+"""The few names of Cython's ``cython`` module that fluxlite's compiled modules use, for running them
+as pure Python where Cython is not installed (an install without the ``test`` extra).
+
+Compiled, ``@cython.locals(name=type, ...)`` gives a function's locals C types (``Py_ssize_t``,
+``bint``) or exact builtin types (``list``, ``dict``), so that indexing a list by an int is a C
+array access rather than the object protocol.  Uncompiled it does nothing, here as in Cython's own
+pure-Python ``cython`` module (``Cython.Shadow``).  A module uses it as::
+
+    try:
+        import cython
+    except ModuleNotFoundError:  # pure Python without Cython installed
+        from fluxlite import _cyshim as cython
+
+(the compiler needs ``import cython`` itself in the module).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+#: C types, as their Python counterparts when run pure
+Py_ssize_t = int
+bint = bool
+
+
+def locals(**types: Any) -> Callable[[_F], _F]:
+    """Cython's typed locals; run pure, the function unchanged."""
+
+    def keep(func: _F) -> _F:
+        return func
+
+    return keep

@@ -237,6 +237,8 @@ class Traverser(
         #: (subsystem, vertex, job) -> older aggregate spans of a job grown with another window
         self._extra_spans: dict[tuple[str, int, int], list[int]] = {}
         self._levels = ["      " + "---" * i for i in range(256)]
+        self._walk_cols: tuple[list[Any], ...] = ()
+        self.refresh_walk_cols()
         self._locality = policy.order == "locality"
         #: variation-aware: vertices scored by their perf_class, slots chosen highest first
         self._variation = policy.order == "variation"
@@ -283,6 +285,31 @@ class Traverser(
         graph.add_observer(self)
         self.initialized = False
 
+
+    def refresh_walk_cols(self) -> None:
+        """Collect the update walk's columns in one attribute, read once per vertex
+        (``UpdateStage._upd_dfv_plain``, ``_upd_sched``) rather than one attribute each.
+
+        fluxlite never replaces these lists, only changes them in place
+        (tests/fluxlite/test_walk_cols.py holds attach, grow, shrink and removal to
+        that); whoever replaces one (a test's instrumented column) calls this.
+        """
+        g = self.g
+        self._walk_cols = (
+            g.v_type,
+            g.e_dst,
+            g.v_size,
+            g.v_name,
+            self.e_token,
+            self.e_excl,
+            self.e_needs,
+            self.tags,
+            self.xspans,
+            self.vspans,
+            self.allocs,
+            self.resvs,
+            self._levels,
+        )
     def _reset_color(self) -> None:
         self._colors = {}
 

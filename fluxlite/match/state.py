@@ -9,7 +9,7 @@ each pruning type under every vertex), the order of out-edges, and
 
 from __future__ import annotations
 
-import bisect
+from bisect import bisect_left, insort
 from collections.abc import Sequence
 from itertools import repeat
 from typing import Any
@@ -222,14 +222,23 @@ class GraphStateStage:
     def _set_edge_weight(self, u: int, e: int, w: int) -> None:
         """Give out-edge ``e`` of ``u`` weight ``w``, keeping ``u``'s ranked out-edges in order."""
         keys = self._outedges.get(u)
+        ew = self.e_weight
         if keys is not None:
-            tgt = self.g.e_dst[e]
-            old = (-self.e_weight[e], -self.g.v_uniq[tgt], e)
-            i = bisect.bisect_left(keys, old)
+            g = self.g
+            uq = -g.v_uniq[g.e_dst[e]]
+            old = (-ew[e], uq, e)
+            new = (-w, uq, e)
+            i = bisect_left(keys, old)
             if i < len(keys) and keys[i] == old:
-                del keys[i]
-            bisect.insort(keys, (-w, -self.g.v_uniq[tgt], e))
-        self.e_weight[e] = w
+                if new != old:
+                    if (i == 0 or keys[i - 1] < new) and (i + 1 == len(keys) or new < keys[i + 1]):
+                        keys[i] = new  # its rank is kept: no deletion and insertion
+                    else:
+                        del keys[i]
+                        insort(keys, new)
+            else:
+                insort(keys, new)
+        ew[e] = w
 
     # ------------------------------------------------------------ jobspec priming
     def prime_jobspec(

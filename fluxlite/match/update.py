@@ -187,24 +187,22 @@ class UpdateStage:
         n_plans = 0
         acc: dict[str, int] = {}
         xtypes = self.exclusive_types
-        vt = g.v_type
+        vt, dst, vsize, vname, e_token, e_excl, e_needs, tags, xspans, vspans, allocs, resvs, levels = (
+            self._walk_cols
+        )
         mod = emit_shadow or vt[u] in xtypes
         excl = excl or mod
         self.trav_level += 1
         level = self.trav_level
         token = self.token
         dom = self.dom
-        dst, vsize = g.e_dst, g.v_size
-        e_token, e_excl, e_needs = self.e_token, self.e_excl, self.e_needs
-        levels = self._levels
         single = len(g.out) == 1
         edges = writer.emits_edges
         # jgf_shorthand: nothing below an exclusive vertex is written
         hide = excl and not writer.emit_exclusive_subtrees
         # leaves that held nothing take dicts shared by the whole allocation (see _upd_leaf)
         record = full and meta.alloc_type != AT_SATISFIABILITY
-        table = self.allocs if meta.alloc_type == AT_ALLOC else self.resvs
-        tags, xspans, vspans = self.tags, self.xspans, self.vspans
+        table = allocs if meta.alloc_type == AT_ALLOC else resvs
         leaf_shared = self._leaf_shared
         jv_add = self._jv_add
         total = self.prune.total
@@ -212,7 +210,6 @@ class UpdateStage:
         emit = writer.emit_vtx
         # the simple format's line, appended inline for fresh leaves (no call per leaf)
         add_line = writer._add if type(writer) is SimpleWriter and prefix is not None else None
-        vname = g.v_name
         # fresh leaves of one type: their units are summed here and added to acc once
         leaf_t: str | None = None
         leaf_units = 0
@@ -590,15 +587,15 @@ class UpdateStage:
         at = meta.at
         end = at + meta.duration
         jobid = meta.jobid
+        vt, _dst, vsize, _vname, _et, _ex, _en, tags, xspans, vspans, allocs, resvs, levels = self._walk_cols
         if excl:
             n += 1
             if full and meta.alloc_type != AT_SATISFIABILITY:
                 self._span_seq = sid = self._span_seq + 1
-                _own(self.vspans, u)[sid] = (at, end, needs)
-                _own(self.allocs if meta.alloc_type == AT_ALLOC else self.resvs, u)[jobid] = sid
+                _own(vspans, u)[sid] = (at, end, needs)
+                _own(allocs if meta.alloc_type == AT_ALLOC else resvs, u)[jobid] = sid
         if n > 0:
             # _own inlined (a vertex above the leaves usually has its own dicts already)
-            tags = self.tags
             d = tags[u]
             if d is None:
                 tags[u] = {jobid: jobid}
@@ -607,7 +604,6 @@ class UpdateStage:
                     d = tags[u] = dict(d)
                 d[jobid] = jobid
             self._jv_add(u)
-            xspans = self.xspans
             xs = xspans[u]
             if xs is None:
                 xspans[u] = {jobid: (at, end)}
@@ -628,15 +624,15 @@ class UpdateStage:
                     self._add_job_span(ss, u, p, jobid, at, meta.duration, acc)
             # _accum_if inlined: the vertex's own units, then what its subtree gave
             total = self.prune.total
-            t = self.g.v_type[u]
+            t = vt[u]
             if t in total:
-                vs = self.g.v_size[u]
+                vs = vsize[u]
                 to_parent[t] = to_parent.get(t, 0) + (vs if excl else vs - needs)
             for t, c in acc.items():
                 if t in total:
                     to_parent[t] = to_parent.get(t, 0) + c
             if writer is not None and not (excl_parent and not writer.emit_exclusive_subtrees):
-                writer.emit_vtx(self._levels[self.trav_level], self.g, u, needs, None, excl)
+                writer.emit_vtx(levels[self.trav_level], self.g, u, needs, None, excl)
         self.trav_level -= 1
         return n
 

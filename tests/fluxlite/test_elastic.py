@@ -166,6 +166,7 @@ def _instrument(eng: Engine) -> set[Any]:
             table[ss] = _Touch(table[ss], seen)
     for name in ("v_type", "v_size", "v_status", "v_name", "v_id", "v_rank"):
         setattr(g, name, _Touch(getattr(g, name), seen))
+    tr.refresh_walk_cols()  # the update walk reads these columns through one tuple
     return seen
 
 

@@ -162,6 +162,8 @@ class UpdateStage:
         ext=dict,
         leaf_shared=dict,
         acc=dict,
+        got=tuple,
+        shared=tuple,
     )
     def _upd_dfv_plain(
         self,
@@ -255,7 +257,7 @@ class UpdateStage:
                             n_plans += 1
                             continue
                         p0, p1, p2, p3, pnd = o0, o1, o2, o3, nd
-                    n0, n1, n2, n3 = got[0], got[1], got[2], got[3]
+                    n0, n1, n2, n3 = got[0], got[1], got[2], got[3]  # got: (4 new dicts, old ones)
                 if record:
                     vspans[tgt] = n0
                     table[tgt] = n1

@@ -5,8 +5,13 @@
 Each tree must be built as it is to be measured (``python setup.py build_ext --inplace`` in it, or
 not).  For each scenario the tree runs in its own process under ``valgrind --tool=callgrind``
 with collection switched on only inside ``Traverser.run`` (the matches: loading, parsing and
-output joining are not counted), so the figures are deterministic to about 1 % where this
-machine's timings move 2x within minutes.  Scenarios on L0 (128 nodes), a job holding 8 nodes:
+output joining are not counted) and a fixed hash seed, so the figures are deterministic where this
+machine's timings move 2x within minutes.  One part of them is not the code's own: CPython's
+type-attribute cache (4,096 slots) is indexed by the address of the attribute's name, so which hot
+names collide, and walk the traverser's nine classes on every lookup, changes with any edit that
+moves the module's strings.  The second column (``mro``) gives those walks' instructions
+(``find_name_in_mro``, inclusive; 5-30 M on the busy session in the eleventh session's builds);
+compare the totals less that column to see the change itself.  Scenarios on L0 (128 nodes), a job holding 8 nodes:
 
 * ``jgf``     - five grows of 64 nodes (T1) written as JGF text (``-F jgf``), each shrunk back;
 * ``columns`` - the same grows recorded for the hierarchy's columns wire form (lazy JGF writer);
@@ -27,7 +32,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-TOGGLE = "__pyx_pw_8fluxlite_5match_10_traverser_9Traverser_17run"
+#: the compiled ``Traverser.run`` (its number in the symbol follows the class's methods before it)
+TOGGLE = "__pyx_pw_8fluxlite_5match_10_traverser_9Traverser_??run"
 
 CHILD = r"""
 import sys
@@ -69,19 +75,25 @@ for _ in range(5):
 """
 
 
-def count(tree: str, bench: str, scenario: str, work: str) -> int:
+def count(tree: str, bench: str, scenario: str, work: str) -> tuple[int, int]:
+    """(instructions inside Traverser.run, of which type-cache misses' MRO walks)."""
     prog = Path(work) / "child.py"
     prog.write_text(CHILD)
-    env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()))
+    env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()), PYTHONHASHSEED="0")
     out = subprocess.run(
         ["valgrind", "--tool=callgrind", f"--toggle-collect={TOGGLE}", f"--callgrind-out-file={work}/cg.out",
          sys.executable, str(prog), bench, scenario, work],
         capture_output=True, text=True, env=env, cwd=work, check=True,
     )  # fmt: skip
     m = re.search(r"Collected : (\d+)", out.stderr)
-    if m is None:
+    if m is None or int(m.group(1)) == 0:
         raise SystemExit(f"no callgrind total for {tree} {scenario}:\n{out.stderr[-2000:]}")
-    return int(m.group(1))
+    ann = subprocess.run(
+        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", f"{work}/cg.out"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    mro = re.search(r"^\s*([0-9,]+) .*:find_name_in_mro \[", ann, re.M)
+    return int(m.group(1)), int(mro.group(1).replace(",", "")) if mro else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,12 +106,15 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
     bench = str(Path(a.bench_dir).resolve())
-    print(f"a = {a.a}\nb = {a.b}\ninstructions inside Traverser.run (callgrind Ir)")
+    print(f"a = {a.a}\nb = {a.b}\ninstructions inside Traverser.run (callgrind Ir; mro: of which type-cache misses)")
     for sc in a.scenarios.split(","):
         with tempfile.TemporaryDirectory(prefix="wir-") as work:
-            ia = count(a.a, bench, sc, work)
-            ib = count(a.b, bench, sc, work)
-        print(f"  {sc:8s} a {ia / 1e6:8.1f} M   b {ib / 1e6:8.1f} M   b/a {ib / ia:.3f}")
+            ia, ma = count(a.a, bench, sc, work)
+            ib, mb = count(a.b, bench, sc, work)
+        print(
+            f"  {sc:8s} a {ia / 1e6:8.1f} M (mro {ma / 1e6:5.1f})   b {ib / 1e6:8.1f} M (mro {mb / 1e6:5.1f})   "
+            f"b/a {ib / ia:.3f}   less mro {(ib - mb) / (ia - ma):.3f}"
+        )
     return 0
 
 

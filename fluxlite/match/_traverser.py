@@ -238,6 +238,8 @@ class Traverser(
         self._extra_spans: dict[tuple[str, int, int], list[int]] = {}
         self._levels = ["      " + "---" * i for i in range(256)]
         self._walk_cols: tuple[list[Any], ...] = ()
+        #: the update walk's per-walk constants, set by UpdateStage.update for the walk (None outside)
+        self._uctx: tuple[Any, ...] | None = None
         self.refresh_walk_cols()
         self._locality = policy.order == "locality"
         #: variation-aware: vertices scored by their perf_class, slots chosen highest first

@@ -68,6 +68,16 @@ class UpdateStage:
             return -1
         needs, excl, _tok = rt
         self._update_begin(meta)
+        # what _upd_dfv_plain reads at every vertex and nothing changes during the walk, in one tuple
+        self._uctx = (
+            self.token,
+            self.dom,
+            self.exclusive_types,
+            self._leaf_shared,
+            self._leaf_ext,
+            self._jv_add,
+            self.prune.total,
+        )
         emit_shadow = self.g.v_type[root] in self.exclusive_types
         if self._fresh_upd_ready(writer):
             self._fupd, self._futries = self._fresh_lib(
@@ -78,6 +88,7 @@ class UpdateStage:
         finally:
             self._fupd = None
             self._fhint = set()
+            self._uctx = None
         return self._update_end(writer, meta, n)
 
     def _update_begin(self, meta: JobMeta) -> None:
@@ -188,7 +199,7 @@ class UpdateStage:
                 self._replay(marks)
         n_plans = 0
         acc: dict[str, int] = {}
-        xtypes = self.exclusive_types
+        token, dom, xtypes, leaf_shared, ext, jv_add, total = self._uctx  # see update()
         vt, dst, vsize, vname, e_token, e_excl, e_needs, tags, xspans, vspans, allocs, resvs, levels = (
             self._walk_cols
         )
@@ -196,8 +207,6 @@ class UpdateStage:
         excl = excl or mod
         self.trav_level += 1
         level = self.trav_level
-        token = self.token
-        dom = self.dom
         single = len(g.out) == 1
         edges = writer.emits_edges
         # jgf_shorthand: nothing below an exclusive vertex is written
@@ -205,9 +214,6 @@ class UpdateStage:
         # leaves that held nothing take dicts shared by the whole allocation (see _upd_leaf)
         record = full and meta.alloc_type != AT_SATISFIABILITY
         table = allocs if meta.alloc_type == AT_ALLOC else resvs
-        leaf_shared = self._leaf_shared
-        jv_add = self._jv_add
-        total = self.prune.total
         prefix = None if hide else levels[level + 1]
         emit = writer.emit_vtx
         # the simple format's line, appended inline for fresh leaves (no call per leaf)
@@ -228,7 +234,6 @@ class UpdateStage:
             units = 0
             # leaves already holding state: those whose four dicts are the ones the last such
             # leaf had take the same new dicts (_upd_leaf's memo, read here without the call)
-            ext = self._leaf_ext
             got = None
             p0 = p1 = p2 = p3 = None
             pnd = -1

@@ -287,7 +287,6 @@ class Traverser(
         graph.add_observer(self)
         self.initialized = False
 
-
     def refresh_walk_cols(self) -> None:
         """Collect the update walk's columns in one attribute, read once per vertex
         (``UpdateStage._upd_dfv_plain``, ``_upd_sched``) rather than one attribute each.
@@ -312,6 +311,7 @@ class Traverser(
             self.resvs,
             self._levels,
         )
+
     def _reset_color(self) -> None:
         self._colors = {}
 

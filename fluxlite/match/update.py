@@ -17,11 +17,6 @@ from operator import ge, itemgetter, le, not_
 from typing import Any
 
 from fluxlite.graph import UP
-
-try:
-    import cython
-except ModuleNotFoundError:  # pure Python without Cython installed
-    from fluxlite import _cyshim as cython
 from fluxlite.match._common import (
     AT_ALLOC,
     AT_RESERVE,
@@ -33,6 +28,11 @@ from fluxlite.match._common import (
 from fluxlite.match._vplan import avail_during, overlaps
 from fluxlite.planner import PlannerMulti
 from fluxlite.writers.simple import SimpleWriter
+
+try:
+    import cython
+except ModuleNotFoundError:  # pure Python without Cython installed
+    from fluxlite import _cyshim as cython
 
 #: a leaf held by this many jobs gets dicts of its own rather than dicts shared with other leaves
 #: (changing a shared dict copies it: O(jobs) per change, against O(1) in place; the cores of one

@@ -281,7 +281,15 @@ class Planner:
             return self._total
         return self._rem[bisect_right(times, at) - 1]  # type: ignore[index]
 
-    @cython.locals(i=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, n=cython.Py_ssize_t, stop=cython.Py_ssize_t, times=list, rem=list)
+    @cython.locals(
+        i=cython.Py_ssize_t,
+        j=cython.Py_ssize_t,
+        k=cython.Py_ssize_t,
+        n=cython.Py_ssize_t,
+        stop=cython.Py_ssize_t,
+        times=list,
+        rem=list,
+    )
     def avail_resources_during(self, at: int, duration: int) -> int:
         """Return the minimum free units during ``[at, at + duration)``; O(log k + w).
 
@@ -319,7 +327,15 @@ class Planner:
                 return tail
         return low
 
-    @cython.locals(i=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, n=cython.Py_ssize_t, stop=cython.Py_ssize_t, times=list, rem=list)
+    @cython.locals(
+        i=cython.Py_ssize_t,
+        j=cython.Py_ssize_t,
+        k=cython.Py_ssize_t,
+        n=cython.Py_ssize_t,
+        stop=cython.Py_ssize_t,
+        times=list,
+        rem=list,
+    )
     def avail_during(self, at: int, duration: int, request: int) -> bool:
         """Return whether ``request`` units are free during ``[at, at + duration)``.
 
@@ -489,7 +505,16 @@ class Planner:
 
     # --------------------------------------------------------------- mutation
 
-    @cython.locals(i=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, a=cython.Py_ssize_t, times=list, rem=list, ref=list, keys=list)
+    @cython.locals(
+        i=cython.Py_ssize_t,
+        j=cython.Py_ssize_t,
+        k=cython.Py_ssize_t,
+        a=cython.Py_ssize_t,
+        times=list,
+        rem=list,
+        ref=list,
+        keys=list,
+    )
     def add_span(self, start: int, duration: int, amount: int) -> int:
         """Book ``amount`` units during ``[start, start + duration)``; return the span id.
 
@@ -588,7 +613,15 @@ class Planner:
         spans[sid] = (start, last, amount)
         return sid
 
-    @cython.locals(a=cython.Py_ssize_t, b=cython.Py_ssize_t, k=cython.Py_ssize_t, times=list, rem=list, ref=list, keys=list)
+    @cython.locals(
+        a=cython.Py_ssize_t,
+        b=cython.Py_ssize_t,
+        k=cython.Py_ssize_t,
+        times=list,
+        rem=list,
+        ref=list,
+        keys=list,
+    )
     def rem_span(self, span_id: int) -> None:
         """Remove a span, freeing its units; resets the avail-time iteration.
 

@@ -9,8 +9,9 @@ is its median ``ELAPSE`` over the matches of a kind.  Sessions: ``empty``, 100
 ``match allocate`` of T8 from the empty graph; ``busy``, the bench's busy
 session (``fluxlite bench match --against``, seed 1).  Printed per figure:
 both trees' medians over the pairs, their ratio, and the median of the
-pairs' own ratios (the load changes between pairs, less within one).  Run it
-with the same tree twice to see what this machine resolves.
+pairs' own ratios with their range (the load changes between pairs, less
+within one; a range that spans 1.00 is not resolved).  Run it with the same
+tree twice to see what this machine resolves.
 """
 
 from __future__ import annotations
@@ -65,10 +66,12 @@ def main(argv: list[str] | None = None) -> int:
                         figs[k][who].append(statistics.median(r["ms"] for r in recs if r["status"] == k))
             for k, f in figs.items():
                 b, n = f["base"], f["new"]
-                paired = statistics.median(y / x for x, y in zip(b, n, strict=True))
+                ratios = [y / x for x, y in zip(b, n, strict=True)]
+                paired = statistics.median(ratios)
                 mb, mn = statistics.median(b), statistics.median(n)
                 print(
                     f"{name:5s} {k:9s} base {mb:.3f} ms  new {mn:.3f} ms  ratio {mn / mb:.3f}  paired {paired:.3f}"
+                    f" (range {min(ratios):.3f}-{max(ratios):.3f})"
                 )
     return 0
 

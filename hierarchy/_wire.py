@@ -28,7 +28,6 @@ message itself and the limits below before anything is built
 
 from __future__ import annotations
 
-import re
 import sys
 from array import array
 from collections.abc import Sequence
@@ -70,7 +69,6 @@ MAX_PATH = 1 << 12
 MAX_PROPERTIES = 1 << 8
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 _BIG_ENDIAN = sys.byteorder == "big"
-_ROOT = re.compile(r"^/[^/\n]*$", re.M)
 
 
 class WireError(InputError):
@@ -276,6 +274,17 @@ def counts(payload: bytes) -> tuple[int, int]:
     return m.nodes, m.edges
 
 
+def _roots(paths: list[str]) -> list[int]:
+    """The positions of the paths with a single "/" (every path starts with one): where the last "/"
+    is the first.  One C-level ``rfind`` per path (a multi-line regex over the joined text took 2.5x
+    as long: it tries a match at every line start and then counts newlines).  O(total path length)."""
+    last = list(map(str.rfind, paths, repeat("/")))
+    k = last.count(0)
+    if k <= 1:
+        return [last.index(0)] if k else []
+    return list(compress(range(len(last)), map((0).__eq__, last)))
+
+
 def decode(payload: bytes) -> Columns:
     """The :class:`jgf.Columns` of a columns payload, every value checked; raises :class:`WireError`.
 
@@ -297,7 +306,7 @@ def decode(payload: bytes) -> Columns:
     at = strings.__getitem__
     t = _ints(m.type, n, "type index", 0, top)
     types = list(map(at, t))
-    if "" in types:
+    if "" in strings and "" in types:  # (the table is short: a column is scanned only when it could hold "")
         raise WireError("columns payload: an empty type")
     b = _ints(m.basename, n, "basename index", -1, top)
     if b.count(-1) == n:
@@ -354,7 +363,7 @@ def decode(payload: bytes) -> Columns:
         src = _ints(m.source, ne_, "edge source", 0, n - 1)
         dst = _ints(m.target, ne_, "edge target", 0, n - 1)
         e_ss = list(map(at, _ints(m.edge_subsystem, ne_, "edge subsystem index", 0, top)))
-        if "" in e_ss:
+        if "" in strings and "" in e_ss:
             raise WireError("columns payload: an empty edge subsystem")
     else:
         if m.source.values or m.target.values or m.edge_subsystem.values:  # (a 0-entry column is empty)
@@ -372,9 +381,7 @@ def decode(payload: bytes) -> Columns:
     cols.exclusive = excl
     cols.properties = props
     cols.paths = {ss: paths}
-    # roots: the paths with a single "/" (found in the text; their node is the newlines before them)
-    text = m.paths
-    cols.roots = [(text.count("\n", 0, r.start()), ss) for r in _ROOT.finditer(text)]
+    cols.roots = [(k, ss) for k in _roots(paths)]
     cols.e_src = src
     cols.e_dst = dst
     cols.e_ss = e_ss

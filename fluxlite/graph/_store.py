@@ -27,13 +27,18 @@ vertices so their own columns stay aligned.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import compress, filterfalse, pairwise, repeat
-from operator import eq, ne, sub
+from itertools import compress, filterfalse, repeat
+from operator import eq, sub
 from typing import Any, Protocol
 
 import rustworkx as rx
 
 from fluxlite.errors import GraphFormatError
+
+try:
+    import cython
+except ModuleNotFoundError:  # pure Python without Cython installed
+    from fluxlite import _cyshim as cython
 
 __all__ = ["CONTAINMENT", "DOWN", "UP", "FluxionIds", "GraphObserver", "ResourceGraph"]
 
@@ -53,10 +58,58 @@ def _inverse(handles: list[int], lo: int) -> list[int]:
     return order
 
 
+@cython.locals(vals=list, out=list, table=dict, k=cython.Py_ssize_t, n=cython.Py_ssize_t)
 def _interned_column(values: Sequence[str], intern: Any) -> list[str]:
-    """``values`` with every string replaced by its interned copy.  O(n)."""
-    table = {v: intern(v) for v in set(values)}
-    return list(map(table.__getitem__, values))
+    """``values`` with every string replaced by its interned copy.  O(n).
+
+    One typed loop (compiled: list reads and dict lookups in C); a value that is the same object
+    as the one before it (runs of one type in a subtree) takes the same copy without a lookup."""
+    vals = values if type(values) is list else list(values)
+    n = len(vals)
+    out = [None] * n
+    table = {}
+    last: Any = None
+    got: Any = None
+    for k in range(n):
+        v = vals[k]
+        if v is not last or k == 0:
+            got = table.get(v)
+            if got is None:
+                got = intern(v)
+                table[v] = got
+            last = v
+        out[k] = got
+    return out
+
+
+@cython.locals(rk=list, vids=list, a=cython.Py_ssize_t, k=cython.Py_ssize_t, n=cython.Py_ssize_t)
+def _extend_runs(by_rank: dict[int, list[int]], rk: list[int], vids: list[int]) -> None:
+    """``by_rank[rk[k]].append(vids[k])`` for every k, as one extend per run of equal ranks."""
+    n = len(rk)
+    a = 0
+    for k in range(1, n + 1):
+        if k < n:
+            x = rk[k]
+            y = rk[a]
+            if x is y or x == y:
+                continue
+        lst = by_rank.get(rk[a])
+        if lst is None:
+            by_rank[rk[a]] = vids[a:k]
+        else:
+            lst.extend(vids[a:k])
+        a = k
+
+
+@cython.locals(xs=list, k=cython.Py_ssize_t, n=cython.Py_ssize_t, lo=cython.Py_ssize_t, x=cython.Py_ssize_t)
+def _is_run(xs: list[int], lo: int) -> bool:
+    """``xs == list(range(lo, lo + len(xs)))`` for a list of ints, without building the range."""
+    n = len(xs)
+    for k in range(n):
+        x = xs[k]
+        if x != lo + k:
+            return False
+    return True
 
 
 class GraphObserver(Protocol):
@@ -420,7 +473,7 @@ class ResourceGraph:
         if contiguous:
             got = self.rx.add_nodes_from(expected)
             vids = list(got)
-            if vids != expected:
+            if not _is_run(vids, start):
                 self._label_nodes(vids)
                 contiguous = False
             else:
@@ -462,7 +515,7 @@ class ResourceGraph:
                 pcol.extend([-1] * n)
         elif refill:
             # the k-th new vertex has handle vids[k]: slot lo+j takes entry order[j]
-            if vids == list(range(lo, lo + n)):  # handed back in order (the usual refill): no reordering
+            if _is_run(vids, lo):  # handed back in order (the usual refill): no reordering
 
                 def take(col: Sequence[Any]) -> list[Any]:
                     return col if isinstance(col, list) else list(col)
@@ -552,11 +605,7 @@ class ResourceGraph:
                 else:
                     bp.update(zip(col, vids))  # type: ignore[arg-type]
         # by_rank: one extend per run of equal ranks (the run boundaries found in C)
-        by_rank = self.by_rank
-        rk = ranks if isinstance(ranks, list) else list(ranks)
-        cuts = [0, *compress(range(1, n), map(ne, rk[1:], rk[:-1])), n]
-        for a, b in pairwise(cuts):
-            by_rank.setdefault(rk[a], []).extend(vids[a:b])
+        _extend_runs(self.by_rank, ranks if type(ranks) is list else list(ranks), vids)
         self._tell_observers("vertices_added", "vertex_added", vids)
         self.version += 1
         return vids
@@ -679,13 +728,14 @@ class ResourceGraph:
             got = list(self.rx.add_edges_from(list(zip(sources, targets, expected))))
         else:
             got = list(self.rx.add_edges_from_no_data(list(zip(sources, targets))))
-        if got != expected:
+        in_order = _is_run(got, e0)
+        if not in_order:
             for e in got:
                 self.rx.update_edge_by_index(e, e)
         seq0 = self._eseq
         self._eseq += m
         lo = min(got)
-        if got == expected:
+        if in_order:
             self.e_src.extend(sources)
             self.e_dst.extend(targets)
             self.e_ss.extend(ss_col)
@@ -694,7 +744,7 @@ class ResourceGraph:
         elif max(got) - lo + 1 == m and max(got) < len(self.e_src) and self.e_ss[lo : lo + m].count(None) == m:
             # the new handles refill exactly the removed edges lo..lo+m-1: one slice per column
             sl = slice(lo, lo + m)
-            if got == list(range(lo, lo + m)):  # handed back in order: the columns as given
+            if _is_run(got, lo):  # handed back in order: the columns as given
                 self.e_src[sl] = sources
                 self.e_dst[sl] = targets
                 self.e_ss[sl] = ss_col
@@ -742,6 +792,19 @@ class ResourceGraph:
         self.version += 1
         return got
 
+    @cython.locals(
+        pcol=list,
+        col=list,
+        got=list,
+        src=list,
+        tgt=list,
+        m=cython.Py_ssize_t,
+        k=cython.Py_ssize_t,
+        j=cython.Py_ssize_t,
+        a=cython.Py_ssize_t,
+        d=cython.Py_ssize_t,
+        s0=cython.Py_ssize_t,
+    )
     def _link_one_subsystem(self, got: list[int], sources: Sequence[int], targets: Sequence[int], ss: str) -> bool:
         """Out-edge lists and parent edges of new edges of one subsystem, a run of equal sources at a time.
 
@@ -750,24 +813,39 @@ class ResourceGraph:
         order, when every target is distinct and has no parent edge yet (a
         subtree being attached): then no target's parent edge depends on the
         order, and each run of one source extends its list in order.  Returns
-        False (nothing written) otherwise.  O(m) with one Python step per run.
+        False (nothing written) otherwise.  O(m): typed loops (compiled, C reads and writes of the
+        columns) and one extend per run.
         """
         pcol = self.parent_edge[ss]
         m = len(got)
-        if list(map(pcol.__getitem__, targets)).count(-1) != m or len(set(targets)) != m:
-            return False
+        tgt = targets if type(targets) is list else list(targets)
+        # the parent edges in one pass: a target that has one already, or is met twice (its slot
+        # is no longer -1), puts back the -1 of every slot written so far and refuses
+        for k in range(m):
+            d = tgt[k]
+            if pcol[d] != -1:
+                for j in range(k):
+                    d = tgt[j]
+                    pcol[d] = -1
+                return False
+            pcol[d] = got[k]
         col = self.out[ss]
-        list(map(pcol.__setitem__, targets, got))
-        src = sources if isinstance(sources, list) else list(sources)
-        k = 0
-        cuts = [*compress(range(1, m), map(ne, src[1:], src[:-1])), m]
-        for b in cuts:
-            lst = col[src[k]]
+        src = sources if type(sources) is list else list(sources)
+        a = 0
+        s0 = src[0]
+        for k in range(1, m + 1):
+            if k < m:
+                d = src[k]
+                if d == s0:
+                    continue
+            lst = col[s0]
             if lst is _EMPTY:
-                col[src[k]] = got[k:b]
+                col[s0] = got[a:k]
             else:
-                lst.extend(got[k:b])
-            k = b
+                lst.extend(got[a:k])
+            a = k
+            if k < m:
+                s0 = d
         return True
 
     def _ensure_subsystem(self, ss: str) -> None:

@@ -1321,6 +1321,7 @@ class UpdateStage:
         self.trav_level -= 1
         return n_plans
 
+    @cython.locals(n=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, fast=cython.bint)
     def _fresh_leaves(self, kids: list[int], mod: bool, acc: dict[str, int], ctx: tuple) -> int:
         """Record the new leaves ``kids`` (siblings, in order) as the walk does; return how many it recorded.
 
@@ -1342,26 +1343,28 @@ class UpdateStage:
             nds = list(map(fu.__getitem__, kids))
         nd = nds[0]
         t = vt[kids[0]]
-        if (
-            (mod or nonx.isdisjoint(kids))
-            and ((fu is None and not mod) or nds.count(nd) == n)
-            and (n == 1 or list(map(vt.__getitem__, kids)).count(t) == n)
-        ):
-            got = self._leaf_shared.get(nd) or self._new_leaf_shared(nd, meta)
-            lo = kids[0]
-            hi = lo + n
-            if kids[-1] == hi - 1 and (n < 3 or kids == list(range(lo, hi))):
-                if record:
-                    vspans[lo:hi] = [got[0]] * n
-                    table[lo:hi] = [got[1]] * n
-                tags[lo:hi] = [got[2]] * n
-                xspans[lo:hi] = [got[3]] * n
+        fast = (mod or nonx.isdisjoint(kids)) and ((fu is None and not mod) or nds.count(nd) == n)
+        if fast:
+            for j in range(1, n):  # one type (interned: the identity test decides)
+                k = kids[j]
+                x = vt[k]
+                if x is not t and x != t:
+                    fast = False
+                    break
+        if fast:
+            s0, s1, s2, s3 = self._leaf_shared.get(nd) or self._new_leaf_shared(nd, meta)
+            # typed indices (compiled: each write a C store into the list; a list subclass, as a
+            # test's instrumented column, takes the object protocol)
+            if record:
+                for j in range(n):
+                    k = kids[j]
+                    vspans[k] = s0
+                    table[k] = s1
+                    tags[k] = s2
+                    xspans[k] = s3
             else:
-                s0, s1, s2, s3 = got
-                for k in kids:
-                    if record:
-                        vspans[k] = s0
-                        table[k] = s1
+                for j in range(n):
+                    k = kids[j]
                     tags[k] = s2
                     xspans[k] = s3
             self._jv.extend(kids)
@@ -1693,6 +1696,17 @@ class UpdateStage:
         # for the allocation that usually follows (Engine.attach): see _fresh_plan
         self._attached = (g.version, self.token, newset, tops_of.get(self.dom))
 
+    @cython.locals(
+        kids=list,
+        types=list,
+        v=cython.Py_ssize_t,
+        pe=cython.Py_ssize_t,
+        m=cython.Py_ssize_t,
+        j=cython.Py_ssize_t,
+        e=cython.Py_ssize_t,
+        k=cython.Py_ssize_t,
+        i=cython.Py_ssize_t,
+    )
     def _prime_new(
         self, ss: str, new: Sequence[int], newset: set[int]
     ) -> tuple[dict[int, dict[str, int]], list[int]] | None:
@@ -1714,7 +1728,7 @@ class UpdateStage:
         total = self.prune.total
         tracked = total.__contains__
         pcol, src = g.parent_edge[ss], g.e_src
-        get_dst, get_t, get_s, get_out = dst.__getitem__, vt.__getitem__, vs.__getitem__, col.__getitem__
+        get_s, get_out = vs.__getitem__, col.__getitem__
         # breadth-first from the new roots over the internal vertices (every parent before its
         # children); leaves are only counted, a whole family of leaf children at C speed
         order: list[int] = []
@@ -1738,12 +1752,20 @@ class UpdateStage:
         while i < len(order):
             v = order[i]
             i += 1
-            kids = list(map(get_dst, col[v]))
+            es = col[v]
+            m = len(es)
+            kids = [0] * m
+            for j in range(m):  # (typed indices: C reads of the columns, compiled)
+                e = es[j]
+                kids[j] = dst[e]
             if not newset.issuperset(kids):
                 return None
             if not any(map(get_out, kids)):
                 # children all leaves: their units by type, without a step per child
-                types = list(map(get_t, kids))
+                types = [None] * m
+                for j in range(m):
+                    k = kids[j]
+                    types[j] = vt[k]
                 if not all(map(tracked, types)):
                     return None
                 leaves.extend(kids)

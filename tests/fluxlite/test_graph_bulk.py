@@ -213,3 +213,21 @@ def test_removal_keeps_each_ranks_vertices_in_creation_order() -> None:
     assert g.by_rank == {r: vs for r, vs in want.items() if vs}
     assert 2 in before and 2 not in g.by_rank  # node2's rank had nothing else
     assert not any(map(g.is_live, doomed)) and all(g.rx[v] == v for v in g.rx.node_indices())
+
+
+def test_the_run_linker_refuses_without_writing() -> None:
+    """``_link_one_subsystem`` (add_edges_bulk's fast path for a subtree's edges) refuses a batch whose
+    target repeats, or already has a parent edge, and leaves the columns as they were; the bulk add
+    then links edge by edge, as one at a time does."""
+    g = generate_graph(nodes=2, sockets=1, cores=2)
+    free = [g.add_vertex("core", "core", f"x{k}", k) for k in range(4)]
+    parent = g.parent_edge["containment"]
+    out = g.out["containment"]
+    node = g.vertex_by_path("/cluster0/node0")
+    core = g.vertex_by_path("/cluster0/node0/socket0/core0")  # has a parent edge
+    for targets in ([free[0], free[1], free[0]], [free[2], free[3], core]):
+        before = (list(parent), [list(x) for x in out])
+        assert not g._link_one_subsystem([900, 901, 902], [node] * 3, targets, "containment")
+        assert (list(parent), [list(x) for x in out]) == before
+    assert g._link_one_subsystem([900, 901], [node, free[0]], [free[1], free[2]], "containment")
+    assert parent[free[1]] == 900 and parent[free[2]] == 901 and out[free[0]] == [901] and out[node][-1] == 900

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import fields
@@ -108,6 +109,22 @@ def test_payload_decodes_to_the_columns_of_the_same_jgf(seed: int) -> None:
         assert wire.counts(payload) == (len(want), len(want.e_src)) == w.counts
         checked += 1
     assert checked >= 4
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_roots_are_the_paths_with_one_slash(seed: int) -> None:
+    """decode's roots: the paths whose only "/" is the first (a multi-line regex over the joined text
+    gave them before), for none, one and several roots among deeper paths."""
+    rng = random.Random(seed)
+    names = ["", "a", "cluster0", "node12", "x-y", "socket0"]
+    for _ in range(40):
+        paths = ["/" + "/".join(rng.choice(names[1:]) if d else rng.choice(names) for d in range(rng.randint(1, 4)))]
+        paths += ["/" + "/".join(rng.choice(names) for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(0, 30))]
+        rng.shuffle(paths)
+        text = "\n".join(paths)
+        want = [text.count("\n", 0, m.start()) for m in re.finditer(r"^/[^/\n]*$", text, re.M)]
+        assert wire._roots(paths) == want
+        assert want == [k for k, q in enumerate(paths) if q.count("/") == 1]
 
 
 def _child(lease: bytes) -> tuple[Engine, int]:
@@ -241,6 +258,11 @@ MUTATIONS: dict[str, Callable[[Any], None]] = {
     "long table string": lambda m: m.strings.append("s" * (wire.MAX_STRING + 1)),
     "too many table strings": lambda m: m.strings.extend(f"s{i}" for i in range(wire.MAX_STRINGS)),
     "empty type": lambda m: (m.strings.append(""), m.type.ClearField("values"), setattr(m.type, "value", len(m.strings) - 1)),
+    "empty edge subsystem": lambda m: (
+        m.strings.append(""),
+        m.edge_subsystem.ClearField("values"),
+        setattr(m.edge_subsystem, "value", len(m.strings) - 1),
+    ),
     "properties keys without values": lambda m: m.properties.add(node=0, keys=["a", "b"], values=["1"]),
     "properties of a node not sent": lambda m: m.properties.add(node=m.nodes, keys=["a"], values=["1"]),
     "a property key twice": lambda m: m.properties.add(node=0, keys=["a", "a"], values=["1", "2"]),

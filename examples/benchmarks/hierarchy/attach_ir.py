@@ -1,0 +1,92 @@
+"""Instruction counts (callgrind) of one level's attach of a 64-node grow from the columns wire form, two trees.
+
+    python examples/benchmarks/hierarchy/attach_ir.py --bench-dir ../shared/bench --a TREE_A --b TREE_B
+
+What ``fluxlite bench hierarchy`` calls a level's attach+update, in process and without gRPC:
+L0 (``graphs/L0.graphml``) answers REQUEST (default T1, 64 nodes) with the ``jgf`` writer and the
+payload is encoded in the columns wire form (``hierarchy._wire``); each of K children (a lease of
+8 nodes, T4, holding one job) then decodes it and attaches it to its job
+(``Engine.attach(..., allocate_to=job)``), once each.  Each tree runs twice under
+``valgrind --tool=callgrind`` with a fixed hash seed, with and without the K attaches; the
+difference over K is one attach's instructions (decode + create + prime + allocate), free of the
+setup's.  Deterministic where this machine's timings move 2x within minutes.  Each tree must be
+built as it is to be measured (``python setup.py build_ext --inplace`` in it).  Needs valgrind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+CHILD = r"""
+import os, sys
+from pathlib import Path
+from fluxlite.api import Engine
+from fluxlite.jobspec import parse_jobspec
+from fluxlite.readers import load_graph
+from fluxlite.writers.jgf import JgfColumnsWriter
+from hierarchy import _wire
+bench, k, do, req = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
+spec = {t: parse_jobspec((bench / "jobspecs" / f"{t}.yaml").read_text()) for t in {req, "T4"}}
+parent = Engine.from_file(bench / "graphs" / "L0.graphml", format="grug", policy="first")
+lease = parent.allocate(spec["T4"], fmt="jgf").text
+kids = []
+for _ in range(k):
+    child = Engine(load_graph(lease, format="jgf"), policy="first")
+    kids.append((child, child.allocate(spec["T4"], fmt="jgf").jobid))
+writer = JgfColumnsWriter()
+parent.set_writer("jgf", writer)
+parent.allocate(spec[req], fmt="jgf")
+payload = _wire.encode(parent.graph, writer.emitted)
+import gc
+gc.collect()
+gc.disable()
+if do:
+    for child, job in kids:
+        new = child.attach(_wire.decode(payload), allocate_to=job, at=0, duration=3600)
+    print("new", len(new))
+sys.stdout.flush()
+os._exit(0)  # (the interpreter's teardown is not counted)
+"""
+
+
+def _ir(tree: Path, bench: Path, k: int, do: bool, req: str) -> int:
+    env = {**os.environ, "PYTHONPATH": str(tree.resolve()), "PYTHONHASHSEED": "0"}
+    p = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", CHILD,
+         str(bench), str(k), "1" if do else "0", req],
+        capture_output=True, text=True, env=env, cwd=tree, check=True,
+    )  # fmt: skip
+    m = re.search(r"refs:\s+([0-9,]+)", p.stderr)
+    if m is None:
+        raise SystemExit(f"no instruction count from callgrind:\n{p.stderr[-2000:]}")
+    return int(m.group(1).replace(",", ""))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bench-dir", type=Path, default=Path("../shared/bench"))
+    ap.add_argument("--a", type=Path, required=True, help="the baseline tree (built)")
+    ap.add_argument("--b", type=Path, default=Path("."), help="the tree measured against it (built)")
+    ap.add_argument("--children", type=int, default=10, help="attaches measured per tree (default 10)")
+    ap.add_argument("--request", default="T1", help="the jobspec L0 answers (default T1: 64 nodes)")
+    a = ap.parse_args()
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (Debian package valgrind)")
+    bench = a.bench_dir.resolve()
+    per = {}
+    for name, tree in (("a", a.a), ("b", a.b)):
+        base = _ir(tree, bench, a.children, False, a.request)
+        full = _ir(tree, bench, a.children, True, a.request)
+        per[name] = (full - base) / a.children
+        print(f"{name}: {tree}: {per[name] / 1e6:.1f} M instructions per attach", flush=True)
+    print(f"b / a: {per['b'] / per['a']:.3f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -485,15 +485,13 @@ class ResourceGraph:
             if not contiguous and vcache:
                 for v in vcache.keys() & vids:  # (a set built in C, not a step per new vertex)
                     del vcache[v]
-        lo = min(vids) if vids else 0
         # the new handles fill exactly the holes lo..lo+n-1 (a removed subgraph's, in the
         # order rustworkx hands them back): every column is written with one slice
-        refill = (
-            not contiguous
-            and max(vids) - lo + 1 == n
-            and max(vids) < len(self.v_type)
-            and not any(self._live[lo : lo + n])
-        )
+        lo = 0
+        refill = False
+        if not contiguous:
+            lo, top_v = min(vids), max(vids)
+            refill = top_v - lo + 1 == n and top_v < len(self.v_type) and not any(self._live[lo : lo + n])
         tcol = _interned_column(types, intern)
         bcol = _interned_column(basenames, intern)
         ucol = _interned_column(units, intern)
@@ -734,14 +732,17 @@ class ResourceGraph:
                 self.rx.update_edge_by_index(e, e)
         seq0 = self._eseq
         self._eseq += m
-        lo = min(got)
         if in_order:
             self.e_src.extend(sources)
             self.e_dst.extend(targets)
             self.e_ss.extend(ss_col)
             self.e_rel.extend(rel_col)
             self.e_seq.extend(range(seq0, seq0 + m))
-        elif max(got) - lo + 1 == m and max(got) < len(self.e_src) and self.e_ss[lo : lo + m].count(None) == m:
+        elif (
+            (lo := min(got)) + m - 1 == (top_e := max(got))
+            and top_e < len(self.e_src)
+            and self.e_ss[lo : lo + m].count(None) == m
+        ):
             # the new handles refill exactly the removed edges lo..lo+m-1: one slice per column
             sl = slice(lo, lo + m)
             if _is_run(got, lo):  # handed back in order: the columns as given

@@ -244,6 +244,10 @@ def test_multi_arg_guards() -> None:
     assert _errno_of(PlannerMulti, 0, 10, [-1], ["core"]) == ERANGE
     assert _errno_of(PlannerMulti, 0, 10, [1, 2], ["core", "core"]) == EINVAL
     assert _errno_of(PlannerMulti, 0, 10, [1], ["core", "gpu"]) == EINVAL
+    assert _errno_of(PlannerMulti, 0, 10, [1, 2], ["core", None]) == EINVAL
+    with pytest.raises(PlannerError) as info:  # the first negative total is the one reported
+        PlannerMulti(0, 10, [1, -2, -5], ["core", "gpu", "memory"])
+    assert info.value.errno == ERANGE and "-2" in str(info.value)
 
 
 def test_multi_empty_guards() -> None:

@@ -7,7 +7,7 @@ L0 (``graphs/L0.graphml``) answers REQUEST (default T1, 64 nodes) with the ``jgf
 payload is encoded in the columns wire form (``hierarchy._wire``); each of K children (a lease of
 8 nodes, T4, holding one job) then decodes it and attaches it to its job
 (``Engine.attach(..., allocate_to=job)``), once each.  Each tree runs twice under
-``valgrind --tool=callgrind`` with a fixed hash seed, with and without the K attaches; the
+``valgrind --tool=callgrind`` with a fixed hash seed, with and without the K attaches (address randomisation off, by ``setarch -R``); the
 difference over K is one attach's instructions (decode + create + prime + allocate), free of the
 setup's.  Deterministic where this machine's timings move 2x within minutes.  Each tree must be
 built as it is to be measured (``python setup.py build_ext --inplace`` in it).  Needs valgrind.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -57,8 +58,11 @@ os._exit(0)  # (the interpreter's teardown is not counted)
 
 def _ir(tree: Path, bench: Path, k: int, do: bool, req: str) -> int:
     env = {**os.environ, "PYTHONPATH": str(tree.resolve()), "PYTHONHASHSEED": "0"}
+    # address randomisation off where setarch can (CPython's type-attribute cache is indexed by
+    # the names' addresses: with it on, the same tree moved 2 % from run to run)
+    norand = ["setarch", platform.machine(), "-R"] if shutil.which("setarch") else []
     p = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", CHILD,
+        [*norand, "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", CHILD,
          str(bench), str(k), "1" if do else "0", req],
         capture_output=True, text=True, env=env, cwd=tree, check=True,
     )  # fmt: skip

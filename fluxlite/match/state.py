@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Sequence
-from itertools import repeat
 from typing import Any
 
 from fluxlite.graph import UP
@@ -92,15 +91,20 @@ class GraphStateStage:
             for x in ids:
                 oe.pop(x, None)
 
+    @cython.locals(ids=list, k=cython.Py_ssize_t, n=cython.Py_ssize_t, m=cython.Py_ssize_t, v=cython.Py_ssize_t)
     def vertices_removed(self, vids: Sequence[int]) -> None:
-        """:meth:`vertex_removed` of each of ``vids``, one pass per column (a bulk removal).  O(len(vids))."""
+        """:meth:`vertex_removed` of each of ``vids``, one typed pass per column (a bulk removal).  O(len(vids))."""
         if not vids:
             return
         self.memo_clear()
-        top = max(vids)
+        ids = vids if type(vids) is list else list(vids)
+        n = len(ids)
         for col in self._vertex_columns():
-            ks = vids if top < len(col) else [v for v in vids if v < len(col)]
-            list(map(col.__setitem__, ks, repeat(None)))  # type: ignore[arg-type]
+            m = len(col)
+            for k in range(n):
+                v = ids[k]
+                if v < m:
+                    col[v] = None
         oe = self._outedges
         if oe:
             for v in oe.keys() & set(vids):

@@ -71,16 +71,20 @@ class PlannerMulti:
                 totals=len(totals),
                 types=len(types),
             )
-        if totals and min(totals) < 0:
-            bad = next(t for t in totals if t < 0)  # (the first, as a loop over them reports)
-            raise PlannerError("resource total must be >= 0", errno=ERANGE, total=bad)
-        # (no generator: a multi-planner is made for every internal vertex a grow attaches)
-        if len(set(types)) != len(types) or None in types:
+        for total in totals:
+            if total < 0:
+                raise PlannerError("resource total must be >= 0", errno=ERANGE, total=total)
+        # (loops, not a generator: a multi-planner is made for every internal vertex a grow attaches)
+        distinct = len(set(types)) == len(types)
+        for t in types:
+            if t is None:
+                distinct = False
+        if not distinct:
             raise PlannerError("resource types must be distinct", errno=EINVAL, types=list(types))
         self._planners = [Planner(base_time, duration, n, t) for n, t in zip(totals, types)]
         self._types = list(types)
         self._totals = list(totals)
-        self._index = dict(zip(types, range(len(types))))
+        self._index = {t: i for i, t in enumerate(types)}
         self._spans = {}
         self._counter = 0
         self._iter_on_or_after = 0

@@ -57,7 +57,8 @@ os._exit(0)  # (the interpreter's teardown is not counted)
 
 
 def _ir(tree: Path, bench: Path, k: int, do: bool, req: str) -> int:
-    env = {**os.environ, "PYTHONPATH": str(tree.resolve()), "PYTHONHASHSEED": "0"}
+    # (one BLAS thread: NumPy's OpenBLAS workers spin while idle, and callgrind counts every thread)
+    env = {**os.environ, "PYTHONPATH": str(tree.resolve()), "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
     # address randomisation off where setarch can (CPython's type-attribute cache is indexed by
     # the names' addresses: with it on, the same tree moved 2 % from run to run)
     norand = ["setarch", platform.machine(), "-R"] if shutil.which("setarch") else []

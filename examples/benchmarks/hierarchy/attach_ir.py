@@ -89,7 +89,7 @@ def main() -> None:
         base = _ir(tree, bench, a.children, False, a.request)
         full = _ir(tree, bench, a.children, True, a.request)
         per[name] = (full - base) / a.children
-        print(f"{name}: {tree}: {per[name] / 1e6:.1f} M instructions per attach", flush=True)
+        print(f"{name}: {tree}: {per[name] / 1e6:.2f} M instructions per attach", flush=True)
     print(f"b / a: {per['b'] / per['a']:.3f}x")
 
 

@@ -69,6 +69,8 @@ MAX_PATH = 1 << 12
 MAX_PROPERTIES = 1 << 8
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 _BIG_ENDIAN = sys.byteorder == "big"
+#: the values the last byte of a non-negative little-endian int64 can take
+_NON_NEGATIVE_TOP = bytes(range(0x80))
 
 
 class WireError(InputError):
@@ -252,7 +254,15 @@ def _ints(col: Any, n: int, what: str, lo: int, hi: int) -> list[int]:
     if _BIG_ENDIAN:  # pragma: no cover - the wire is little-endian
         a.byteswap()
     xs = a.tolist()
-    if (lo, hi) != _INT64 and (min(xs) < lo or max(xs) > hi):  # (sint64 already bounds the rest)
+    if (lo, hi) == _INT64:  # (sint64 already bounds it)
+        return xs
+    # the lower bound 0 from the bytes: a little-endian int64 is negative iff its last byte is >= 0x80
+    # (one C pass over n bytes, where min() compares n ints)
+    if lo == 0 and not _BIG_ENDIAN:
+        low_ok = not vals[7::8].translate(None, _NON_NEGATIVE_TOP)
+    else:
+        low_ok = min(xs) >= lo
+    if not low_ok or (hi != _INT64[1] and max(xs) > hi):
         bad = min(xs) if min(xs) < lo else max(xs)
         raise WireError(f"columns payload: {what} {bad} out of range [{lo}, {hi}]")
     return xs

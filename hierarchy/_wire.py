@@ -40,7 +40,10 @@ from google.protobuf.message import DecodeError
 from fluxlite.errors import InputError
 from hierarchy._pb import fluxlite_instance_pb2 as pb
 from jgf import Columns, columns_jgf
-from jgf._columns import _digits  # list(map(str, ints)) in C: a str() per id is 3x slower
+from jgf._columns import (
+    _digits,  # list(map(str, ints)) in C: a str() per id is 3x slower
+    _root_positions,
+)
 
 __all__ = [
     "MAGIC",
@@ -284,17 +287,6 @@ def counts(payload: bytes) -> tuple[int, int]:
     return m.nodes, m.edges
 
 
-def _roots(paths: list[str]) -> list[int]:
-    """The positions of the paths with a single "/" (every path starts with one): where the last "/"
-    is the first.  One C-level ``rfind`` per path (a multi-line regex over the joined text took 2.5x
-    as long: it tries a match at every line start and then counts newlines).  O(total path length)."""
-    last = list(map(str.rfind, paths, repeat("/")))
-    k = last.count(0)
-    if k <= 1:
-        return [last.index(0)] if k else []
-    return list(compress(range(len(last)), map((0).__eq__, last)))
-
-
 def decode(payload: bytes) -> Columns:
     """The :class:`jgf.Columns` of a columns payload, every value checked; raises :class:`WireError`.
 
@@ -391,7 +383,7 @@ def decode(payload: bytes) -> Columns:
     cols.exclusive = excl
     cols.properties = props
     cols.paths = {ss: paths}
-    cols.roots = [(k, ss) for k in _roots(paths)]
+    cols.roots = [(k, ss) for k in _root_positions(paths)]  # (every path starts with "/": checked above)
     cols.e_src = src
     cols.e_dst = dst
     cols.e_ss = e_ss

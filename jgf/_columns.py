@@ -33,7 +33,7 @@ import gc
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 from operator import itemgetter, methodcaller, truth
 from typing import Any
 
@@ -353,9 +353,7 @@ def _writer_nodes(cols: Columns, data: bytes, n0: int, n1: int, keys_out: list[s
     cols.status.extend(repeat(0, n))
     ss = "containment"
     cols.paths[ss] = list(paths)
-    counts = list(map(str.count, paths, repeat("/")))
-    if 1 in counts:
-        cols.roots.extend((k, ss) for k, c in enumerate(counts) if c == 1)
+    cols.roots.extend((k, ss) for k in _root_positions(paths))
     return True
 
 
@@ -475,9 +473,7 @@ def _add_nodes(cols: Columns, elems: list[Any], index: int, keys_out: list[str])
         elif len(col) < base:
             col.extend([None] * (base - len(col)))
         col.extend(ps)
-        counts = list(map(str.count, ps, repeat("/")))
-        if 1 in counts:
-            cols.roots.extend((base + k, first) for k, c in enumerate(counts) if c == 1)
+        cols.roots.extend((base + k, first) for k in _root_positions(ps))
     else:
         for k, pd in enumerate(pds):
             for ss, p in pd.items():
@@ -688,6 +684,18 @@ def columns_jgf(cols: Columns) -> bytes:
             md["relation"] = rel
         edges.append({"source": str(uq[s]), "target": str(uq[d]), "metadata": md})
     return orjson.dumps({"graph": {"nodes": nodes, "edges": edges}})
+
+
+def _root_positions(paths: Sequence[str]) -> list[int]:
+    """The positions of the paths with exactly one "/" (a root's, as ``/cluster0``), in order, for
+    paths that all start with "/" (every caller checks it): those whose last "/" is the first.  One
+    C-level ``rfind`` per path (it stops at the last component; a count scans the whole path) and a
+    step per root only (a graph or subgraph has one or a few)."""
+    last = list(map(str.rfind, paths, repeat("/")))
+    k = last.count(0)
+    if k <= 1:
+        return [last.index(0)] if k else []
+    return list(compress(range(len(last)), map((0).__eq__, last)))
 
 
 def _digits(xs: list[int]) -> list[str]:

@@ -50,7 +50,6 @@ _second = itemgetter(1)
 _UNDO_GROW, _UNDO_EXTRA, _UNDO_XSPAN, _UNDO_WEIGHT = 0, 1, 2, 3
 
 
-
 @cython.locals(n=cython.Py_ssize_t, k=cython.Py_ssize_t, a=list, b=list, c=list)
 def _unzip3(items: Sequence[tuple[Any, Any, Any]]) -> tuple[list[Any], list[Any], list[Any]]:
     """``zip(*items)`` of (vertex, units, exclusive) items as three lists, in one typed loop (the star
@@ -1372,18 +1371,13 @@ class UpdateStage:
             s0, s1, s2, s3 = self._leaf_shared.get(nd) or self._new_leaf_shared(nd, meta)
             # typed indices (compiled: each write a C store into the list; a list subclass, as a
             # test's instrumented column, takes the object protocol)
-            if record:
-                for j in range(n):
-                    k = kids[j]
+            for j in range(n):
+                k = kids[j]
+                if record:
                     vspans[k] = s0
                     table[k] = s1
-                    tags[k] = s2
-                    xspans[k] = s3
-            else:
-                for j in range(n):
-                    k = kids[j]
-                    tags[k] = s2
-                    xspans[k] = s3
+                tags[k] = s2
+                xspans[k] = s3
             self._jv.extend(kids)
             if t in total:
                 acc[t] = acc.get(t, 0) + sum(map(vsize.__getitem__, kids))

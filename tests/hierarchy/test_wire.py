@@ -37,6 +37,7 @@ from hierarchy._launch import owner_credential
 from hierarchy._pb import fluxlite_instance_pb2 as pb
 from hierarchy._pb import fluxlite_instance_pb2_grpc as pb_grpc
 from hierarchy.base import MatchOutcome
+from jgf._columns import _root_positions
 from tests.fluxlite.test_attach_equivalence import _js, _spec, fingerprint, same
 from tests.hierarchy.helpers import CORES, chain, nodes_jobspec, short_tmpdir, socket_jobspec, start
 from tests.hierarchy.test_instance import Direct
@@ -113,8 +114,9 @@ def test_payload_decodes_to_the_columns_of_the_same_jgf(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_roots_are_the_paths_with_one_slash(seed: int) -> None:
-    """decode's roots: the paths whose only "/" is the first (a multi-line regex over the joined text
-    gave them before), for none, one and several roots among deeper paths."""
+    """decode's roots (``jgf._columns._root_positions``, which the JGF column reader uses too): the
+    paths whose only "/" is the first (a multi-line regex over the joined text gave them before), for
+    none, one and several roots among deeper paths."""
     rng = random.Random(seed)
     names = ["", "a", "cluster0", "node12", "x-y", "socket0"]
     for _ in range(40):
@@ -123,7 +125,7 @@ def test_roots_are_the_paths_with_one_slash(seed: int) -> None:
         rng.shuffle(paths)
         text = "\n".join(paths)
         want = [text.count("\n", 0, m.start()) for m in re.finditer(r"^/[^/\n]*$", text, re.M)]
-        assert wire._roots(paths) == want
+        assert _root_positions(paths) == want
         assert want == [k for k, q in enumerate(paths) if q.count("/") == 1]
 
 

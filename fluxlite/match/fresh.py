@@ -65,6 +65,11 @@ from itertools import compress, repeat
 from operator import eq, itemgetter
 from typing import Any
 
+try:
+    import cython
+except ModuleNotFoundError:  # pure Python without Cython installed (see fluxlite._cyshim)
+    from fluxlite import _cyshim as cython
+
 from fluxlite.graph import UP
 from fluxlite.match._common import AT_ALLOC, JobMeta, _request_sig, _Shared
 from fluxlite.match._scoring import MATCH_MET, Dfu, Evals
@@ -329,15 +334,36 @@ class FreshStage:
         self._fshape[b] = (shape, e0)
         return e0
 
+    @cython.locals(
+        b=cython.Py_ssize_t,
+        j=cython.Py_ssize_t,
+        hi=cython.Py_ssize_t,
+        i=cython.Py_ssize_t,
+        v=cython.Py_ssize_t,
+        vspans=list,
+        allocs=list,
+        resvs=list,
+        tags=list,
+        xspans=list,
+        status=list,
+    )
     def _fresh_state(self, shape: _Shape, b: int) -> bool:
-        """Is ``b``'s subtree untouched: no state on any vertex, all up, no aggregate span?  O(subtree) in C."""
-        n = shape.n
-        hi = b + n
-        for col in (self.vspans, self.allocs, self.resvs, self.tags, self.xspans):
-            if col[b:hi].count(None) != n:
+        """Is ``b``'s subtree untouched: no state on any vertex, all up, no aggregate span?  O(subtree),
+        one typed pass over its rows."""
+        hi = b + shape.n
+        vspans, allocs, resvs, tags, xspans = self.vspans, self.allocs, self.resvs, self.tags, self.xspans
+        status = self.g.v_status
+        up = UP
+        for j in range(b, hi):
+            if (
+                vspans[j] is not None
+                or allocs[j] is not None
+                or resvs[j] is not None
+                or tags[j] is not None
+                or xspans[j] is not None
+                or status[j] != up
+            ):
                 return False
-        if self.g.v_status[b:hi].count(UP) != n:
-            return False
         sub = self.subplan.get(self.dom)
         j2s = self.job2span.get(self.dom)
         for i in shape.internal:
@@ -385,16 +411,39 @@ class FreshStage:
             tmpls[key] = _NOPE
 
     # ------------------------------------------------------------ select
+    @cython.locals(
+        e0=cython.Py_ssize_t, j=cython.Py_ssize_t, token=cython.Py_ssize_t, t=cython.Py_ssize_t, e_token=list
+    )
     def _sel_clean(self, meta: JobMeta, shape: _Shape, b: int, e0: int, used: bool) -> int:
         """No edge of the subtree marked by this select pass yet, and its state: 1 fresh, 2 clear
         over the match's window (see :meth:`_window_clear`), 0 neither or a window the subtree's
         aggregates cannot hold (``used``: a job holds ``b``'s subtree, so it is not fresh)."""
-        if self.token in self.e_token[e0 : e0 + shape.m] or meta.duration < 1:
+        if meta.duration < 1:
             return 0
+        token = self.token
+        e_token = self.e_token
+        for j in range(e0, e0 + shape.m):
+            t = e_token[j]
+            if t == token:
+                return 0
         if not used and self._fresh_state(shape, b):
             return 1 if self._window_clear(meta, shape, b, True) else 0
         return 2 if self._window_clear(meta, shape, b, False) else 0
 
+    @cython.locals(
+        k=cython.Py_ssize_t,
+        j=cython.Py_ssize_t,
+        hi=cython.Py_ssize_t,
+        b=cython.Py_ssize_t,
+        i=cython.Py_ssize_t,
+        total=cython.Py_ssize_t,
+        r=cython.Py_ssize_t,
+        times=list,
+        rem=list,
+        status=list,
+        vspans=list,
+        xspans=list,
+    )
     def _window_clear(self, meta: JobMeta, shape: _Shape, b: int, fresh: bool) -> bool:
         """Does every test of the select walk in ``b``'s subtree answer as on a fresh twin, whatever
         the window?  (``fresh``: ``b``'s subtree is fresh; only the aggregates' ends are checked.)
@@ -432,28 +481,46 @@ class FreshStage:
                         continue
                     k = bisect_right(times, at) - 1
                     # k < 0: Fluxion's planner passes a window before its first point
-                    if k >= 0 and min(pl._rem[k : bisect_left(times, end, k)]) < pl._total:
-                        return False
+                    if k >= 0:
+                        rem = pl._rem
+                        total = pl._total
+                        hi = bisect_left(times, end, k)
+                        # min(rem[k:hi]) < total, without the slice (rem[k] always counts)
+                        r = rem[k]
+                        if r < total:
+                            return False
+                        for j in range(k + 1, hi):
+                            r = rem[j]
+                            if r < total:
+                                return False
         if fresh:
             return True
-        n = shape.n
-        hi = b + n
-        if self.g.v_status[b:hi].count(UP) != n:
-            return False
-        if meta.alloc_type == AT_ALLOC and any(self.allocs[b:hi]):
-            return False
-        for col in (self.vspans, self.xspans):
-            sl = col[b:hi]
-            if sl.count(None) == n:
-                continue
-            seen = None  # the leaves of one job share their dicts, side by side
-            for sp in sl:
-                if sp is None or sp is seen:
-                    continue
+        # one pass over the subtree's rows (vertex b .. b + n - 1): every vertex up, none allocated
+        # (for an allocation now), no span nor exclusive window meeting the window
+        hi = b + shape.n
+        status = self.g.v_status
+        allocs = self.allocs if meta.alloc_type == AT_ALLOC else None
+        vspans = self.vspans
+        xspans = self.xspans
+        seen_v = seen_x = None  # the leaves of one job share their dicts, side by side
+        up = UP
+        for j in range(b, hi):
+            if status[j] != up:
+                return False
+            if allocs is not None and allocs[j]:
+                return False
+            sp = vspans[j]
+            if sp is not None and sp is not seen_v:
                 for iv in sp.values():
                     if iv[0] < end and iv[1] > at:
                         return False
-                seen = sp
+                seen_v = sp
+            sp = xspans[j]
+            if sp is not None and sp is not seen_x:
+                for iv in sp.values():
+                    if iv[0] < end and iv[1] > at:
+                        return False
+                seen_x = sp
         return True
 
     def _fresh_sig(self, resources: Sequence[Any]) -> tuple[Any, int, frozenset[str]]:

@@ -50,6 +50,7 @@ HOT = (
     "fluxlite.match._scoring",
     "fluxlite.match.rootcache",
     "fluxlite.match.shortcuts",
+    "fluxlite.match._window",
     "fluxlite.match.explore",
     "fluxlite.writers.simple",
     "fluxlite.writers.jgf",

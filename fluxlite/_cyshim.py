@@ -24,6 +24,8 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 #: C types, as their Python counterparts when run pure
 Py_ssize_t = int
 bint = bool
+#: True in a compiled module (Cython's own ``cython.compiled``); a module may take another path there
+compiled = False
 
 
 def locals(**types: Any) -> Callable[[_F], _F]:

@@ -123,7 +123,13 @@ def _pattern(rel: list[int]) -> tuple[bool, list]:
 
 
 def _matches(values: list[int], base: int, pat: tuple[bool, list]) -> bool:
-    """``values == [base + r for r in rel]`` for the pattern of ``rel``, by C-level compares."""
+    """``values == [base + r for r in rel]`` for the pattern of ``rel``: a typed loop compiled (a
+    value past the C integer range takes the object compares below), C-level list compares pure."""
+    if cython.compiled:
+        try:
+            return _matches_typed(values, base, pat)
+        except OverflowError:
+            pass
     as_runs, data = pat
     if not as_runs:
         return list(map(base.__add__, data)) == values
@@ -133,6 +139,48 @@ def _matches(values: list[int], base: int, pat: tuple[bool, list]) -> bool:
         v = base + v0
         if values[k0:k1] != list(range(v, v + k1 - k0)):
             return False
+    return True
+
+
+@cython.locals(
+    b=cython.Py_ssize_t,
+    n=cython.Py_ssize_t,
+    k=cython.Py_ssize_t,
+    lo=cython.Py_ssize_t,
+    hi=cython.Py_ssize_t,
+    v=cython.Py_ssize_t,
+    x=cython.Py_ssize_t,
+    y=cython.Py_ssize_t,
+    values=list,
+    data=list,
+    run=tuple,
+)
+def _matches_typed(values: list[int], base: int, pat: tuple[bool, list]) -> bool:
+    """:func:`_matches` by typed index (OverflowError for a value past the C integer range)."""
+    b = base
+    as_runs, data = pat
+    if not as_runs:
+        n = len(data)
+        if len(values) != n:
+            return False
+        for k in range(n):
+            x = values[k]
+            y = data[k]
+            if x != b + y:
+                return False
+        return True
+    n = len(data)
+    if len(values) != (data[n - 1][1] if n else 0):
+        return False
+    for run in data:
+        lo = run[0]
+        hi = run[1]
+        v = run[2]
+        v += b - lo
+        for k in range(lo, hi):
+            x = values[k]
+            if x != v + k:
+                return False
     return True
 
 

@@ -61,8 +61,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from itertools import compress, repeat
-from operator import eq, itemgetter
+from operator import itemgetter
 from typing import Any
 
 try:
@@ -846,16 +845,49 @@ class FreshStage:
         return 0, tm.x_in
 
     # ------------------------------------------------------------ update
+    @cython.locals(
+        e0=cython.Py_ssize_t,
+        m=cython.Py_ssize_t,
+        hi=cython.Py_ssize_t,
+        j=cython.Py_ssize_t,
+        n=cython.Py_ssize_t,
+        token=cython.Py_ssize_t,
+        t=cython.Py_ssize_t,
+        toks=list,
+        needs=list,
+        excl=list,
+        mask=list,
+        nd=list,
+        xs=list,
+    )
     def _marks_of(self, e0: int, m: int) -> tuple:
         """The marks of the last select on edges ``e0 .. e0+m-1`` (what the update walk reads of them):
-        which edges are marked, and the needs and exclusivity of those.  C-level passes only."""
+        which edges are marked (True: all of them), and the needs and exclusivity of those.  Typed
+        passes over the edges."""
         token = self.token
         hi = e0 + m
-        toks = self.e_token[e0:hi]
-        if toks.count(token) == m:
+        toks = self.e_token
+        n = 0
+        for j in range(e0, hi):
+            t = toks[j]
+            if t == token:
+                n += 1
+        if n == m:
             return (True, self.e_needs[e0:hi], self.e_excl[e0:hi])
-        mask = list(map(eq, toks, repeat(token, m)))
-        return (mask, list(compress(self.e_needs[e0:hi], mask)), list(compress(self.e_excl[e0:hi], mask)))
+        needs = self.e_needs
+        excl = self.e_excl
+        mask = []
+        nd = []
+        xs = []
+        for j in range(e0, hi):
+            t = toks[j]
+            if t == token:
+                mask.append(True)
+                nd.append(needs[j])
+                xs.append(excl[j])
+            else:
+                mask.append(False)
+        return (mask, nd, xs)
 
     def _upd_clean(self, shape: _Shape, b: int) -> bool:
         """Fresh, and no memoized marks wait inside (they are applied when the walk enters a vertex).

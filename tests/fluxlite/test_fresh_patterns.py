@@ -1,4 +1,4 @@
-"""The twin test's pattern compare (``fresh._matches``): ``values == [base + r for r in rel]``.
+"""The templates' compares: the twin test's patterns (``fresh._matches``) and the update's marks (``_marks_of``).
 
 Compiled, ``_matches`` compares by typed index (``_matches_typed``) and falls
 back to object compares for a value past the C integer range; both must give
@@ -50,3 +50,33 @@ def test_the_pattern_compare_is_the_list_compare() -> None:
         if all(abs(x) < 2**62 for x in [*values, base]):
             assert _matches_typed(values, base, pat) == want, (values, base, rel)
     assert seen == {True, False}
+
+
+def test_the_marks_of_a_run_of_edges_are_the_marked_ones() -> None:
+    """``FreshStage._marks_of``: all marked (True and the columns), or the mask and the marked edges'
+    needs and exclusivity, as read from the columns one edge at a time."""
+    from fluxlite.api import Engine
+    from fluxlite.readers.generate import generate_graph
+
+    tr = Engine(generate_graph(racks=1, nodes=2, sockets=2, cores=4), policy="first").traverser
+    rng = random.Random(3)
+    ne = len(tr.e_token)
+    kinds = set()
+    for _ in range(300):
+        tr.token = rng.randint(1, 5)
+        for e in range(ne):
+            tr.e_token[e] = tr.token if rng.random() < 0.7 else rng.randint(0, 5)
+            tr.e_needs[e] = rng.randint(0, 9)
+            tr.e_excl[e] = rng.random() < 0.5
+        e0 = rng.randrange(ne)
+        m = rng.randint(0, ne - e0)
+        marked = [tr.e_token[e] == tr.token for e in range(e0, e0 + m)]
+        if all(marked):
+            want = (True, tr.e_needs[e0 : e0 + m], tr.e_excl[e0 : e0 + m])
+        else:
+            idx = [e for e in range(e0, e0 + m) if tr.e_token[e] == tr.token]
+            want = (marked, [tr.e_needs[e] for e in idx], [tr.e_excl[e] for e in idx])
+        got = tr._marks_of(e0, m)
+        assert got == want and type(got[0]) is type(want[0]), (e0, m)
+        kinds.add(got[0] is True)
+    assert kinds == {True, False}

@@ -20,24 +20,7 @@ from fluxlite.api import Engine
 from fluxlite.graph import UP
 from fluxlite.match._common import AT_ALLOC, AT_RESERVE, JobMeta
 from fluxlite.readers.generate import generate_graph
-from tests.fluxlite.helpers import jobspec
-
-
-def _request(nodes: int, cores: int, duration: int) -> Any:
-    return jobspec(
-        f"  - type: node\n    count: {nodes}\n    with:\n      - type: slot\n        count: 1\n"
-        "        label: default\n        with:\n          - type: socket\n            count: 1\n"
-        f"            with:\n              - type: core\n                count: {cores}\n",
-        duration=duration,
-    )
-
-
-def _socket(cores: int, duration: int) -> Any:
-    return jobspec(
-        "  - type: slot\n    count: 1\n    label: default\n    with:\n      - type: socket\n        count: 1\n"
-        f"        with:\n          - type: core\n            count: {cores}\n",
-        duration=duration,
-    )
+from tests.fluxlite.test_window_templates import _nodes, _socket
 
 
 def _ref_fresh_state(tr: Any, n: int, internal: list[int], b: int) -> bool:
@@ -91,7 +74,7 @@ def _busy_engine(seed: int) -> Engine:
     jobs: list[int] = []
     for _ in range(4 + 12 * seed):  # the first seeds leave nodes untouched
         js = (
-            _request(rng.randint(1, 3), rng.randint(1, 4), rng.choice((60, 600, 3600)))
+            _nodes(rng.randint(1, 3), rng.randint(1, 4), rng.choice((60, 600, 3600)))
             if rng.random() < 0.5
             else _socket(rng.randint(1, 4), rng.choice((60, 600, 3600)))
         )

@@ -5,8 +5,9 @@
 Each tree must be built as it is to be measured (``python setup.py build_ext --inplace`` in it, or
 not).  For each scenario the tree runs in its own process under ``valgrind --tool=callgrind``
 with collection switched on only inside ``Traverser.run`` (the matches: loading, parsing and
-output joining are not counted) and a fixed hash seed, so the figures are deterministic where this
-machine's timings move 2x within minutes.  One part of them is not the code's own: CPython's
+output joining are not counted), a fixed hash seed, one BLAS thread and address randomisation off
+(``../callgrind_ir.py``; the last two since the thirteenth session), so the figures are deterministic
+where this machine's timings move 2x within minutes.  One part of them is not the code's own: CPython's
 type-attribute cache (4,096 slots) is indexed by the address of the attribute's name, so which hot
 names collide, and walk the traverser's nine classes on every lookup, changes with any edit that
 moves the module's strings.  The second column (``mro``) gives those walks' instructions
@@ -24,13 +25,13 @@ Needs valgrind (Debian package).  About a minute per scenario and tree.
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from callgrind_ir import collected
 
 #: the compiled ``Traverser.run`` (its number in the symbol follows the class's methods before it)
 TOGGLE = "__pyx_pw_8fluxlite_5match_10_traverser_9Traverser_??run"
@@ -77,23 +78,7 @@ for _ in range(5):
 
 def count(tree: str, bench: str, scenario: str, work: str) -> tuple[int, int]:
     """(instructions inside Traverser.run, of which type-cache misses' MRO walks)."""
-    prog = Path(work) / "child.py"
-    prog.write_text(CHILD)
-    env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()), PYTHONHASHSEED="0")
-    out = subprocess.run(
-        ["valgrind", "--tool=callgrind", f"--toggle-collect={TOGGLE}", f"--callgrind-out-file={work}/cg.out",
-         sys.executable, str(prog), bench, scenario, work],
-        capture_output=True, text=True, env=env, cwd=work, check=True,
-    )  # fmt: skip
-    m = re.search(r"Collected : (\d+)", out.stderr)
-    if m is None or int(m.group(1)) == 0:
-        raise SystemExit(f"no callgrind total for {tree} {scenario}:\n{out.stderr[-2000:]}")
-    ann = subprocess.run(
-        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", f"{work}/cg.out"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    mro = re.search(r"^\s*([0-9,]+) .*:find_name_in_mro \[", ann, re.M)
-    return int(m.group(1)), int(mro.group(1).replace(",", "")) if mro else 0
+    return collected(tree, CHILD, [bench, scenario, work], toggle=TOGGLE, work=work, what=scenario)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,14 +25,13 @@ valgrind.  About a minute per kind and tree.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from callgrind_ir import collected
 
 CHILD = r"""
 import gc, itertools, sys
@@ -76,24 +75,9 @@ print("counted", hits, file=sys.stderr)
 
 def count(tree: str, bench: str, kind: str, req: str, n: int, work: str) -> tuple[int, int]:
     """(instructions of the counted matches, of which type-cache misses' MRO walks)."""
-    prog = Path(work) / "child.py"
-    prog.write_text(CHILD)
-    env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()), PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1")
-    norand = ["setarch", platform.machine(), "-R"] if shutil.which("setarch") else []
-    out = subprocess.run(
-        [*norand, "valgrind", "--tool=callgrind", "--toggle-collect=starmap_next",
-         f"--callgrind-out-file={work}/cg.out", sys.executable, str(prog), bench, kind, work, req, str(n)],
-        capture_output=True, text=True, env=env, cwd=work, check=True,
-    )  # fmt: skip
-    m = re.search(r"Collected : (\d+)", out.stderr)
-    if m is None or int(m.group(1)) == 0:
-        raise SystemExit(f"no callgrind total for {tree} {kind}:\n{out.stderr[-2000:]}")
-    ann = subprocess.run(
-        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", f"{work}/cg.out"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    mro = re.search(r"^\s*([0-9,]+) .*:find_name_in_mro \[", ann, re.M)
-    return int(m.group(1)), int(mro.group(1).replace(",", "")) if mro else 0
+    return collected(
+        tree, CHILD, [bench, kind, work, req, str(n)], toggle="starmap_next", work=work, what=kind
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -59,7 +59,7 @@ class GraphStateStage:
                 col.extend([None] * (vid + 1 - len(col)))
         self._outedges.pop(vid, None)
 
-    @cython.locals(ids=list, k=cython.Py_ssize_t, n=cython.Py_ssize_t, v=cython.Py_ssize_t)
+    @cython.locals(ids=list, k=cython.Py_ssize_t, n=cython.Py_ssize_t, v=cython.Py_ssize_t, m=cython.Py_ssize_t)
     def vertices_added(self, vids: Sequence[int]) -> None:
         """Bulk form of :meth:`vertex_added`.  O(len(vids)): typed loops (compiled, C reads of the
         columns; a run of one type, as in a subtree, is one set lookup)."""
@@ -79,17 +79,21 @@ class GraphStateStage:
             self.types.intern(t)
         cols = self._vertex_columns()
         hi = max(ids, default=-1)
+        lo = min(ids, default=-1)
         for col in cols:
-            if len(col) <= hi:
-                col.extend([None] * (hi + 1 - len(col)))
+            m = len(col)
+            if m <= hi:
+                col.extend([None] * (hi + 1 - m))
+            if lo >= m:
+                continue  # every new vertex is in the part just added, None already (the usual attach)
             for k in range(n):
                 v = ids[k]
                 if col[v] is not None:
                     col[v] = None
         oe = self._outedges
         if oe:
-            for x in ids:
-                oe.pop(x, None)
+            for x in oe.keys() & ids:  # (the few cached ones, found in C: not a pop per new vertex)
+                del oe[x]
 
     @cython.locals(ids=list, k=cython.Py_ssize_t, n=cython.Py_ssize_t, m=cython.Py_ssize_t, v=cython.Py_ssize_t)
     def vertices_removed(self, vids: Sequence[int]) -> None:

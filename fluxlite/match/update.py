@@ -746,10 +746,12 @@ class UpdateStage:
         self,
         writer: Any,
         jobid: int,
-        items: Sequence[tuple[int, int, bool]],
+        items: Sequence[tuple[int, int, bool]] | None,
         at: int,
         duration: int,
         reserve: bool = False,
+        *,
+        columns: tuple[Sequence[int], Sequence[int], Sequence[bool]] | None = None,
     ) -> int:
         """Allocate exactly ``items`` -- (vertex, units, exclusive) -- to ``jobid`` over a window.
 
@@ -757,7 +759,10 @@ class UpdateStage:
         document (typically a subgraph chosen by another instance) rather than
         from a match.  Every exclusive vertex must be free for the window; on
         any conflict nothing changes and ``err_msg`` says which vertex.
-        O(items x depth).
+        ``columns``: the items as three aligned sequences (vertices, units,
+        exclusive) instead, with ``items`` None (an attach has them so: the
+        tuples are then made only where the walk needs them); they are
+        only read.  O(items x depth).
         """
         self.memo_clear()
         g = self.g
@@ -770,11 +775,17 @@ class UpdateStage:
         if duration <= 0 or at < self.graph_start or at + duration > self.graph_end:
             self.err_msg = f"update: invalid time window ({at}, {duration})\n"
             return -1
-        vs, units_of, excl_of = _unzip3(items)
+        if columns is not None:
+            vs, units_of, excl_of = columns
+        else:
+            vs, units_of, excl_of = _unzip3(items)  # type: ignore[arg-type]
+        nitems = len(vs)
         listed = set(vs)
         fresh = None
-        if att is not None and self.batched and len(listed) == len(items):
-            fresh = self._fresh_plan(att, items, vs, units_of, excl_of, listed, writer)
+        if att is not None and self.batched and len(listed) == nitems:
+            fresh = self._fresh_plan(att, vs, units_of, excl_of, listed, writer)
+        if fresh is None and items is None:
+            items = list(zip(vs, units_of, excl_of))
         bad = self._update_check(jobid, items if fresh is None else fresh[0], at, duration)
         if bad is not None:
             self._xread = None
@@ -806,7 +817,7 @@ class UpdateStage:
         seq0 = self._span_seq  # a failed update gives back the span ids it spent: nothing changes
         try:
             rc = None
-            if self.batched and len(listed) == len(items):
+            if self.batched and len(listed) == nitems:
                 rc = self._update_items(
                     root,
                     writer,
@@ -954,7 +965,6 @@ class UpdateStage:
     def _fresh_plan(
         self,
         att: tuple[int, int, set[int], list[int] | None],
-        items: Sequence[tuple[int, int, bool]],
         vs: Sequence[int],
         units_of: Sequence[int],
         excl_of: Sequence[bool],
@@ -1002,10 +1012,11 @@ class UpdateStage:
         # the items that are not exclusive (few: the vertices above the slots)
         nonx = set(compress(vs, map(not_, excl_of)))
         others = listed - newset
+        # (the items are given as columns: only these few become tuples)
         if len(others) <= 32:
-            rest = [items[i] for i in sorted(map(vs.index, others))]  # in the items' order
+            rest = [(vs[i], units_of[i], excl_of[i]) for i in sorted(map(vs.index, others))]  # in the items' order
         else:
-            rest = list(compress(items, map(not_, map(newset.__contains__, vs))))
+            rest = list(compress(zip(vs, units_of, excl_of), map(not_, map(newset.__contains__, vs))))
         rest.extend((v, u0 if fu is None else fu[v], v not in nonx) for v in tops)
         return rest, set(tops), u0, fu, nonx
 

@@ -495,6 +495,7 @@ def attach_columns(
             paths={ss: new_paths},
             properties=props,
             shared_paths=True,
+            fresh_paths=True,  # distinct (checked above) and none in the index (each is a new one)
         )
         if new_paths
         else []

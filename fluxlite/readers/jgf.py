@@ -393,6 +393,12 @@ def _positions(xs: list[Any], x: Any) -> list[int]:
     return out
 
 
+def _take(col: list[Any], idx: list[int]) -> list[Any]:
+    """``[col[k] for k in idx]`` (``idx`` not empty): one itemgetter (in C; a map calls the method per
+    entry, at twice the cost)."""
+    return list(itemgetter(*idx)(col)) if len(idx) > 1 else [col[idx[0]]]
+
+
 def attach_columns(
     graph: ResourceGraph, cols: _jgf.Columns
 ) -> tuple[list[int], list[int], list[int], list[bool]] | None:
@@ -523,15 +529,15 @@ def attach_columns(
             if len(kinds) == 1 and e_rel.count(None) == len(e_rel):
                 one = kinds.pop()
                 graph.add_edges_bulk(
-                    list(map(handle.__getitem__, src)),
-                    list(map(handle.__getitem__, dst)),
+                    _take(handle, src),
+                    _take(handle, dst),
                     one,
                     DEFAULT_RELATIONS.get(one, "*"),
                 )
             else:
                 graph.add_edges_bulk(
-                    list(map(handle.__getitem__, src)),
-                    list(map(handle.__getitem__, dst)),
+                    _take(handle, src),
+                    _take(handle, dst),
                     e_ss,
                     [r or DEFAULT_RELATIONS.get(x, "*") for r, x in zip(e_rel, e_ss)],
                 )

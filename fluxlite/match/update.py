@@ -1728,6 +1728,8 @@ class UpdateStage:
         e=cython.Py_ssize_t,
         k=cython.Py_ssize_t,
         i=cython.Py_ssize_t,
+        inner=cython.bint,
+        same=cython.bint,
     )
     def _prime_new(
         self, ss: str, new: Sequence[int], newset: set[int]
@@ -1750,7 +1752,6 @@ class UpdateStage:
         total = self.prune.total
         tracked = total.__contains__
         pcol, src = g.parent_edge[ss], g.e_src
-        get_s, get_out = vs.__getitem__, col.__getitem__
         # breadth-first from the new roots over the internal vertices (every parent before its
         # children); leaves are only counted, a whole family of leaf children at C speed
         order: list[int] = []
@@ -1782,18 +1783,27 @@ class UpdateStage:
                 kids[j] = dst[e]
             if not newset.issuperset(kids):
                 return None
-            if not any(map(get_out, kids)):
-                # children all leaves: their units by type, without a step per child
+            inner = False
+            for j in range(m):  # (typed: a C read per child, where a map calls a method per child)
+                if col[kids[j]]:
+                    inner = True
+                    break
+            if not inner:
+                # children all leaves: their units by type, without a Python step per child
                 types = [None] * m
                 for j in range(m):
                     k = kids[j]
                     types[j] = vt[k]
-                if not all(map(tracked, types)):
+                first = types[0]
+                same = types.count(first) == m
+                if not (tracked(first) if same else all(map(tracked, types))):
                     return None
                 leaves.extend(kids)
-                first = types[0]
-                if types.count(first) == len(types):
-                    leaf_units[v] = {first: sum(map(get_s, kids))}
+                if same:
+                    units: Any = 0
+                    for j in range(m):
+                        units = units + vs[kids[j]]
+                    leaf_units[v] = {first: units}
                 else:
                     d: dict[str, int] = {}
                     for t, k in zip(types, kids):

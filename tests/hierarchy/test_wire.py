@@ -118,7 +118,7 @@ def test_roots_are_the_paths_with_one_slash(seed: int) -> None:
     paths whose only "/" is the first (a multi-line regex over the joined text gave them before), for
     none, one and several roots among deeper paths."""
     rng = random.Random(seed)
-    names = ["", "a", "cluster0", "node12", "x-y", "socket0"]
+    names = ["", "a", "cluster0", "node12", "x-y", "socket0", "n\u00e9ud\u2603", "\ud800"]
     for _ in range(40):
         paths = ["/" + "/".join(rng.choice(names[1:]) if d else rng.choice(names) for d in range(rng.randint(1, 4)))]
         paths += ["/" + "/".join(rng.choice(names) for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(0, 30))]
@@ -126,6 +126,7 @@ def test_roots_are_the_paths_with_one_slash(seed: int) -> None:
         text = "\n".join(paths)
         want = [text.count("\n", 0, m.start()) for m in re.finditer(r"^/[^/\n]*$", text, re.M)]
         assert _root_positions(paths) == want
+        assert wire._root_lines(text) == want  # (decode's: the joined text's slashes and newlines)
         assert want == [k for k, q in enumerate(paths) if q.count("/") == 1]
 
 

@@ -1229,6 +1229,7 @@ class UpdateStage:
             excl_parent,
         )
 
+    @cython.locals(kids=list, m=cython.Py_ssize_t, j=cython.Py_ssize_t, inner=cython.bint)
     def _upd_fresh_dfv(
         self,
         u: int,
@@ -1269,9 +1270,18 @@ class UpdateStage:
         es = dcol[u]
         if not mod and len(es) > 1:
             es = sorted(es, key=g.e_seq.__getitem__)  # the order of the marks the walk takes
-        kids = list(map(g.e_dst.__getitem__, es))
+        # (typed loops: a C index per child, where a map calls a method per child)
+        e_dst = g.e_dst
+        m = len(es)
+        kids = [None] * m
+        inner = False
+        for j in range(m):
+            k = e_dst[es[j]]
+            kids[j] = k
+            if not inner and dcol[k]:
+                inner = True
         acc: dict[str, int] = {}
-        if not any(map(dcol.__getitem__, kids)):
+        if not inner:
             n_plans = self._fresh_leaves(kids, mod, acc, ctx)
             ranked = None
         else:
@@ -1391,7 +1401,10 @@ class UpdateStage:
                 xspans[k] = s3
             self._jv.extend(kids)
             if t in total:
-                acc[t] = acc.get(t, 0) + sum(map(vsize.__getitem__, kids))
+                units: Any = 0
+                for j in range(n):  # (as the writes above: no method call per leaf)
+                    units = units + vsize[kids[j]]
+                acc[t] = acc.get(t, 0) + units
             return n
         xtypes = self.exclusive_types
         jv_add = self._jv_add

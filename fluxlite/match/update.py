@@ -1656,6 +1656,7 @@ class UpdateStage:
         p.update(totals, types)
         self._agg_touched(ss, a)
 
+    @cython.locals(k=cython.Py_ssize_t, v=cython.Py_ssize_t, up=cython.Py_ssize_t)
     def attach_update(self, new: Sequence[int]) -> None:
         """Account for vertices just attached to the graph.
 
@@ -1712,8 +1713,12 @@ class UpdateStage:
                 self._shift_totals(ss, a, d, +1)
         self._reset_color()
         vt, st = g.v_type, g.v_status
-        is_node = map("node".__eq__, map(vt.__getitem__, new))
-        self.nodes_up += sum(1 for v in compress(new, is_node) if st[v] == UP)
+        up = 0
+        for k in range(len(new)):  # (typed: a C index per vertex, where maps called a slot wrapper each)
+            v = new[k]
+            if vt[v] == "node" and st[v] == UP:
+                up += 1
+        self.nodes_up += up
         if self._outedges_built:
             oe = self._outedges
             for v in newset.intersection(oe):

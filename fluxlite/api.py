@@ -615,13 +615,15 @@ class Engine:
     def _allocate_items(
         self,
         jobid: int,
-        items: list[tuple[int, int, bool]],
+        items: list[tuple[int, int, bool]] | None,
         at: int,
         duration: int | None,
         fmt: str | None,
         reserve: bool,
+        columns: tuple[list[int], list[int], list[bool]] | None = None,
     ) -> MatchResult:
-        if not items:
+        """Allocate ``items`` (or the same as three ``columns``, see :meth:`update_allocate`) to ``jobid``."""
+        if not (items if columns is None else columns[0]):
             raise InputError("the document lists no resources")
         if duration is None:
             duration = self.traverser.graph_end - at
@@ -632,7 +634,7 @@ class Engine:
             )
         w = self._writer(fmt) if fmt is not None else _NULL_WRITER
         w.reset()
-        rc = self.traverser.update_allocate(w, jobid, items, at, duration, reserve=reserve)
+        rc = self.traverser.update_allocate(w, jobid, items, at, duration, reserve=reserve, columns=columns)
         if rc != 0:
             w.reset()
             raise StateError(self.traverser.err_msg.strip() or "update failed", jobid=jobid)
@@ -722,9 +724,8 @@ class Engine:
             self.traverser.attach_update(new)
             if allocate_to is None:
                 return new
-            items = list(zip(handles, sizes, excls))
-            try:
-                res = self._allocate_items(allocate_to, items, at, duration, fmt, False)
+            try:  # (the items as the columns they are: no tuple per item)
+                res = self._allocate_items(allocate_to, None, at, duration, fmt, False, (handles, sizes, excls))
             except BaseException:
                 if new:
                     self._detach(new)

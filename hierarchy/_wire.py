@@ -32,7 +32,7 @@ import sys
 from array import array
 from collections.abc import Sequence
 from itertools import compress, repeat
-from operator import is_, is_not
+from operator import is_, is_not, itemgetter
 from typing import Any
 
 from google.protobuf.message import DecodeError
@@ -40,10 +40,7 @@ from google.protobuf.message import DecodeError
 from fluxlite.errors import InputError
 from hierarchy._pb import fluxlite_instance_pb2 as pb
 from jgf import Columns, columns_jgf
-from jgf._columns import (
-    _digits,  # list(map(str, ints)) in C: a str() per id is 3x slower
-    _root_positions,
-)
+from jgf._columns import _digits  # list(map(str, ints)) in C: a str() per id is 3x slower
 
 __all__ = [
     "MAGIC",
@@ -271,6 +268,49 @@ def _ints(col: Any, n: int, what: str, lo: int, hi: int) -> list[int]:
     return xs
 
 
+def _strs(col: Any, n: int, what: str, strings: list[str]) -> list[str]:
+    """``list(map(strings.__getitem__, _ints(col, n, what, 0, len(strings) - 1)))`` (``n`` >= 1): one
+    lookup for a column sent as one value, else one itemgetter over the checked indices (in C, where
+    the map calls the method per entry, at twice the cost)."""
+    top = len(strings) - 1
+    if not col.values:
+        return [strings[_ints(col, 1, what, 0, top)[0]]] * n
+    xs = _ints(col, n, what, 0, top)
+    return list(itemgetter(*xs)(strings)) if n > 1 else [strings[xs[0]]]
+
+
+def _names(bases: list[str], digits: list[str], strings: list[str]) -> list[str]:
+    """``list(map(str.__add__, bases, digits))``: the pieces interleaved with newlines, joined once and
+    split again (a third of the cost of the slot wrapper per node), unless a table string (every base
+    is one) holds a newline."""
+    if "\n" in "".join(strings):
+        return list(map(str.__add__, bases, digits))
+    parts = ["\n"] * (3 * len(bases))
+    parts[0::3] = bases
+    parts[1::3] = digits
+    out = "".join(parts).split("\n")
+    out.pop()  # (after the last newline)
+    return out
+
+
+#: every byte but a newline and "/" (what :func:`_root_lines` deletes)
+_NOT_SEPARATOR = bytes(b for b in range(256) if b not in b"\n/")
+
+
+def _root_lines(text: str) -> list[int]:
+    """:func:`jgf._columns._root_positions` of ``text.split("\n")`` (every line starts with "/"): the
+    lines that are a lone "/" once everything but the newlines and slashes is deleted, in one C pass
+    over the UTF-8 bytes (no byte of a multi-byte character is either), where ``rfind`` per path
+    builds an argument tuple each.  O(text), a step per root."""
+    skeleton = b"\n" + text.encode("utf-8", "surrogatepass").translate(None, _NOT_SEPARATOR) + b"\n"
+    at = []
+    i = skeleton.find(b"\n/\n")
+    while i >= 0:
+        at.append(i)
+        i = skeleton.find(b"\n/\n", i + 2)  # (the next root line may start at this one's newline)
+    return [skeleton.count(b"\n", 0, i) for i in at]
+
+
 def _short(s: str, what: str, limit: int = MAX_STRING) -> str:
     if len(s) > limit:
         raise WireError(f"columns payload: {what} longer than {limit} characters")
@@ -306,8 +346,7 @@ def decode(payload: bytes) -> Columns:
     table = cols.strings
     strings = [table.setdefault(s, s) for s in strings]
     at = strings.__getitem__
-    t = _ints(m.type, n, "type index", 0, top)
-    types = list(map(at, t))
+    types = _strs(m.type, n, "type index", strings)
     if "" in strings and "" in types:  # (the table is short: a column is scanned only when it could hold "")
         raise WireError("columns payload: an empty type")
     b = _ints(m.basename, n, "basename index", -1, top)
@@ -319,7 +358,7 @@ def decode(payload: bytes) -> Columns:
     if -2 in ids:
         raise WireError("columns payload: id -2 (Fluxion's unset marker) is not a value")
     # basename + id: the ids' digits cut from one C-level rendering (str() per id is 3x slower)
-    names = list(map(str.__add__, bases, _digits(ids)))
+    names = _names(bases, _digits(ids), strings)
     seen: set[int] = set()
     for nm in m.names:
         k = nm.node
@@ -332,7 +371,7 @@ def decode(payload: bytes) -> Columns:
         raise WireError("columns payload: uniq ids are not distinct")
     ranks = _ints(m.rank, n, "rank", _INT64[0], _INT64[1])
     sizes = _ints(m.size, n, "size", 0, _INT64[1])
-    units = list(map(at, _ints(m.unit, n, "unit index", 0, top)))
+    units = _strs(m.unit, n, "unit index", strings)
     status = _ints(m.status, n, "status", 0, 1)
     excl = list(map(bool, _ints(m.exclusive, n, "exclusive", 0, 1)))
     props: dict[int, dict[str, str]] = {}
@@ -364,7 +403,7 @@ def decode(payload: bytes) -> Columns:
     if ne_:
         src = _ints(m.source, ne_, "edge source", 0, n - 1)
         dst = _ints(m.target, ne_, "edge target", 0, n - 1)
-        e_ss = list(map(at, _ints(m.edge_subsystem, ne_, "edge subsystem index", 0, top)))
+        e_ss = _strs(m.edge_subsystem, ne_, "edge subsystem index", strings)
         if "" in strings and "" in e_ss:
             raise WireError("columns payload: an empty edge subsystem")
     else:
@@ -383,7 +422,7 @@ def decode(payload: bytes) -> Columns:
     cols.exclusive = excl
     cols.properties = props
     cols.paths = {ss: paths}
-    cols.roots = [(k, ss) for k in _root_positions(paths)]  # (every path starts with "/": checked above)
+    cols.roots = [(k, ss) for k in _root_lines(m.paths)]  # (every path starts with "/": checked above)
     cols.e_src = src
     cols.e_dst = dst
     cols.e_ss = e_ss

@@ -411,6 +411,7 @@ class ResourceGraph:
         paths: Mapping[str, Sequence[str | None]] | None = None,
         properties: Mapping[int, Mapping[str, str]] | None = None,
         shared_paths: bool = False,
+        fresh_paths: bool = False,
     ) -> list[int]:
         """Create many vertices at once; return their handles in order.
 
@@ -426,6 +427,10 @@ class ResourceGraph:
         Fluxion's path index does (a vector of vertices per path): several
         broker ranks on one host give several ``/cluster0/<host>`` vertices.
         A path repeated on one rank is still an error.
+
+        ``fresh_paths``: the caller has checked that the paths are distinct and
+        that none is in the index yet (``readers.jgf.attach_columns`` does, on
+        the way to this call), so they are not checked again.
         """
         n = len(types)
         if not (len(basenames) == len(names) == len(ids) == len(ranks) == len(sizes) == len(units) == n):
@@ -453,6 +458,8 @@ class ResourceGraph:
             # table that checks the paths becomes the index (one hash table, not two)
             probe = dict(zip(all_new, expected))
             repeated = len(probe) != n
+        elif fresh_paths:
+            repeated = False  # (checked by the caller: no second set of the paths)
         else:
             uniq_new = set(all_new)
             repeated = len(uniq_new) != len(all_new) or not bp.keys().isdisjoint(uniq_new)

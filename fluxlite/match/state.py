@@ -59,7 +59,15 @@ class GraphStateStage:
                 col.extend([None] * (vid + 1 - len(col)))
         self._outedges.pop(vid, None)
 
-    @cython.locals(ids=list, k=cython.Py_ssize_t, n=cython.Py_ssize_t, v=cython.Py_ssize_t)
+    @cython.locals(
+        ids=list,
+        k=cython.Py_ssize_t,
+        n=cython.Py_ssize_t,
+        v=cython.Py_ssize_t,
+        m=cython.Py_ssize_t,
+        hi=cython.Py_ssize_t,
+        lo=cython.Py_ssize_t,
+    )
     def vertices_added(self, vids: Sequence[int]) -> None:
         """Bulk form of :meth:`vertex_added`.  O(len(vids)): typed loops (compiled, C reads of the
         columns; a run of one type, as in a subtree, is one set lookup)."""
@@ -69,8 +77,15 @@ class GraphStateStage:
         n = len(ids)
         types: set[str] = set()
         last: Any = None
+        hi = lo = -1  # (max / min of the ids, found in this loop: C compares, where max() and min() compare objects)
+        if n:
+            hi = lo = ids[0]
         for k in range(n):
             v = ids[k]
+            if v > hi:
+                hi = v
+            elif v < lo:
+                lo = v
             t = vt[v]
             if t is not last:
                 types.add(t)
@@ -78,18 +93,25 @@ class GraphStateStage:
         for t in types:
             self.types.intern(t)
         cols = self._vertex_columns()
-        hi = max(ids, default=-1)
         for col in cols:
-            if len(col) <= hi:
-                col.extend([None] * (hi + 1 - len(col)))
+            m = len(col)
+            if m <= hi:
+                col.extend([None] * (hi + 1 - m))
+            if lo >= m:
+                continue  # every new vertex is in the part just added, None already (the usual attach)
             for k in range(n):
                 v = ids[k]
                 if col[v] is not None:
                     col[v] = None
         oe = self._outedges
         if oe:
-            for x in ids:
-                oe.pop(x, None)
+            if len(oe) <= n:  # (the cache's keys in the ids' range are the only candidates: usually none)
+                near = [x for x in oe if lo <= x <= hi]
+                dead = set(ids).intersection(near) if near else ()
+            else:
+                dead = oe.keys() & ids  # (found in C: not a pop per new vertex)
+            for x in dead:
+                del oe[x]
 
     @cython.locals(ids=list, k=cython.Py_ssize_t, n=cython.Py_ssize_t, m=cython.Py_ssize_t, v=cython.Py_ssize_t)
     def vertices_removed(self, vids: Sequence[int]) -> None:

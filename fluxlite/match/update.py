@@ -746,10 +746,12 @@ class UpdateStage:
         self,
         writer: Any,
         jobid: int,
-        items: Sequence[tuple[int, int, bool]],
+        items: Sequence[tuple[int, int, bool]] | None,
         at: int,
         duration: int,
         reserve: bool = False,
+        *,
+        columns: tuple[Sequence[int], Sequence[int], Sequence[bool]] | None = None,
     ) -> int:
         """Allocate exactly ``items`` -- (vertex, units, exclusive) -- to ``jobid`` over a window.
 
@@ -757,7 +759,10 @@ class UpdateStage:
         document (typically a subgraph chosen by another instance) rather than
         from a match.  Every exclusive vertex must be free for the window; on
         any conflict nothing changes and ``err_msg`` says which vertex.
-        O(items x depth).
+        ``columns``: the items as three aligned sequences (vertices, units,
+        exclusive) instead, with ``items`` None (an attach has them so: the
+        tuples are then made only where the walk needs them); they are
+        only read.  O(items x depth).
         """
         self.memo_clear()
         g = self.g
@@ -770,11 +775,17 @@ class UpdateStage:
         if duration <= 0 or at < self.graph_start or at + duration > self.graph_end:
             self.err_msg = f"update: invalid time window ({at}, {duration})\n"
             return -1
-        vs, units_of, excl_of = _unzip3(items)
+        if columns is not None:
+            vs, units_of, excl_of = columns
+        else:
+            vs, units_of, excl_of = _unzip3(items)  # type: ignore[arg-type]
+        nitems = len(vs)
         listed = set(vs)
         fresh = None
-        if att is not None and self.batched and len(listed) == len(items):
-            fresh = self._fresh_plan(att, items, vs, units_of, excl_of, listed, writer)
+        if att is not None and self.batched and len(listed) == nitems:
+            fresh = self._fresh_plan(att, vs, units_of, excl_of, listed, writer)
+        if fresh is None and items is None:
+            items = list(zip(vs, units_of, excl_of))
         bad = self._update_check(jobid, items if fresh is None else fresh[0], at, duration)
         if bad is not None:
             self._xread = None
@@ -806,7 +817,7 @@ class UpdateStage:
         seq0 = self._span_seq  # a failed update gives back the span ids it spent: nothing changes
         try:
             rc = None
-            if self.batched and len(listed) == len(items):
+            if self.batched and len(listed) == nitems:
                 rc = self._update_items(
                     root,
                     writer,
@@ -954,7 +965,6 @@ class UpdateStage:
     def _fresh_plan(
         self,
         att: tuple[int, int, set[int], list[int] | None],
-        items: Sequence[tuple[int, int, bool]],
         vs: Sequence[int],
         units_of: Sequence[int],
         excl_of: Sequence[bool],
@@ -1002,10 +1012,11 @@ class UpdateStage:
         # the items that are not exclusive (few: the vertices above the slots)
         nonx = set(compress(vs, map(not_, excl_of)))
         others = listed - newset
+        # (the items are given as columns: only these few become tuples)
         if len(others) <= 32:
-            rest = [items[i] for i in sorted(map(vs.index, others))]  # in the items' order
+            rest = [(vs[i], units_of[i], excl_of[i]) for i in sorted(map(vs.index, others))]  # in the items' order
         else:
-            rest = list(compress(items, map(not_, map(newset.__contains__, vs))))
+            rest = list(compress(zip(vs, units_of, excl_of), map(not_, map(newset.__contains__, vs))))
         rest.extend((v, u0 if fu is None else fu[v], v not in nonx) for v in tops)
         return rest, set(tops), u0, fu, nonx
 
@@ -1218,6 +1229,7 @@ class UpdateStage:
             excl_parent,
         )
 
+    @cython.locals(kids=list, m=cython.Py_ssize_t, j=cython.Py_ssize_t, inner=cython.bint)
     def _upd_fresh_dfv(
         self,
         u: int,
@@ -1258,9 +1270,18 @@ class UpdateStage:
         es = dcol[u]
         if not mod and len(es) > 1:
             es = sorted(es, key=g.e_seq.__getitem__)  # the order of the marks the walk takes
-        kids = list(map(g.e_dst.__getitem__, es))
+        # (typed loops: a C index per child, where a map calls a method per child)
+        e_dst = g.e_dst
+        m = len(es)
+        kids = [None] * m
+        inner = False
+        for j in range(m):
+            k = e_dst[es[j]]
+            kids[j] = k
+            if not inner and dcol[k]:
+                inner = True
         acc: dict[str, int] = {}
-        if not any(map(dcol.__getitem__, kids)):
+        if not inner:
             n_plans = self._fresh_leaves(kids, mod, acc, ctx)
             ranked = None
         else:
@@ -1380,7 +1401,10 @@ class UpdateStage:
                 xspans[k] = s3
             self._jv.extend(kids)
             if t in total:
-                acc[t] = acc.get(t, 0) + sum(map(vsize.__getitem__, kids))
+                units: Any = 0
+                for j in range(n):  # (as the writes above: no method call per leaf)
+                    units = units + vsize[kids[j]]
+                acc[t] = acc.get(t, 0) + units
             return n
         xtypes = self.exclusive_types
         jv_add = self._jv_add
@@ -1632,6 +1656,7 @@ class UpdateStage:
         p.update(totals, types)
         self._agg_touched(ss, a)
 
+    @cython.locals(k=cython.Py_ssize_t, v=cython.Py_ssize_t, up=cython.Py_ssize_t)
     def attach_update(self, new: Sequence[int]) -> None:
         """Account for vertices just attached to the graph.
 
@@ -1688,8 +1713,12 @@ class UpdateStage:
                 self._shift_totals(ss, a, d, +1)
         self._reset_color()
         vt, st = g.v_type, g.v_status
-        is_node = map("node".__eq__, map(vt.__getitem__, new))
-        self.nodes_up += sum(1 for v in compress(new, is_node) if st[v] == UP)
+        up = 0
+        for k in range(len(new)):  # (typed: a C index per vertex, where maps called a slot wrapper each)
+            v = new[k]
+            if vt[v] == "node" and st[v] == UP:
+                up += 1
+        self.nodes_up += up
         if self._outedges_built:
             oe = self._outedges
             for v in newset.intersection(oe):
@@ -1717,6 +1746,8 @@ class UpdateStage:
         e=cython.Py_ssize_t,
         k=cython.Py_ssize_t,
         i=cython.Py_ssize_t,
+        inner=cython.bint,
+        same=cython.bint,
     )
     def _prime_new(
         self, ss: str, new: Sequence[int], newset: set[int]
@@ -1739,7 +1770,6 @@ class UpdateStage:
         total = self.prune.total
         tracked = total.__contains__
         pcol, src = g.parent_edge[ss], g.e_src
-        get_s, get_out = vs.__getitem__, col.__getitem__
         # breadth-first from the new roots over the internal vertices (every parent before its
         # children); leaves are only counted, a whole family of leaf children at C speed
         order: list[int] = []
@@ -1771,18 +1801,27 @@ class UpdateStage:
                 kids[j] = dst[e]
             if not newset.issuperset(kids):
                 return None
-            if not any(map(get_out, kids)):
-                # children all leaves: their units by type, without a step per child
+            inner = False
+            for j in range(m):  # (typed: a C read per child, where a map calls a method per child)
+                if col[kids[j]]:
+                    inner = True
+                    break
+            if not inner:
+                # children all leaves: their units by type, without a Python step per child
                 types = [None] * m
                 for j in range(m):
                     k = kids[j]
                     types[j] = vt[k]
-                if not all(map(tracked, types)):
+                first = types[0]
+                same = types.count(first) == m
+                if not (tracked(first) if same else all(map(tracked, types))):
                     return None
                 leaves.extend(kids)
-                first = types[0]
-                if types.count(first) == len(types):
-                    leaf_units[v] = {first: sum(map(get_s, kids))}
+                if same:
+                    units: Any = 0
+                    for j in range(m):
+                        units = units + vs[kids[j]]
+                    leaf_units[v] = {first: units}
                 else:
                     d: dict[str, int] = {}
                     for t, k in zip(types, kids):

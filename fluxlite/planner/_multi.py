@@ -22,6 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 
+try:
+    import cython
+except ModuleNotFoundError:  # pure Python without Cython installed
+    from fluxlite import _cyshim as cython
+
 from fluxlite.errors import PlannerError
 from fluxlite.planner._planner import EBUSY, EINVAL, ENOENT, ERANGE, Planner
 
@@ -62,34 +67,43 @@ class PlannerMulti:
     _span_pos: int | None
     errno: str | None
 
+    @cython.locals(n=cython.Py_ssize_t, i=cython.Py_ssize_t)
     def __init__(self, base_time: int, duration: int, totals: Sequence[int], types: Sequence[str]) -> None:
-        if duration < 1 or len(totals) != len(types):
+        n = len(types)
+        if duration < 1 or len(totals) != n:
             raise PlannerError(
                 "invalid planner_multi arguments",
                 errno=EINVAL,
                 duration=duration,
                 totals=len(totals),
-                types=len(types),
+                types=n,
             )
         for total in totals:
             if total < 0:
                 raise PlannerError("resource total must be >= 0", errno=ERANGE, total=total)
-        # (loops, not a generator: a multi-planner is made for every internal vertex a grow attaches)
-        distinct = len(set(types)) == len(types)
-        for t in types:
-            if t is None:
-                distinct = False
+        # (loops, not a generator: a multi-planner is made for every internal vertex a grow attaches;
+        # the usual one or two types are compared, where a set costs more than the comparison)
+        if n == 1:
+            distinct = types[0] is not None
+        elif n == 2:
+            distinct = types[0] is not None and types[1] is not None and types[0] != types[1]
+        else:
+            distinct = len(set(types)) == n
+            for t in types:
+                if t is None:
+                    distinct = False
         if not distinct:
             raise PlannerError("resource types must be distinct", errno=EINVAL, types=list(types))
-        self._planners = [Planner(base_time, duration, n, t) for n, t in zip(totals, types)]
+        # (typed index loops: compiled, no zip / enumerate iterator and no tuple per type)
+        self._planners = [Planner(base_time, duration, totals[i], types[i]) for i in range(n)]
         self._types = list(types)
         self._totals = list(totals)
-        self._index = {t: i for i, t in enumerate(types)}
+        self._index = {types[i]: i for i in range(n)}
         self._spans = {}
         self._counter = 0
         self._iter_on_or_after = 0
         self._iter_duration = 0
-        self._iter_counts = dict.fromkeys(types, 0)
+        self._iter_counts = {types[i]: 0 for i in range(n)}
         self._span_pos = None
         self.errno = None
 

@@ -378,6 +378,27 @@ def attach_document(
     return new, per_node
 
 
+#: at most this many existing vertices in an attached document take the cutting path of
+#: :func:`attach_columns` (a pass over the columns each; more take a step per new vertex)
+_FEW_OLD = 16
+
+
+def _positions(xs: list[Any], x: Any) -> list[int]:
+    """The indices of ``x`` in ``xs``, ascending: a C-level count, then a C-level search per hit."""
+    out: list[int] = []
+    i = -1
+    for _ in range(xs.count(x)):
+        i = xs.index(x, i + 1)
+        out.append(i)
+    return out
+
+
+def _take(col: list[Any], idx: list[int]) -> list[Any]:
+    """``[col[k] for k in idx]`` (``idx`` not empty): one itemgetter (in C; a map calls the method per
+    entry, at twice the cost)."""
+    return list(itemgetter(*idx)(col)) if len(idx) > 1 else [col[idx[0]]]
+
+
 def attach_columns(
     graph: ResourceGraph, cols: _jgf.Columns
 ) -> tuple[list[int], list[int], list[int], list[bool]] | None:
@@ -398,46 +419,74 @@ def attach_columns(
     if None in ps:
         return None
     n = len(ps)
-    found = list(map(graph.by_path.get, ps))
-    old = list(compress(range(n), map(is_not, found, repeat(None)))) if found.count(None) != n else []
     rank = cols.rank
     v_rank = graph.v_rank
     shared = graph.shared
-    for k in old:
-        if v_rank[found[k]] != rank[k] or ps[k] in shared:
+    bp = graph.by_path
+    distinct = set(ps)
+    hit: set[str] | None = None
+    if len(distinct) == n:
+        # the usual grow: distinct paths, of which the graph holds a few (the attach point and
+        # its ancestors), found from the smaller side in C rather than by a lookup per path
+        hit = distinct.intersection(bp) if len(bp) < n else set(filter(bp.__contains__, distinct))
+        if len(hit) > _FEW_OLD:
+            hit = None
+    #: the existing vertices' positions (ascending) and handles; new_pos: the new ones' positions,
+    #: None when the existing ones are few (each column is then cut around them)
+    new_pos: list[int] | None = None
+    if hit is not None:
+        old = sorted(map(ps.index, hit))
+        old_v = list(map(bp.__getitem__, map(ps.__getitem__, old)))
+        if any(ps[k] not in hit for k, _ in cols.roots):  # a new root: the per-node reader checks it
             return None
-    if old:
-        new_pos = list(compress(range(n), map(is_, found, repeat(None))))
-        take = itemgetter(*new_pos) if len(new_pos) > 1 else None
     else:
-        new_pos = list(range(n))
-        take = None
+        found = list(map(bp.get, ps))
+        old = list(compress(range(n), map(is_not, found, repeat(None)))) if found.count(None) != n else []
+        old_v = [found[k] for k in old]
+        if any(found[k] is None for k, _ in cols.roots):
+            return None
+        new_pos = list(compress(range(n), map(is_, found, repeat(None)))) if old else list(range(n))
+    for k, v in zip(old, old_v):
+        if v_rank[v] != rank[k] or ps[k] in shared:
+            return None
+    take = itemgetter(*new_pos) if old and new_pos is not None and len(new_pos) > 1 else None
 
     def pick(col: list[Any]) -> list[Any]:
         if not old:
             return col
+        if new_pos is None:
+            # a few existing vertices: the column less their entries (a copy and a memmove each,
+            # where taking the new entries costs a step per entry)
+            out = list(col)
+            for k in reversed(old):
+                del out[k]
+            return out
         if take is None:
             return [col[k] for k in new_pos]
         return list(take(col))  # C speed: one tuple of the new nodes' values
 
     new_paths = pick(ps)
-    if any(found[k] is None for k, _ in cols.roots):  # a new root: the per-node reader checks it
-        return None
-    if len(set(new_paths)) != len(new_paths):
+    if hit is None and len(set(new_paths)) != len(new_paths):
         return None
     e_src, e_dst = cols.e_src, cols.e_dst
     added = False
     keep = None
+    is_old = set(old)
     if old:
         # edges between two existing vertices are not added; the existing ones are usually a few
         # ancestors, so look only at the edges into one of them (in C) before building a mask
-        is_old = set(old)
-        into_old = list(compress(range(len(e_dst)), map(is_old.__contains__, e_dst)))
+        if new_pos is None:
+            into_old = [i for k in old for i in _positions(e_dst, k)]
+        else:
+            into_old = list(compress(range(len(e_dst)), map(is_old.__contains__, e_dst)))
         if any(e_src[k] in is_old for k in into_old):
             get_old = is_old.__contains__
             keep = list(map(not_, map(and_, map(get_old, e_src), map(get_old, e_dst))))
 
-    props = {j: cols.properties[k] for j, k in enumerate(new_pos) if k in cols.properties} if cols.properties else {}
+    props = {}
+    if cols.properties:
+        kept = new_pos if new_pos is not None else [k for k in range(n) if k not in is_old]
+        props = {j: cols.properties[k] for j, k in enumerate(kept) if k in cols.properties}
     vids = (
         graph.add_vertices_bulk(
             pick(cols.type),
@@ -446,22 +495,27 @@ def attach_columns(
             pick(cols.id),
             pick(rank),
             pick(cols.size),
-            [""] * len(new_pos),  # Fluxion's JGF reader keeps no unit (as attach_document)
+            [""] * len(new_paths),  # Fluxion's JGF reader keeps no unit (as attach_document)
             uniq_ids=_store_uniqs(graph, pick(cols.uniq_id)),
             statuses=pick(cols.status),
             paths={ss: new_paths},
             properties=props,
             shared_paths=True,
+            fresh_paths=True,  # distinct (checked above) and none in the index (each is a new one)
         )
-        if new_pos
+        if new_paths
         else []
     )
-    if old:
+    if not old:
+        handle = vids
+    elif new_pos is None:
+        handle = list(vids)
+        for k, v in zip(old, old_v):  # (ascending: every position before k is final)
+            handle.insert(k, v)
+    else:
         handle = found
         for k, v in zip(new_pos, vids):  # (a loop: a map over the slot wrapper __setitem__ takes twice as long)
             handle[k] = v
-    else:
-        handle = vids
     if e_src:
         if keep is None:
             src, dst, e_ss, e_rel = e_src, e_dst, cols.e_ss, cols.e_rel
@@ -475,15 +529,15 @@ def attach_columns(
             if len(kinds) == 1 and e_rel.count(None) == len(e_rel):
                 one = kinds.pop()
                 graph.add_edges_bulk(
-                    list(map(handle.__getitem__, src)),
-                    list(map(handle.__getitem__, dst)),
+                    _take(handle, src),
+                    _take(handle, dst),
                     one,
                     DEFAULT_RELATIONS.get(one, "*"),
                 )
             else:
                 graph.add_edges_bulk(
-                    list(map(handle.__getitem__, src)),
-                    list(map(handle.__getitem__, dst)),
+                    _take(handle, src),
+                    _take(handle, dst),
                     e_ss,
                     [r or DEFAULT_RELATIONS.get(x, "*") for r, x in zip(e_rel, e_ss)],
                 )

@@ -54,6 +54,13 @@ def _columnar_at_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(api, "ATTACH_COLUMNS_MIN_BYTES", 0)
 
 
+@pytest.fixture(autouse=True, params=[16, -1], ids=["few existing cut out", "existing looked up"])
+def _few_old(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test with both ways attach_columns finds the existing vertices: from the index side when
+    they are few (each column is then cut around them), by a lookup per path otherwise."""
+    monkeypatch.setattr(jgf_reader, "_FEW_OLD", request.param)
+
+
 def _parent() -> Engine:
     return Engine(generate_graph(nodes=8, sockets=2, cores=4), policy="first")
 
@@ -298,3 +305,27 @@ def test_units_are_dropped_as_the_per_node_reader_drops_them(monkeypatch: pytest
         new = child.attach(grow)
         units.append(sorted({child.graph.v_unit[v] for v in new}))
     assert units == [[""], [""]]
+
+
+def test_properties_of_new_vertices_keep_their_positions_past_the_existing_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Properties are numbered among the new vertices only (an existing vertex's are not read), in both
+    ways of finding the existing ones; the existing cluster comes first here, so every new position moves."""
+    parent = _parent()
+    parent.allocate(_js(nodes=1, sockets=2, cores=4))
+    doc = orjson.loads(parent.allocate(REQUESTS["1 node"], fmt="jgf").text)
+    nodes = doc["graph"]["nodes"]
+    nodes.sort(key=lambda n: n["metadata"]["type"] != "cluster")
+    for k in (0, 1, len(nodes) - 1):
+        nodes[k]["metadata"]["properties"] = {"k": str(k)}
+    sub = orjson.dumps(doc)
+    (a, new_a), (b, new_b) = _attach_both(monkeypatch, sub)
+    assert new_a == new_b
+    assert a.save_state() == b.save_state()
+    assert sorted(a.graph.v_props.values(), key=str) == [{"k": "1"}, {"k": str(len(nodes) - 1)}]
+
+
+def test_positions_finds_every_occurrence_in_order() -> None:
+    assert jgf_reader._positions([3, 1, 3, 2, 3], 3) == [0, 2, 4]
+    assert jgf_reader._positions([3, 1], 7) == []

@@ -370,3 +370,40 @@ def test_first_refusal_is_named_as_the_walk_names_it(bulk_calls: list[int]) -> N
         assert isinstance(got, tuple) and engines[0].graph.path(order[0]) in got[1]
         _same(*engines)
     assert bulk_calls[0] == 0  # refused before the walk
+
+
+@pytest.mark.parametrize("attached", [True, False], ids=["fresh subtree", "existing vertices"])
+@pytest.mark.parametrize("taken", ["free", "held"])
+def test_items_given_as_columns_are_items(attached: bool, taken: str) -> None:
+    """``update_allocate(..., columns=...)`` (what ``Engine.attach`` hands it, no tuple per item) leaves the
+    state, answer and error that the same items as tuples leave: on a subtree just attached (the bulk
+    path) and on existing vertices (the items are then made from the columns), granted or refused."""
+    parent = Engine(generate_graph(nodes=4, sockets=2, cores=4), policy="first")
+    node = "[{type: node, count: 1, with: [{type: slot, count: 1, label: s, with: [{type: socket, count: 1, with: "
+    lease = parent.allocate(_spec(node + "[{type: core, count: 2}]}]}]}]"), fmt="jgf").text.encode()
+    grow = parent.allocate(_spec(node + "[{type: core, count: 3}]}]}]}]"), fmt="jgf").text.encode()
+    results = []
+    for as_columns in (True, False):
+        eng = Engine(load_graph(lease, format="jgf"), policy="first")
+        job = eng.allocate(_ONE_CORE).jobid
+        g = eng.graph
+        if attached:
+            vs = eng.attach(grow)
+        else:
+            vs = [v for v in g.vertices() if g.v_type[v] == "core" and not eng.traverser.tags[v]]
+        if taken == "held":
+            eng.allocate(_ONE_CORE)  # a core the items list is someone else's now
+            vs = [v for v in g.vertices() if g.v_type[v] == "core"]
+        units = [g.v_size[v] for v in vs]
+        excl = [g.v_type[v] == "core" for v in vs]
+        try:
+            if as_columns:
+                res = eng._allocate_items(job, None, 0, 3600, None, False, (vs, units, excl))
+            else:
+                res = eng._allocate_items(job, list(zip(vs, units, excl)), 0, 3600, None, False)
+            out: Any = (res.ok, res.text)
+        except FluxliteError as exc:
+            out = (type(exc), str(exc))
+        results.append((out, _state(eng)))
+    assert results[0][0] == results[1][0]
+    assert results[0][1] == results[1][1]

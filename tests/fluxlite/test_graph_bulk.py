@@ -231,3 +231,27 @@ def test_the_run_linker_refuses_without_writing() -> None:
         assert (list(parent), [list(x) for x in out]) == before
     assert g._link_one_subsystem([900, 901], [node, free[0]], [free[1], free[2]], "containment")
     assert parent[free[1]] == 900 and parent[free[2]] == 901 and out[free[0]] == [901] and out[node][-1] == 900
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_paths_the_caller_vouches_for_are_indexed_as_checked_ones(seed: int) -> None:
+    """``fresh_paths=True`` (distinct paths, none indexed: attach_columns checked) skips only the check."""
+    rng = random.Random(seed)
+    subsystems = ["containment"]
+    checked, vouched = ResourceGraph(), ResourceGraph()
+    start = 0
+    for step in range(4):
+        rows = batch(rng, start, rng.randrange(1, 30), subsystems)
+        start += len(rows)
+        for g, fresh in ((checked, False), (vouched, True)):
+            g.add_vertices_bulk(
+                [r["type"] for r in rows], [r["type"] for r in rows], [r["name"] for r in rows],
+                [r["id"] for r in rows], [r["rank"] for r in rows], [r["size"] for r in rows], [""] * len(rows),
+                paths={"containment": [r["paths"]["containment"] for r in rows]}, shared_paths=True,
+                fresh_paths=fresh,
+            )  # fmt: skip
+        if step == 1:  # holes: the next batch refills handles
+            dead = rng.sample(sorted(checked.rx.node_indices()), 3)
+            checked.remove_vertices(dead)
+            vouched.remove_vertices(dead)
+        assert state(vouched) == state(checked)

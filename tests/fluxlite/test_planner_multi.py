@@ -386,3 +386,26 @@ def test_multi_reset() -> None:
     ctx.reset(100, 50)
     assert (ctx.base_time, ctx.duration) == (100, 50)
     assert ctx.avail_resources_array_during(100, 50) == [10, 4]
+
+
+@pytest.mark.parametrize("types", [("core",), ("core", "node"), ["core", "node", "gpu"], []])
+def test_multi_constructor_state_for_any_number_of_types(types: tuple[str, ...] | list[str]) -> None:
+    """One and two types take the compared path of the distinctness check, more the set: same state."""
+    totals = tuple(range(3, 3 + len(types)))
+    ctx = PlannerMulti(5, 100, totals, types)
+    assert ctx._types == list(types) and type(ctx._types) is list and ctx._types is not types
+    assert ctx._totals == list(totals) and type(ctx._totals) is list
+    assert ctx._index == {t: i for i, t in enumerate(types)}
+    assert list(ctx._iter_counts.items()) == [(t, 0) for t in types]
+    assert [(p.resource_type, p.resource_total, p.base_time, p.duration) for p in ctx._planners] == [
+        (t, n, 5, 100) for t, n in zip(types, totals)
+    ]
+    assert ctx._spans == {} and ctx._counter == 0 and ctx.errno is None and ctx._span_pos is None
+
+
+@pytest.mark.parametrize(
+    "types",
+    [[None], ["core", "core"], [None, "core"], ["core", None], [None, None], ["a", "b", "a"], ["a", "b", None]],
+)
+def test_multi_constructor_refuses_repeated_or_missing_types(types: list[str | None]) -> None:
+    assert _errno_of(PlannerMulti, 0, 10, [1] * len(types), types) == EINVAL

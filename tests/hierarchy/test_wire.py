@@ -118,7 +118,7 @@ def test_roots_are_the_paths_with_one_slash(seed: int) -> None:
     paths whose only "/" is the first (a multi-line regex over the joined text gave them before), for
     none, one and several roots among deeper paths."""
     rng = random.Random(seed)
-    names = ["", "a", "cluster0", "node12", "x-y", "socket0"]
+    names = ["", "a", "cluster0", "node12", "x-y", "socket0", "n\u00e9ud\u2603", "\ud800"]
     for _ in range(40):
         paths = ["/" + "/".join(rng.choice(names[1:]) if d else rng.choice(names) for d in range(rng.randint(1, 4)))]
         paths += ["/" + "/".join(rng.choice(names) for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(0, 30))]
@@ -126,6 +126,7 @@ def test_roots_are_the_paths_with_one_slash(seed: int) -> None:
         text = "\n".join(paths)
         want = [text.count("\n", 0, m.start()) for m in re.finditer(r"^/[^/\n]*$", text, re.M)]
         assert _root_positions(paths) == want
+        assert wire._root_lines(text) == want  # (decode's: the joined text's slashes and newlines)
         assert want == [k for k, q in enumerate(paths) if q.count("/") == 1]
 
 
@@ -711,3 +712,56 @@ def test_a_level_with_a_state_file_writes_each_columns_answer_as_jgf_once(tmp_pa
     kept = sorted(r["jgf"].encode() for r in state["requests"] if r["key"].startswith("grow:"))
     assert kept == sorted(outs) and not any(map(is_columns, outs))
     assert mid.info(recount=True)["recount_errors"] == []
+
+
+def _plain_strs(col: Any, n: int, strings: list[str]) -> list[str]:
+    """A string column read the plain way: an index per node (the constant one repeated)."""
+    if not col.values:
+        return [strings[col.value]] * n
+    return [strings[int.from_bytes(col.values[8 * k : 8 * k + 8], "little", signed=True)] for k in range(n)]
+
+
+@pytest.mark.parametrize("case", ["as sent", "one value", "a value each", "newline in a type", "one node"])
+def test_string_columns_and_default_names_as_read_plainly(case: str) -> None:
+    """decode's string columns (one lookup for a column sent as one value, an itemgetter else) and its
+    default names (joined and split at newlines, per node when a table string holds a newline) are
+    those an index per node and ``basename + str(id)`` give."""
+    payload, _child_eng, _job = _valid()
+    m = _msg(payload)
+    n = m.nodes
+    strings = list(m.strings)
+    if case == "one value":
+        for col in (m.type, m.unit, m.edge_subsystem):
+            first = int.from_bytes(col.values[:8], "little", signed=True) if col.values else col.value
+            col.ClearField("values")
+            col.value = first
+    elif case in ("a value each", "newline in a type"):
+        if case == "newline in a type":
+            m.strings.append("co\nre")
+            strings.append("co\nre")
+        k = len(strings) - 1 if case == "newline in a type" else strings.index("core")
+        for col in (m.type, m.unit, m.edge_subsystem):
+            size = n if col is not m.edge_subsystem else m.edges
+            idx = [k if j % 2 else (col.value if not col.values else k) for j in range(size)]
+            col.values = _ints(idx)
+    elif case == "one node":
+        m.nodes, m.edges = 1, 0
+        m.paths = m.paths.split("\n")[0]
+        for col in (m.type, m.basename, m.id, m.uniq_id, m.rank, m.size, m.unit, m.status, m.exclusive):
+            if col.values:
+                col.values = col.values[:8]
+        for col in (m.source, m.target, m.edge_subsystem):
+            col.ClearField("values")
+        del m.names[:]
+        del m.properties[:]
+    cols = wire.decode(_bytes(m))
+    n = m.nodes
+    assert cols.type == _plain_strs(m.type, n, strings)
+    assert cols.unit == _plain_strs(m.unit, n, strings)
+    assert cols.e_ss == (_plain_strs(m.edge_subsystem, m.edges, strings) if m.edges else [])
+    named = {nm.node for nm in m.names}
+    assert [x for k, x in enumerate(cols.name) if k not in named] == [
+        b + str(i) for k, (b, i) in enumerate(zip(cols.basename, cols.id)) if k not in named
+    ]
+    if case == "newline in a type":
+        assert any("\n" in x for x in cols.name)

@@ -3,7 +3,7 @@
     python examples/benchmarks/match/match_ir.py --bench-dir ../shared/bench --a TREE_A --b TREE_B \\
         [--kinds reserve,alloc,empty] [--request T8] [--matches 100]
 
-Kinds, on L0 with ``first`` and prune ``ALL:core``:
+Kinds, on ``--graph`` (default L0) with ``first`` and prune ``ALL:core``:
 
 * ``reserve`` - the busy session of ``fluxlite bench match --against`` (seed 1, 60 reservations
   standing, 60 cancel + match rounds): only its matches that end in a reservation are counted;
@@ -39,7 +39,7 @@ from pathlib import Path
 from fluxlite.api import Engine
 from fluxlite.jobspec import parse_jobspec
 bench, kind, work, req, n = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), sys.argv[4], int(sys.argv[5])
-graph = bench / "graphs" / "L0.graphml"
+graph = bench / "graphs" / f"{sys.argv[6]}.graphml"
 eng = Engine.from_file(graph, format="grug", policy="first", prune_filters="ALL:core")
 counted = lambda js, op: list(itertools.starmap(eng.match, [(js, op)]))[0]
 gc.collect(); gc.freeze()
@@ -73,10 +73,10 @@ print("counted", hits, file=sys.stderr)
 """
 
 
-def count(tree: str, bench: str, kind: str, req: str, n: int, work: str) -> tuple[int, int]:
+def count(tree: str, bench: str, kind: str, req: str, n: int, graph: str, work: str) -> tuple[int, int]:
     """(instructions of the counted matches, of which type-cache misses' MRO walks)."""
     return collected(
-        tree, CHILD, [bench, kind, work, req, str(n)], toggle="starmap_next", work=work, what=kind
+        tree, CHILD, [bench, kind, work, req, str(n), graph], toggle="starmap_next", work=work, what=kind
     )
 
 
@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kinds", default="reserve,alloc,empty", help="comma-separated: reserve, alloc, empty")
     ap.add_argument("--request", default="T8", help="the empty kind's jobspec (default T8)")
     ap.add_argument("--matches", type=int, default=100, help="the empty kind's allocations (default 100)")
+    ap.add_argument("--graph", default="L0", help="graphs/GRAPH.graphml of the bench directory (default L0)")
     a = ap.parse_args(argv)
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
@@ -96,12 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         raise SystemExit(f"unknown kind(s): {', '.join(bad)} (reserve, alloc, empty)")
     bench = str(Path(a.bench_dir).resolve())
-    print(f"a = {a.a}\nb = {a.b}\ninstructions of the counted matches (callgrind Ir; mro: of which type-cache misses)")
+    print(f"a = {a.a}\nb = {a.b}\n{a.graph}: instructions of the counted matches (callgrind Ir; mro: of which type-cache misses)")
     for kind in kinds:
         what = f"empty {a.request} x{a.matches}" if kind == "empty" else f"busy {kind}"
         with tempfile.TemporaryDirectory(prefix="mir-") as work:
-            ia, ma = count(a.a, bench, kind, a.request, a.matches, work)
-            ib, mb = count(a.b, bench, kind, a.request, a.matches, work)
+            ia, ma = count(a.a, bench, kind, a.request, a.matches, a.graph, work)
+            ib, mb = count(a.b, bench, kind, a.request, a.matches, a.graph, work)
         print(
             f"  {what:16s} a {ia / 1e6:8.1f} M (mro {ma / 1e6:5.1f})   b {ib / 1e6:8.1f} M (mro {mb / 1e6:5.1f})   "
             f"b/a {ib / ia:.3f}   less mro {(ib - mb) / (ia - ma):.3f}"

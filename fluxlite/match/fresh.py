@@ -141,6 +141,10 @@ def _matches(values: list[int], base: int, pat: tuple[bool, list]) -> bool:
     return True
 
 
+#: bound of the base and pattern values :func:`_matches_typed` adds in C (sums stay below 2**62)
+_TYPED_LIM = 1 << 61
+
+
 @cython.locals(
     b=cython.Py_ssize_t,
     n=cython.Py_ssize_t,
@@ -155,8 +159,12 @@ def _matches(values: list[int], base: int, pat: tuple[bool, list]) -> bool:
     run=tuple,
 )
 def _matches_typed(values: list[int], base: int, pat: tuple[bool, list]) -> bool:
-    """:func:`_matches` by typed index (OverflowError for a value past the C integer range)."""
+    """:func:`_matches` by typed index.  OverflowError for a value past the C integer range, and for a
+    base or pattern value of 2**61 or more in size: their sums then stay inside it (C arithmetic
+    would wrap, and a wrapped sum could equal a value)."""
     b = base
+    if b >= _TYPED_LIM or b <= -_TYPED_LIM:
+        raise OverflowError("base too large for the typed compare")
     as_runs, data = pat
     if not as_runs:
         n = len(data)
@@ -165,6 +173,8 @@ def _matches_typed(values: list[int], base: int, pat: tuple[bool, list]) -> bool
         for k in range(n):
             x = values[k]
             y = data[k]
+            if y >= _TYPED_LIM or y <= -_TYPED_LIM:
+                raise OverflowError("pattern value too large for the typed compare")
             if x != b + y:
                 return False
         return True
@@ -175,6 +185,8 @@ def _matches_typed(values: list[int], base: int, pat: tuple[bool, list]) -> bool
         lo = run[0]
         hi = run[1]
         v = run[2]
+        if v >= _TYPED_LIM or v <= -_TYPED_LIM:
+            raise OverflowError("pattern value too large for the typed compare")
         v += b - lo
         for k in range(lo, hi):
             x = values[k]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from fluxlite.match.fresh import _matches, _matches_typed, _pattern
 
 
@@ -50,6 +52,19 @@ def test_the_pattern_compare_is_the_list_compare() -> None:
         if all(abs(x) < 2**62 for x in [*values, base]):
             assert _matches_typed(values, base, pat) == want, (values, base, rel)
     assert seen == {True, False}
+
+
+def test_sums_past_the_c_range_are_not_wrapped() -> None:
+    """A base and a pattern value whose sum is 2**63 must not equal the value -2**63 (C arithmetic
+    wraps there): the typed compare refuses them and the object compare answers."""
+    big = 2**62
+    for rel in ([big, 3, 9, 27, 81, 243], [big, big + 1]):  # a list (six runs), then a run
+        pat = _pattern(rel)
+        wrapped = [x - 2**64 for x in (big + r for r in rel)]  # in the C range: -2**63, ...
+        assert _matches(wrapped, big, pat) is False
+        assert _matches([big + r for r in rel], big, pat) is True
+        with pytest.raises(OverflowError):
+            _matches_typed(wrapped, big, pat)
 
 
 def test_the_marks_of_a_run_of_edges_are_the_marked_ones() -> None:

@@ -1,7 +1,7 @@
 """Shared by the instruction-count scripts (``match/match_ir.py``, ``compiled/writers_ir.py``): one child
 program under callgrind, collection switched on inside one function only.
 
-The child runs with the tree on ``PYTHONPATH``, a fixed hash seed, one BLAS thread (NumPy's OpenBLAS
+The child runs with the tree on ``PYTHONPATH`` (then this folder, for ``busy_replay``), a fixed hash seed, one BLAS thread (NumPy's OpenBLAS
 workers spin while idle, and callgrind counts every thread) and, where ``setarch`` exists, address
 randomisation off (CPython's type-attribute cache is indexed by the attribute names' addresses: with
 it on, the same tree moved 2 % from run to run).  Returns the instructions collected and, of those, the
@@ -23,7 +23,9 @@ def collected(tree: str, program: str, args: list[str], *, toggle: str, work: st
     """(instructions inside ``toggle``, of which type-cache misses) of ``program args`` run from ``work``."""
     prog = Path(work) / "child.py"
     prog.write_text(program)
-    env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()), PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1")
+    # the tree first, then this folder (the children import busy_replay from it)
+    path = os.pathsep.join((str(Path(tree).resolve()), str(Path(__file__).resolve().parent)))
+    env = dict(os.environ, PYTHONPATH=path, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1")
     norand = ["setarch", platform.machine(), "-R"] if shutil.which("setarch") else []
     out = subprocess.run(
         [*norand, "valgrind", "--tool=callgrind", f"--toggle-collect={toggle}",

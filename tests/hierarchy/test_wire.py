@@ -114,9 +114,10 @@ def test_payload_decodes_to_the_columns_of_the_same_jgf(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_roots_are_the_paths_with_one_slash(seed: int) -> None:
-    """decode's roots (``jgf._columns._root_positions``, which the JGF column reader uses too): the
-    paths whose only "/" is the first (a multi-line regex over the joined text gave them before), for
-    none, one and several roots among deeper paths."""
+    """The roots, the paths whose only "/" is the first (a multi-line regex over the joined text gave
+    them before): the JGF column reader's (``jgf._columns._root_positions``, over the list) and
+    decode's (``_wire._root_lines``, over the joined text), for none, one and several roots among
+    deeper paths."""
     rng = random.Random(seed)
     names = ["", "a", "cluster0", "node12", "x-y", "socket0", "n\u00e9ud\u2603", "\ud800"]
     for _ in range(40):

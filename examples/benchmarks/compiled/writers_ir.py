@@ -47,19 +47,10 @@ bench, scenario, work = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 spec = {t: parse_jobspec((bench / "jobspecs" / f"{t}.yaml").read_text()) for t in ("T1", "T4")}
 eng = Engine.from_file(bench / "graphs" / "L0.graphml", format="grug", policy="first")
 if scenario == "busy":
+    from busy_replay import replay
     from fluxlite.cli.bench_fluxion import _busy_session, busy_files
     cmds, _ = _busy_session(str(bench / "graphs" / "L0.graphml"), busy_files(bench, work), "first", "ALL:core", 1, 60, 60)
-    ids, k, specs = {}, 0, {}
-    for line in cmds.splitlines():
-        p = line.split()
-        if p and p[0] == "match":
-            k += 1
-            js = specs.get(p[2]) or specs.setdefault(p[2], parse_jobspec(Path(p[2]).read_text()))
-            r = eng.match(js, p[1])
-            if r.ok:
-                ids[k] = r.jobid
-        elif p and p[0] == "cancel" and int(p[1]) in ids:
-            eng.cancel(ids.pop(int(p[1])))
+    replay(eng, cmds)
     sys.exit(0)
 job = eng.allocate(spec["T4"], fmt="jgf").jobid
 w = JgfColumnsWriter()

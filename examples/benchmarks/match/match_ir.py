@@ -49,26 +49,22 @@ if kind == "empty":
         counted(js, "allocate")
         gc.collect(1)
     sys.exit(0)
+from busy_replay import replay
 from fluxlite.cli.bench_fluxion import _busy_session, busy_files
 cmds, _ = _busy_session(str(graph), busy_files(bench, work), "first", "ALL:core", 1, 60, 60)
-ids, k, specs, hits = {}, 0, {}, 0
-for line in cmds.splitlines():
-    p = line.split()
-    if p and p[0] == "match":
-        k += 1
-        js = specs.get(p[2]) or specs.setdefault(p[2], parse_jobspec(Path(p[2]).read_text()))
-        probe = eng.match(js, "without_allocating_future", fmt="simple")
-        later = probe.ok and probe.at != 0
-        if (kind == "reserve") == later and probe.ok:
-            hits += 1
-            r = counted(js, p[1])
-        else:
-            r = eng.match(js, p[1])
-        if r.ok:
-            ids[k] = r.jobid
-        gc.collect(1)
-    elif p and p[0] == "cancel" and int(p[1]) in ids:
-        eng.cancel(ids.pop(int(p[1])))
+hits = 0
+def match(js, op):
+    global hits
+    probe = eng.match(js, "without_allocating_future", fmt="simple")
+    later = probe.ok and probe.at != 0
+    if (kind == "reserve") == later and probe.ok:
+        hits += 1
+        r = counted(js, op)
+    else:
+        r = eng.match(js, op)
+    gc.collect(1)
+    return r
+replay(eng, cmds, match)
 print("counted", hits, file=sys.stderr)
 """
 

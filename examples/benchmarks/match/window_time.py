@@ -15,6 +15,7 @@ same run and compare them, not runs.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,8 +23,10 @@ from typing import Any
 
 from fluxlite.api import Engine
 from fluxlite.cli.bench_fluxion import _busy_session, busy_files
-from fluxlite.jobspec import parse_jobspec
 from fluxlite.match import _window
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from busy_replay import replay
 
 
 def _queries(bench: Path, graph: str) -> list[tuple[Any, int, int, list]]:
@@ -40,17 +43,7 @@ def _queries(bench: Path, graph: str) -> list[tuple[Any, int, int, list]]:
 
         _window.WindowIndex.alive = spy  # type: ignore[method-assign]
         try:
-            ids, k, specs = {}, 0, {}
-            for line in cmds.splitlines():
-                p = line.split()
-                if p and p[0] == "match":
-                    k += 1
-                    js = specs.get(p[2]) or specs.setdefault(p[2], parse_jobspec(Path(p[2]).read_text()))
-                    r = eng.match(js, p[1])
-                    if r.ok:
-                        ids[k] = r.jobid
-                elif p and p[0] == "cancel" and int(p[1]) in ids:
-                    eng.cancel(ids.pop(int(p[1])))
+            replay(eng, cmds)
         finally:
             _window.WindowIndex.alive = real  # type: ignore[method-assign]
     return calls

@@ -169,6 +169,7 @@ def run_nested(
             leaf = clients["L4"]
             for name in requests:
                 for rep in range(warmup + reps):
+                    called = time.time()
                     g = leaf.match_grow(job, js[name])
                     # a level that attached after answering reports that time in Info (which waits for it)
                     late = {
@@ -189,6 +190,11 @@ def run_nested(
                             f"{name}: expected the grow to climb to L0, got {[t.instance for t in tm]}"
                         )
                     n = g.vertices + g.edges
+                    # when the leaf serves its next call: after its answer, or after its own attach
+                    # when it answered first (a grow of its own job from above, deferred mode)
+                    ready = g.rtt_s
+                    if tm[0].deferred:
+                        ready = max(ready, late[tm[0].instance]["done_at"] - called)
                     for k, t in enumerate(tm):
                         comm = t.upstream_s - tm[k + 1].server_s if k + 1 < len(tm) else float("nan")
                         au = late[t.instance]["attach_update_s"] if t.deferred else t.attach_update_s
@@ -214,6 +220,7 @@ def run_nested(
                                 "rtt_ms": g.rtt_s * 1e3,
                                 "client_comm_ms": (g.rtt_s - tm[0].server_s) * 1e3,
                                 "shrink_ms": shrink_ms,
+                                "ready_ms": ready * 1e3,
                             }
                         )
                 out.write(f"  {mode}: {name} x {reps} done\n")
@@ -392,6 +399,8 @@ def summarize(
                         "rtt_ms": _median([r["rtt_ms"] for r in rs]),
                         "client_comm_ms": _median([r["client_comm_ms"] for r in rs]),
                         "shrink_ms": _median([r.get("shrink_ms", float("nan")) for r in rs]),
+                        # (a run of an older tree has no ready_ms: its leaf attached before answering)
+                        "ready_ms": _median([r.get("ready_ms", r["rtt_ms"]) for r in rs]),
                     }
                 )
     fits = []
@@ -468,6 +477,7 @@ def headline(summary: list[dict[str, Any]], fits: list[dict[str, Any]]) -> dict[
                 (x for x in summary if x["request"] == req and x["level"] == "L4" and x["mode"] == mode), None
             )
             out[f"leaf_{req.lower()}_{mode}_ms"] = x["server_ms"] if x is not None else nan
+            out[f"leaf_{req.lower()}_{mode}_ready_ms"] = x.get("ready_ms", nan) if x is not None else nan
             out[f"leaf_{req.lower()}_{mode}_shrink_ms"] = x.get("shrink_ms", nan) if x is not None else nan
     return out
 
@@ -495,6 +505,9 @@ def target_lines(summary: list[dict[str, Any]], fits: list[dict[str, Any]]) -> l
         f"  leaf MatchGrow of 64 nodes (deferred attach) <= {TARGETS['leaf_t1_deferred_ms']:g} ms: "
         f"{h['leaf_t1_deferred_ms']:.1f} ms at the leaf -> "
         f"{verdict(h['leaf_t1_deferred_ms'], TARGETS['leaf_t1_deferred_ms'])}",
+        f"  the same until the leaf is ready again (the leaf answers a grow of its own job from above "
+        f"before attaching it): {h['leaf_t1_deferred_ready_ms']:.1f} ms from the client's call -> "
+        f"{verdict(h['leaf_t1_deferred_ready_ms'], TARGETS['leaf_t1_deferred_ms'])}",
         f"  (its Shrink, the leaf's call the whole way up to L0 with the hand-backs: "
         f"{h['leaf_t1_deferred_shrink_ms']:.1f} ms; no target)",
     ]
@@ -549,10 +562,10 @@ def report(
                 )
                 if leaf is None:
                     continue
-                label = "attach in sequence" if mode == "sync" else "deferred attach at L1..L3 (default)"
+                label = "attach in sequence" if mode == "sync" else "deferred attach (default)"
                 lines.append(
                     f"  leaf MatchGrow total, {label}: {leaf['server_ms']:.3f} ms at the leaf, "
-                    f"{leaf['rtt_ms']:.3f} ms client round trip"
+                    f"{leaf['rtt_ms']:.3f} ms client round trip, leaf ready again {leaf['ready_ms']:.3f} ms"
                 )
         lines.append("")
         lines.append(
@@ -800,6 +813,7 @@ def compare_report(cmp: dict[str, Any]) -> str:
         ("comm_slope_us", "communication slope, worst level (us/elem, sync)", None),
         ("comm_intercept_ms", "communication intercept, worst level (ms, sync)", None),
         ("leaf_t1_deferred_ms", "leaf MatchGrow 64 nodes, deferred attach (ms)", TARGETS["leaf_t1_deferred_ms"]),
+        ("leaf_t1_deferred_ready_ms", "  the leaf ready again, its own attach done (ms)", TARGETS["leaf_t1_deferred_ms"]),
         ("leaf_t1_sync_ms", "leaf MatchGrow 64 nodes, sync attach (ms)", None),
         ("leaf_t8_deferred_ms", "leaf MatchGrow 1 socket, deferred attach (ms)", None),
         ("leaf_t8_sync_ms", "leaf MatchGrow 1 socket, sync attach (ms)", None),

@@ -4,10 +4,12 @@
 ``lease=True``).  ``match_grow`` tries the local engine, then the parent,
 then the provider; the answer from above is attached (see
 :mod:`hierarchy.instance.origins`) and allocated to the job that asked, or,
-for a child's lease with ``defer_attach``, recorded as *received* and
+with ``defer_attach`` for a child's lease, recorded as *received* and
 attached right after the answer by ``_finish_received`` (still under the
-lock).  A grow going upwards is recorded as *pending* first, so a retry
-asks again with the same upstream request id.
+lock); so is a grow of this level's own job from the parent that a remote
+caller asked for (the caller has its answer one attach sooner).  A grow
+going upwards is recorded as *pending* first, so a retry asks again with
+the same upstream request id.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from fluxlite.errors import (
 from fluxlite.writers.jgf import JgfColumnsWriter
 from hierarchy._errors import InstanceUnavailableError, LimitError
 from hierarchy._jgfsub import jgf_counts
-from hierarchy._wire import as_jgf, encode, is_columns
+from hierarchy._wire import WireError, as_jgf, decode, encode, is_columns
 from hierarchy.base import LevelTiming, MatchOutcome
 from hierarchy.instance.core import InstanceCore, _now
 from hierarchy.instance.records import JobRecord
@@ -271,9 +273,12 @@ class GrowMixin(InstanceCore):
                     self._persist()
                     self._hand_back_now(outcome, jgf, upstream_id)
                     raise
-                if job.kind == "child" and self.defer_attach:
-                    # the child attaches the subgraph itself: answer now, attach here right after,
-                    # still under the lock (nothing can see this level in between)
+                if self.defer_attach and (
+                    job.kind == "child" or self._early_answer(jgf, outcome, after_reply)
+                ):
+                    # answer now, attach here right after, still under the lock (nothing can see
+                    # this level in between): a child attaches the subgraph itself, and a remote
+                    # caller of this level's own job has its answer without waiting for the attach
                     received = {
                         "state": "received",
                         "jobid": jobid,
@@ -299,12 +304,28 @@ class GrowMixin(InstanceCore):
                 )
                 self.counters[f"grow_{outcome}"] += 1
                 self._persist()
-        if not accept_columns and is_columns(jgf):
-            jgf = self._jgf_of(jgf)  # a caller that reads only JGF (the columns came from above)
+            if not accept_columns and is_columns(jgf):
+                # a caller that reads only JGF (the columns came from above); a deferred attach
+                # reads the columns decoded here
+                jgf = self._jgf_of(jgf, keep=deferred)
         timing = LevelTiming(
             self.name, self.depth, match_s, attach_s, upstream_s, _now() - t0, outcome, deferred=deferred
         )
         return MatchOutcome(jobid, jgf, [timing, *up_timings], vertices=nv, edges=ne)
+
+    def _early_answer(self, payload: bytes, source: str, after_reply: Callable[..., None] | None) -> bool:
+        """Whether a grow of this level's own job may be answered before its attach: for a remote
+        caller (``after_reply``), of a columns payload from the parent that decodes (its columns are
+        kept for the JGF answer and the attach).  Otherwise the attach comes first, so that its
+        failure is the caller's error and the subgraph goes back (a grow from the provider, a call
+        in process, JGF from above, a malformed payload)."""
+        if after_reply is None or source != "parent" or not is_columns(payload):
+            return False
+        try:
+            self._decoded = (payload, decode(payload))
+        except WireError:
+            return False
+        return True
 
     def _columns_of(self, jgf: bytes, counted: tuple[int, int] | None) -> bytes:
         """The columns payload of the grow the engine just matched; its JGF when the match is off
@@ -346,6 +367,7 @@ class GrowMixin(InstanceCore):
             "request": rec["upstream_id"],
             "attach_update_s": _now() - ta,
             "cpu_s": time.thread_time() - tc,
+            "done_at": time.time(),  # (the wall clock: a caller in another process compares it)
         }
         self._remember(key, {**rec, "state": "done"})
         self.counters[f"grow_{rec['source']}"] += 1

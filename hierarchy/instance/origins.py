@@ -40,13 +40,14 @@ class OriginsMixin(InstanceCore):
     ) -> None:
         """Attach a subgraph from above and allocate it to ``job``; undo (and hand it back) on failure."""
         eng = self.engine
-        self._decoded = None
+        got, self._decoded = self._decoded, None
         try:
-            # one parse (or the columns wire form, checked, read column-wise); all or nothing (the
-            # engine detaches what it attached if the allocation fails)
+            # one parse (or the columns wire form, checked, read column-wise, or the columns its JGF
+            # answer was written from); all or nothing (the engine detaches what it attached if the
+            # allocation fails)
             doc: bytes | Columns = jgf
             if is_columns(jgf):
-                doc = decode(jgf)
+                doc = got[1] if got is not None and got[0] is jgf else decode(jgf)
                 self._decoded = (jgf, doc)
             new = eng.attach(
                 doc,
@@ -66,16 +67,22 @@ class OriginsMixin(InstanceCore):
             self.origins[oid] = Origin(oid, source, upstream_id, job.jobid, paths)
             self._origin_of.update(dict.fromkeys(paths, oid))
 
-    def _jgf_of(self, payload: bytes) -> bytes:
+    def _jgf_of(self, payload: bytes, *, keep: bool = False) -> bytes:
         """``payload`` as JGF text (:func:`hierarchy._wire.as_jgf`): the text already written for it
-        (the state file's), else from the columns already read when it is the payload just attached."""
-        got, self._decoded = self._decoded, None
+        (the state file's), else from the columns already read when it is the payload just attached.
+        ``keep``: the payload is attached next (a deferred attach), which reads the columns decoded
+        here.  Under the instance lock."""
+        got = self._decoded
+        if not keep:
+            self._decoded = None
         memo = self._jgf_memo
         if memo is not None and (text := memo.get(payload)) is not None:
             return text
-        if got is not None and got[0] is payload:
-            return self._remember_jgf(payload, columns_jgf(got[1]))
-        return self._remember_jgf(payload, as_jgf(payload))
+        if got is None or got[0] is not payload:
+            if not keep:
+                return self._remember_jgf(payload, as_jgf(payload))
+            got = self._decoded = (payload, decode(payload))
+        return self._remember_jgf(payload, columns_jgf(got[1]))
 
     def _record_jgf(self, payload: bytes) -> bytes:
         """A request record's payload as JGF (the state file's form), each columns payload converted once."""

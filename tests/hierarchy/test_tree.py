@@ -66,15 +66,15 @@ def test_grow_climbs_to_root_and_back_down(tree: Tree) -> None:
     for t in g2.timings[:2]:
         assert t.upstream_s > 0 and t.server_s >= t.upstream_s
     leaf_t, mid_t = g2.timings[:2]
-    assert (
-        leaf_t.attach_update_s > 0 and not leaf_t.deferred
-    )  # the leaf's client job: attached before answering
     if tree.deferred:  # type: ignore[attr-defined]
-        # mid attached for its child after answering; Info waits for it and reports the time
-        assert mid_t.deferred and mid_t.attach_update_s == 0
-        assert tree.client("mid").info()["last_deferred"]["attach_update_s"] > 0
+        # mid attached for its child after answering, and the leaf for its client's job (columns from
+        # mid); Info waits for that attach and reports its time
+        for name, t in (("mid", mid_t), ("leaf", leaf_t)):
+            assert t.deferred and t.attach_update_s == 0, name
+            assert tree.client(name).info()["last_deferred"]["attach_update_s"] > 0, name
     else:
         assert not mid_t.deferred and mid_t.attach_update_s > 0
+        assert not leaf_t.deferred and leaf_t.attach_update_s > 0
     assert g2.rtt_s > g2.timings[0].server_s
     # the new node is in the leaf's job and in mid's lease for the leaf and root's lease for mid
     node = next(p for p in _paths(g2.jgf) if p.count("/") == 2)

@@ -374,6 +374,51 @@ def test_a_level_fed_columns_ends_in_the_state_of_a_level_fed_jgf(defer: bool) -
     assert m1.info()["origins"] == m2.info()["origins"]
 
 
+def test_a_remote_grow_of_a_levels_own_job_is_answered_before_its_attach() -> None:
+    """root -> mid -> a client job at mid, as a remote caller asks (``after_reply``): with columns from
+    above, mid answers before attaching (the answer is the text a level that attached first gives)
+    and nothing at mid changes until the attach runs, after which mid and root are in the state of
+    that other level.  JGF from above, or a caller in process, attaches first."""
+    twins = []
+    for defer in (False, True):
+        root = _root()
+        mid = Instance.from_parent(DirectColumns(root), nodes_jobspec(1).encode(), name="mid", defer_attach=defer)
+        job = mid.match_allocate(nodes_jobspec(1).encode()).jobid
+        started: list[Callable[[], None]] = []
+        before = fingerprint(mid.engine)
+        out = mid.match_grow(job, nodes_jobspec(2).encode(), request_id="g", after_reply=started.append)
+        assert [t.outcome for t in out.timings] == ["parent", "local"]
+        assert out.timings[0].deferred == defer and len(started) == int(defer)
+        if defer:
+            now = fingerprint(mid.engine)
+            now["outedges"] = before["outedges"]  # a lazy order cache the local match attempt fills
+            assert now == before  # answered; nothing attached yet (the lock is still held)
+            assert mid.requests["grow:1::g"]["state"] == "received"
+            started[0]()  # the RPC ended: the attach starts (a thread at idle priority)
+            assert mid.info()["last_deferred"]["attach_update_s"] > 0  # (Info waits for it)
+            assert mid.requests["grow:1::g"]["state"] == "done"
+        assert not is_columns(out.jgf)
+        assert mid.info(recount=True)["recount_errors"] == []
+        twins.append((root, mid, out.jgf))
+    (r1, m1, a1), (r2, m2, a2) = twins
+    assert a1 == a2
+    same(m1.engine, m2.engine)
+    same(r1.engine, r2.engine)
+    assert m1.info()["origins"] == m2.info()["origins"]
+    # a retry is answered from the request table, the same text
+    again = m2.match_grow(1, nodes_jobspec(2).encode(), request_id="g", after_reply=lambda start: start())
+    assert again.replayed and again.jgf == a2
+    # JGF from above, and a caller in process: the attach comes first
+    for parent, hook in ((Direct, lambda start: start()), (DirectColumns, None)):
+        root = _root()
+        mid = Instance.from_parent(parent(root), nodes_jobspec(1).encode(), name="mid")
+        job = mid.match_allocate(nodes_jobspec(1).encode()).jobid
+        out = mid.match_grow(job, nodes_jobspec(2).encode(), request_id="g", after_reply=hook)
+        assert out.timings[0].outcome == "parent" and not out.timings[0].deferred
+        assert out.timings[0].attach_update_s > 0
+        assert mid.info(job)["holds"]["socket"] == 3 * 2
+
+
 # ---------------------------------------------------------------- over gRPC
 
 
@@ -441,28 +486,48 @@ def test_a_child_of_an_old_parent_gets_and_attaches_jgf(fake_parent: tuple[FakeP
     assert inst.info(recount=True)["recount_errors"] == []
 
 
-def test_columns_from_a_raw_parent_attach_and_bad_ones_change_nothing(fake_parent: tuple[FakeParent, str]) -> None:
+@pytest.mark.parametrize("remote", [False, True])
+def test_columns_from_a_raw_parent_attach_and_bad_ones_change_nothing(
+    fake_parent: tuple[FakeParent, str], remote: bool
+) -> None:
+    """Corrupted columns from above: a clear error and nothing attached.  ``remote``: the grow is a
+    remote caller's (``after_reply``), which a payload that decodes answers before its attach; one
+    that does not decode is attached first, so its error is still the caller's."""
     fake, address = fake_parent
     lease, text, payload = _lease_and_grow()
     good = payload[len(wire.MAGIC) :]
     inst, job = _child_instance(address, lease, accept=True)
+    after_reply = (lambda start: start()) if remote else None
     rng = random.Random(3)
+    early = 0
     for k in range(40):  # corrupted replies: a clear error, nothing attached, no request left pending
         b = bytearray(good)
         for _ in range(rng.randint(1, 3)):
             b[rng.randrange(len(b))] = rng.randrange(256)
         fake.reply = pb.MatchReply(jobid=1, columns=bytes(b), vertices=1, edges=1)
         before = fingerprint(inst.engine)
+        failed = inst.counters["deferred_attach_failed"]
         try:
-            out = inst.match_grow(job, nodes_jobspec(1).encode(), request_id=f"bad{k}")
-        except (WireError, StateError):
+            out = inst.match_grow(job, nodes_jobspec(1).encode(), request_id=f"bad{k}", after_reply=after_reply)
+        except (WireError, StateError) as exc:
+            assert not isinstance(exc, WireError) or not remote or "columns payload" in str(exc)
             after = fingerprint(inst.engine)
             after["outedges"] = before["outedges"]  # a lazy order cache the local match attempt fills
             assert after == before
             continue
+        assert out.timings[0].deferred == remote
+        early += remote
+        inst.info()  # (waits for an attach after the answer)
+        if inst.counters["deferred_attach_failed"] > failed:  # read, but did not attach: logged, nothing attached
+            after = fingerprint(inst.engine)
+            after["outedges"] = before["outedges"]
+            assert after == before
+            continue
         inst.shrink(job, jgf=as_jgf(out.jgf))  # a corruption that still reads: give it back
+    assert (early > 0) == remote  # (seed 3: some corruptions still decode and attach)
     fake.reply = pb.MatchReply(jobid=1, columns=good, vertices=1, edges=1)
-    out = inst.match_grow(job, nodes_jobspec(1).encode(), request_id="good")
+    out = inst.match_grow(job, nodes_jobspec(1).encode(), request_id="good", after_reply=after_reply)
+    assert out.timings[0].deferred == remote
     assert not is_columns(out.jgf)  # the in-process caller did not ask for columns
     _cols_equal(jgf.read_columns(out.jgf), jgf.read_columns(text))
     assert inst.info(recount=True)["recount_errors"] == []

@@ -41,7 +41,15 @@ still holds the lock: nothing can observe or use this level before the
 attach is done, but the leaf's MatchGrow no longer waits for every level
 on the way down one after the other.  The subgraph is recorded
 (``received``) before the answer, so a crash in between is repaired on
-restore.  ``defer_attach=False`` (``--sync-attach``) attaches first.
+restore.  The same holds for a grow of a level's own job (a client's) that
+came from the parent in the columns form and that a remote caller asked
+for: the caller has its answer one attach sooner.  A grow from the
+provider, JGF from above, a payload that does not decode, or a call in
+process attaches first, so that an attach failure is the caller's error
+and the subgraph goes back.  An attach after the answer that fails is
+logged as an inconsistency and counted (``deferred_attach_failed``): the
+subgraph stays leased above, never given to two holders.
+``defer_attach=False`` (``--sync-attach``) attaches first.
 
 **Locking.** One lock serialises every change, and it is held across the
 upstream call of a grow (calls only go upwards, so this cannot deadlock);

@@ -43,7 +43,9 @@ on the way down one after the other.  The subgraph is recorded
 (``received``) before the answer, so a crash in between is repaired on
 restore.  The same holds for a grow of a level's own job (a client's) that
 came from the parent in the columns form and that a remote caller asked
-for: the caller has its answer one attach sooner.  A grow from the
+for: the caller has its answer one attach sooner (that attach runs at
+normal priority: no grow goes on below it, and the caller's next call
+waits for it).  A grow from the
 provider, JGF from above, a payload that does not decode, or a call in
 process attaches first, so that an attach failure is the caller's error
 and the subgraph goes back.  An attach after the answer that fails is

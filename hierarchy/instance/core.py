@@ -84,12 +84,14 @@ def _lower_priority() -> None:
 class _Hold:
     """What a locked section may leave to run after it returned (still under the lock)."""
 
-    __slots__ = ("after", "starter")
+    __slots__ = ("after", "idle", "starter")
 
     def __init__(self) -> None:
         self.after: Callable[[], None] | None = None
         #: called with a function that starts ``after``; None starts it at once
         self.starter: Callable[[Callable[[], None]], None] | None = None
+        #: run ``after`` at idle CPU priority (work that the grow continuing below must not wait for)
+        self.idle = True
 
 
 class InstanceCore:
@@ -197,11 +199,12 @@ class InstanceCore:
                 self._lock.release()
                 upkeep().poke()  # fluxlite.gcpolicy: young generations collected and frozen, off this thread
             else:
-                after, starter = hold.after, hold.starter
+                after, starter, idle = hold.after, hold.starter, hold.idle
 
                 def run() -> None:
                     try:
-                        _lower_priority()
+                        if idle:
+                            _lower_priority()
                         after()
                     except Exception:
                         self.log.exception("deferred work failed")

@@ -291,6 +291,9 @@ class GrowMixin(InstanceCore):
                     self._persist()
                     hold.after = lambda: self._finish_received(key, received)
                     hold.starter = after_reply
+                    # a child's grow goes on below while this level attaches: that attach yields
+                    # to it; the attach for this level's own job is what its caller's next call waits for
+                    hold.idle = job.kind == "child"
                     deferred = True
                 else:
                     ta = _now()

@@ -11,8 +11,10 @@
 
 from __future__ import annotations
 
+import os
 import random
 import re
+import threading
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import fields
@@ -374,6 +376,34 @@ def test_a_level_fed_columns_ends_in_the_state_of_a_level_fed_jgf(defer: bool) -
     assert m1.info()["origins"] == m2.info()["origins"]
 
 
+def _record_policy(inst: Instance) -> list[int]:
+    """The scheduling policy of each thread that runs ``inst``'s deferred attach (recorded as it starts)."""
+    policies: list[int] = []
+    finish = inst._finish_received
+
+    def spy(*a: Any) -> None:
+        policies.append(os.sched_getscheduler(threading.get_native_id()))
+        finish(*a)
+
+    inst._finish_received = spy  # type: ignore[method-assign]
+    return policies
+
+
+def test_a_childs_deferred_attach_runs_at_idle_priority() -> None:
+    """A level attaches for its child's lease after answering, at idle CPU priority (the grow goes on
+    below it meanwhile)."""
+    mid = Instance.from_parent(DirectColumns(_root()), nodes_jobspec(1).encode(), name="mid")
+    lease = mid.match_allocate(nodes_jobspec(1).encode(), lease=True, child_name="leaf")
+    policies = _record_policy(mid)
+    out = mid.match_grow(
+        lease.jobid, nodes_jobspec(1).encode(), lease_token=lease.lease_token, accept_columns=True,
+        after_reply=lambda start: start(),
+    )  # fmt: skip
+    assert out.timings[0].deferred
+    assert mid.info()["last_deferred"]["attach_update_s"] > 0
+    assert policies == [os.SCHED_IDLE]
+
+
 def test_a_remote_grow_of_a_levels_own_job_is_answered_before_its_attach() -> None:
     """root -> mid -> a client job at mid, as a remote caller asks (``after_reply``): with columns from
     above, mid answers before attaching (the answer is the text a level that attached first gives)
@@ -394,8 +424,11 @@ def test_a_remote_grow_of_a_levels_own_job_is_answered_before_its_attach() -> No
             now["outedges"] = before["outedges"]  # a lazy order cache the local match attempt fills
             assert now == before  # answered; nothing attached yet (the lock is still held)
             assert mid.requests["grow:1::g"]["state"] == "received"
-            started[0]()  # the RPC ended: the attach starts (a thread at idle priority)
+            policies = _record_policy(mid)
+            started[0]()  # the RPC ended: the attach starts (a thread, at normal priority: the caller's
+            # next call waits for it, no grow goes on below)
             assert mid.info()["last_deferred"]["attach_update_s"] > 0  # (Info waits for it)
+            assert policies == [os.SCHED_OTHER]
             assert mid.requests["grow:1::g"]["state"] == "done"
         assert not is_columns(out.jgf)
         assert mid.info(recount=True)["recount_errors"] == []

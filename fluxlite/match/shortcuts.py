@@ -30,6 +30,12 @@ from fluxlite.match._common import (
 )
 from fluxlite.match._scoring import MATCH_MET, Dfu
 from fluxlite.match._window import WindowIndex
+from fluxlite.planner import PlannerMulti
+
+try:
+    import cython
+except ModuleNotFoundError:  # pure Python without Cython installed
+    from fluxlite import _cyshim as cython
 
 
 class ShortcutsStage:
@@ -65,23 +71,47 @@ class ShortcutsStage:
             self._skip_of[c] = key
         return pos, types, free
 
+    @cython.locals(
+        win_of=dict,
+        skip_of=dict,
+        skip=dict,
+        pos=dict,
+        types=tuple,
+        pt=list,
+        k=cython.Py_ssize_t,
+        nt=cython.Py_ssize_t,
+    )
     def _agg_touched(self, ss: str, v: int) -> None:
         """Vertex ``v``'s aggregate changed: refresh its entry in its parent's skip and window indexes.  O(types)."""
-        w = self._win_of.get(v)
+        win_of = self._win_of
+        w = win_of.get(v)
         if w is not None and w[0][1] == ss:
             win = self._win.get(w[0])
             if win is not None:
                 win.touch(w[1])
-        key = self._skip_of.get(v)
+        skip_of = self._skip_of
+        key = skip_of.get(v)
         if key is None or key[1] != ss:
             return
-        got = self._skip.get(key)
+        skip = self._skip
+        got = skip.get(key)
         if got is None:
             return
         pos, types, free, _version = got
         i = pos.get(v)
         p = self.subplan[ss][v]
-        if i is None or p is None or tuple(p.resource_types) != types:
+        if i is None or p is None:
+            return
+        if type(p) is PlannerMulti:
+            # tuple(p.resource_types) != types without the two copies
+            pt = p._types
+            nt = len(types)
+            if len(pt) != nt:
+                return
+            for k in range(nt):
+                if pt[k] != types[k]:
+                    return
+        elif tuple(p.resource_types) != types:
             return
         t0 = self._t0
         for k in range(len(types)):

@@ -27,6 +27,129 @@ except ModuleNotFoundError:  # pure Python without Cython installed
     from fluxlite import _cyshim as cython
 
 
+@cython.locals(
+    keys=list,
+    t=tuple,
+    n=cython.Py_ssize_t,
+    lo=cython.Py_ssize_t,
+    hi=cython.Py_ssize_t,
+    mid=cython.Py_ssize_t,
+    i=cython.Py_ssize_t,
+    pos=cython.Py_ssize_t,
+    ow_c=cython.Py_ssize_t,
+    w_c=cython.Py_ssize_t,
+    a0=cython.Py_ssize_t,
+    a1=cython.Py_ssize_t,
+    a2=cython.Py_ssize_t,
+    n0=cython.Py_ssize_t,
+    b0=cython.Py_ssize_t,
+    b1=cython.Py_ssize_t,
+    b2=cython.Py_ssize_t,
+    lt=cython.bint,
+    found=cython.bint,
+)
+def _rank_set_typed(keys: list, ow: int, nuq: int, e: int, w: int) -> bool:
+    """What :meth:`GraphStateStage._set_edge_weight` does to a ranked out-edge list ``keys`` (sorted
+    ``(-weight, nuq, e)`` tuples) when edge ``e``'s weight goes from ``ow`` to ``w``, by C compares.
+
+    False, with ``keys`` unchanged, when a value it compares is not an ``int`` well inside the C range
+    (an edge whose weight was never set has ``UINT64_MAX``): the caller then takes the object
+    compares.  Every search is done before the one change: the old key's ``bisect_left``, its
+    neighbours' ``<`` tests, and for a move the new key's ``bisect_right`` (``insort``'s position),
+    one less past the removed old key.  For tuples of three ints these are the tuples' own
+    (lexicographic) compares, so the list ends the same.  Run pure, this is not called."""
+    try:
+        if type(ow) is not int or type(nuq) is not int or type(e) is not int or type(w) is not int:
+            return False
+        ow_c = ow
+        w_c = w
+        a1 = nuq
+        a2 = e
+        if (ow_c >> 62) not in (0, -1) or (w_c >> 62) not in (0, -1):  # outside [-2**62, 2**62)
+            return False  # (the two are negated in C below)
+        a0 = -ow_c
+        n0 = -w_c
+        n = len(keys)
+        # the old key's lower bound (bisect_left)
+        lo = 0
+        hi = n
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            t = keys[mid]
+            x0, x1, x2 = t[0], t[1], t[2]
+            if type(x0) is not int or type(x1) is not int or type(x2) is not int:
+                return False
+            b0 = x0
+            b1 = x1
+            b2 = x2
+            if b0 < a0 or (b0 == a0 and (b1 < a1 or (b1 == a1 and b2 < a2))):
+                lo = mid + 1
+            else:
+                hi = mid
+        i = lo
+        found = False
+        if i < n:
+            t = keys[i]
+            x0, x1, x2 = t[0], t[1], t[2]
+            if type(x0) is not int or type(x1) is not int or type(x2) is not int:
+                return False
+            b0 = x0
+            b1 = x1
+            b2 = x2
+            found = b0 == a0 and b1 == a1 and b2 == a2
+        if found:
+            if n0 == a0:
+                return True  # the same key: nothing moves
+            # the rank is kept when the neighbours still bracket the new key
+            lt = True
+            if i > 0:
+                t = keys[i - 1]
+                x0, x1, x2 = t[0], t[1], t[2]
+                if type(x0) is not int or type(x1) is not int or type(x2) is not int:
+                    return False
+                b0 = x0
+                b1 = x1
+                b2 = x2
+                lt = b0 < n0 or (b0 == n0 and (b1 < a1 or (b1 == a1 and b2 < a2)))
+            if lt and i + 1 < n:
+                t = keys[i + 1]
+                x0, x1, x2 = t[0], t[1], t[2]
+                if type(x0) is not int or type(x1) is not int or type(x2) is not int:
+                    return False
+                b0 = x0
+                b1 = x1
+                b2 = x2
+                lt = n0 < b0 or (n0 == b0 and (a1 < b1 or (a1 == b1 and a2 < b2)))
+            if lt:
+                keys[i] = (n0, nuq, e)
+                return True
+        # the new key's upper bound (bisect_right: insort's place)
+        lo = 0
+        hi = n
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            t = keys[mid]
+            x0, x1, x2 = t[0], t[1], t[2]
+            if type(x0) is not int or type(x1) is not int or type(x2) is not int:
+                return False
+            b0 = x0
+            b1 = x1
+            b2 = x2
+            if n0 < b0 or (n0 == b0 and (a1 < b1 or (a1 == b1 and a2 < b2))):
+                hi = mid
+            else:
+                lo = mid + 1
+        pos = lo
+        if found:
+            del keys[i]
+            if pos > i:
+                pos -= 1  # the old key (before the new one) is gone
+        keys.insert(pos, (n0, nuq, e))
+        return True
+    except OverflowError:  # a key's value past the C range (nothing changed yet)
+        return False
+
+
 class GraphStateStage:
     """Per-vertex state kept in step with the graph (a mixin of :class:`~fluxlite.match.Traverser`)."""
 
@@ -248,7 +371,8 @@ class GraphStateStage:
     def _upd_by_outedges(self, ss: str, meta: JobMeta, u: int, e: int) -> None:
         """Re-rank out-edge ``e`` of ``u`` by its child's free units of the last pruning type at ``meta.now``."""
         col = self.subplan.get(ss)
-        p = col[self.g.e_dst[e]] if col is not None else None
+        g = self.g
+        p = col[g.e_dst[e]] if col is not None else None
         if p is None:
             return
         pls = p._planners
@@ -257,11 +381,22 @@ class GraphStateStage:
         avail = pls[-1].avail_resources_at(meta.now)
         if avail == 0 and not p._spans:
             return
-        if self._outedge_order(u) is None:  # builds u's ranked out-edges if they are not yet
-            return
+        # _outedge_order's answer where u's ranked out-edges are made already
+        keys = self._outedges.get(u) if self._outedges_built else None
+        if keys is None:
+            keys = self._outedge_order(u)  # builds u's ranked out-edges if they are not yet
+            if keys is None:
+                return
+        ew = self.e_weight
+        ow = ew[e]
         if self._undo is not None:
-            self._undo.append((3, u, e, self.e_weight[e]))  # update._UNDO_WEIGHT
-        self._set_edge_weight(u, e, 0 if avail < 0 else avail)
+            self._undo.append((3, u, e, ow))  # update._UNDO_WEIGHT
+        w = 0 if avail < 0 else avail
+        # _set_edge_weight inlined (keys: u's list, as _set_edge_weight would find it)
+        if cython.compiled and _rank_set_typed(keys, ow, -g.v_uniq[g.e_dst[e]], e, w):
+            ew[e] = w
+        else:
+            self._set_edge_weight(u, e, w)
 
     def _set_edge_weight(self, u: int, e: int, w: int) -> None:
         """Give out-edge ``e`` of ``u`` weight ``w``, keeping ``u``'s ranked out-edges in order."""
@@ -270,6 +405,9 @@ class GraphStateStage:
         if keys is not None:
             g = self.g
             uq = -g.v_uniq[g.e_dst[e]]
+            if cython.compiled and _rank_set_typed(keys, ew[e], uq, e, w):
+                ew[e] = w
+                return
             old = (-ew[e], uq, e)
             new = (-w, uq, e)
             i = bisect_left(keys, old)

@@ -626,6 +626,29 @@ def test_a_columns_answer_is_kept_as_jgf_in_the_state_file(tmp_path: Path) -> No
     assert back.info(recount=True)["recount_errors"] == []
 
 
+def test_an_own_job_answered_before_its_attach_is_attached_after_a_crash(tmp_path: Path) -> None:
+    """A remote caller's grow of the level's own job, answered and recorded but not attached (crash):
+    the state file holds it as received, and the restored level attaches it; a retry is answered from
+    the request table with the same text."""
+    root = _root()
+    mid = Instance.from_parent(
+        DirectColumns(root), nodes_jobspec(1).encode(), name="mid", state_path=tmp_path / "mid.state"
+    )
+    job = mid.match_allocate(nodes_jobspec(1).encode()).jobid
+    out = mid.match_grow(
+        job, nodes_jobspec(1).encode(), request_id="r1", after_reply=lambda start: None  # dies first
+    )
+    assert out.timings[0].deferred and not is_columns(out.jgf)
+    state = orjson.loads((tmp_path / "mid.state").read_bytes())
+    (rec,) = [r for r in state["requests"] if r["key"].startswith("grow:")]
+    assert rec["state"] == "received" and rec["jgf"].encode() == out.jgf
+    back = Instance.restore(tmp_path / "mid.state", parent=DirectColumns(root))
+    assert back.info(job)["holds"] == {"core": 2 * 2 * CORES, "socket": 4}
+    assert back.info(recount=True)["recount_errors"] == []
+    again = back.match_grow(job, nodes_jobspec(1).encode(), request_id="r1")
+    assert again.replayed and again.jgf == out.jgf
+
+
 # ---------------------------------------------------------------- the lazy JGF (columns written from the match)
 
 

@@ -66,6 +66,48 @@ def _unzip3(items: Sequence[tuple[Any, Any, Any]]) -> tuple[list[Any], list[Any]
     return a, b, c
 
 
+@cython.locals(
+    vl=list, sl=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t, u=cython.Py_ssize_t, x=cython.Py_ssize_t
+)
+def _fits_all(u0: Any, sizes: Sequence[int], vs: Sequence[int]) -> bool:
+    """``not u0 > min(map(sizes.__getitem__, vs))`` (``vs`` not empty): no vertex of ``vs`` has fewer
+    units than ``u0``.  Compiled, a typed pass where ``u0``, the vertices and their sizes are ``int``
+    within the C range (lists); anything else takes the builtins."""
+    if cython.compiled and type(u0) is int and type(vs) is list and type(sizes) is list:
+        vl = vs
+        sl = sizes
+        n = len(vl)
+        try:
+            u = u0
+            for k in range(n):
+                o = sl[vl[k]]
+                if type(o) is not int:
+                    break
+                x = o
+                if x < u:
+                    return False
+            else:
+                return n > 0 or not u0 > min(map(sizes.__getitem__, vs))
+        except OverflowError:
+            pass
+    return not u0 > min(map(sizes.__getitem__, vs))
+
+
+@cython.locals(vl=list, fl=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t, out=set)
+def _where_false(vs: Sequence[int], flags: Sequence[Any]) -> set[int]:
+    """``set(compress(vs, map(not_, flags)))`` (a typed loop over two lists of one length, compiled)."""
+    if cython.compiled and type(vs) is list and type(flags) is list and len(vs) == len(flags):
+        vl = vs
+        fl = flags
+        n = len(vl)
+        out = set()
+        for k in range(n):
+            if not fl[k]:
+                out.add(vl[k])
+        return out
+    return set(compress(vs, map(not_, flags)))
+
+
 class UpdateStage:
     """The update stage of :class:`~fluxlite.match.Traverser` (a mixin over its state)."""
 
@@ -1003,14 +1045,15 @@ class UpdateStage:
         ):
             return None
         # the items' units: one number for all (the usual grow: every vertex whole, of size 1) or a map
-        one = set(units_of)
-        u0 = one.pop() if len(one) == 1 else None
+        # (every entry equal to the first, counted in C with an identity test first: set(units_of) of
+        # one element, which is the first entry)
+        u0 = units_of[0] if units_of and units_of.count(units_of[0]) == len(units_of) else None
         size = g.v_size.__getitem__
-        if (u0 > min(map(size, vs))) if u0 is not None else not all(map(le, units_of, map(size, vs))):
+        if (not _fits_all(u0, g.v_size, vs)) if u0 is not None else not all(map(le, units_of, map(size, vs))):
             return None
         fu = None if u0 is not None else dict(zip(vs, units_of))
         # the items that are not exclusive (few: the vertices above the slots)
-        nonx = set(compress(vs, map(not_, excl_of)))
+        nonx = _where_false(vs, excl_of)
         others = listed - newset
         # (the items are given as columns: only these few become tuples)
         if len(others) <= 32:

@@ -206,9 +206,13 @@ def _interned_column(values: Sequence[str], intern: Any) -> list[str]:
     """``values`` with every string replaced by its interned copy.  O(n).
 
     One typed loop (compiled: list reads and dict lookups in C); a value that is the same object
-    as the one before it (runs of one type in a subtree) takes the same copy without a lookup."""
+    as the one before it (runs of one type in a subtree) takes the same copy without a lookup.  A
+    column of one value (every entry equal to the first: counted in C, an identity test first) is
+    that value's copy repeated."""
     vals = values if type(values) is list else list(values)
     n = len(vals)
+    if n > 0 and vals.count(vals[0]) == n:
+        return [intern(vals[0])] * n
     out = [None] * n
     table = {}
     last: Any = None
@@ -643,7 +647,10 @@ class ResourceGraph:
             lo, top_v = int_bounds(vids)
             refill = top_v - lo + 1 == n and top_v < len(self.v_type) and not any(self._live[lo : lo + n])
         tcol = _interned_column(types, intern)
-        bcol = _interned_column(basenames, intern)
+        # (the basenames are usually the types, as a reader without basenames gives them: equal
+        # entries take the same copies, and the columns are only read below)
+        same = type(basenames) is list and type(types) is list and basenames == types
+        bcol = tcol if same else _interned_column(basenames, intern)
         ucol = _interned_column(units, intern)
         scol = list(statuses) if statuses is not None else [UP] * n
         if contiguous and vids and vids[0] == len(self.v_type):

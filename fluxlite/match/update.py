@@ -1272,7 +1272,9 @@ class UpdateStage:
             excl_parent,
         )
 
-    @cython.locals(kids=list, m=cython.Py_ssize_t, j=cython.Py_ssize_t, inner=cython.bint)
+    @cython.locals(
+        kids=list, m=cython.Py_ssize_t, j=cython.Py_ssize_t, ej=cython.Py_ssize_t, kj=cython.Py_ssize_t, inner=cython.bint
+    )
     def _upd_fresh_dfv(
         self,
         u: int,
@@ -1319,10 +1321,13 @@ class UpdateStage:
         kids = [None] * m
         inner = False
         for j in range(m):
-            k = e_dst[es[j]]
+            ej = es[j]
+            k = e_dst[ej]
             kids[j] = k
-            if not inner and dcol[k]:
-                inner = True
+            if not inner:
+                kj = k
+                if dcol[kj]:
+                    inner = True
         acc: dict[str, int] = {}
         if not inner:
             n_plans = self._fresh_leaves(kids, mod, acc, ctx)
@@ -1401,7 +1406,7 @@ class UpdateStage:
         self.trav_level -= 1
         return n_plans
 
-    @cython.locals(n=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, fast=cython.bint)
+    @cython.locals(kids=list, n=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, fast=cython.bint)
     def _fresh_leaves(self, kids: list[int], mod: bool, acc: dict[str, int], ctx: tuple) -> int:
         """Record the new leaves ``kids`` (siblings, in order) as the walk does; return how many it recorded.
 
@@ -1446,7 +1451,8 @@ class UpdateStage:
             if t in total:
                 units: Any = 0
                 for j in range(n):  # (as the writes above: no method call per leaf)
-                    units = units + vsize[kids[j]]
+                    k = kids[j]
+                    units = units + vsize[k]
                 acc[t] = acc.get(t, 0) + units
             return n
         xtypes = self.exclusive_types
@@ -1782,6 +1788,14 @@ class UpdateStage:
     @cython.locals(
         kids=list,
         types=list,
+        col=list,
+        dst=list,
+        vt=list,
+        vs=list,
+        pcol=list,
+        src=list,
+        order=list,
+        leaves=list,
         v=cython.Py_ssize_t,
         pe=cython.Py_ssize_t,
         m=cython.Py_ssize_t,
@@ -1808,11 +1822,12 @@ class UpdateStage:
         g = self.g
         if len(g.out) != 1 or ss not in g.out:
             return None
-        col = g.out[ss]
-        dst, vt, vs = g.e_dst, g.v_type, g.v_size
+        cols = (g.out[ss], g.e_dst, g.v_type, g.v_size, g.parent_edge[ss], g.e_src)
+        if any(type(c) is not list for c in cols):
+            return None  # (the columns are lists: read below by typed indices where compiled)
+        col, dst, vt, vs, pcol, src = cols
         total = self.prune.total
         tracked = total.__contains__
-        pcol, src = g.parent_edge[ss], g.e_src
         # breadth-first from the new roots over the internal vertices (every parent before its
         # children); leaves are only counted, a whole family of leaf children at C speed
         order: list[int] = []
@@ -1846,7 +1861,8 @@ class UpdateStage:
                 return None
             inner = False
             for j in range(m):  # (typed: a C read per child, where a map calls a method per child)
-                if col[kids[j]]:
+                k = kids[j]
+                if col[k]:
                     inner = True
                     break
             if not inner:
@@ -1863,7 +1879,8 @@ class UpdateStage:
                 if same:
                     units: Any = 0
                     for j in range(m):
-                        units = units + vs[kids[j]]
+                        k = kids[j]
+                        units = units + vs[k]
                     leaf_units[v] = {first: units}
                 else:
                     d: dict[str, int] = {}

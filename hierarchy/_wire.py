@@ -38,7 +38,7 @@ from typing import Any
 from google.protobuf.message import DecodeError
 
 from fluxlite.errors import InputError
-from fluxlite.graph._store import int_bounds, ints_distinct, max_len, path_roots
+from fluxlite.graph._store import has_empty, int_bounds, ints_distinct, max_len, path_roots
 from hierarchy._pb import fluxlite_instance_pb2 as pb
 from jgf import Columns, columns_jgf
 from jgf._columns import _digits  # list(map(str, ints)) in C: a str() per id is 3x slower
@@ -349,7 +349,7 @@ def decode(payload: bytes) -> Columns:
     strings = [table.setdefault(s, s) for s in strings]
     at = strings.__getitem__
     types = _strs(m.type, n, "type index", strings)
-    if "" in strings and "" in types:  # (the table is short: a column is scanned only when it could hold "")
+    if "" in strings and has_empty(types):  # (the table is short: a column is scanned only when it could hold "")
         raise WireError("columns payload: an empty type")
     b = _ints(m.basename, n, "basename index", -1, top)
     if b.count(-1) == n:
@@ -411,7 +411,7 @@ def decode(payload: bytes) -> Columns:
         src = _ints(m.source, ne_, "edge source", 0, n - 1)
         dst = _ints(m.target, ne_, "edge target", 0, n - 1)
         e_ss = _strs(m.edge_subsystem, ne_, "edge subsystem index", strings)
-        if "" in strings and "" in e_ss:
+        if "" in strings and has_empty(e_ss):
             raise WireError("columns payload: an empty edge subsystem")
     else:
         if m.source.values or m.target.values or m.edge_subsystem.values:  # (a 0-entry column is empty)

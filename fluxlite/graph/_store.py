@@ -105,6 +105,24 @@ def has_none(xs: Sequence[Any]) -> bool:
     return None in xs
 
 
+@cython.locals(lst=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t)
+def has_empty(xs: Sequence[str]) -> bool:
+    """``"" in xs`` for a sequence of strings (compiled: a length test per ``str`` entry of a list, where
+    ``in`` compares each with "" by the object protocol; any other entry or sequence takes ``in``)."""
+    if cython.compiled and type(xs) is list:
+        lst = xs
+        n = len(lst)
+        for k in range(n):
+            o = lst[k]
+            if type(o) is not str:
+                break
+            if len(o) == 0:
+                return True
+        else:
+            return False
+    return "" in xs
+
+
 @cython.locals(lst=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t, m=cython.Py_ssize_t, top=cython.Py_ssize_t)
 def max_len(xs: Sequence[str]) -> int:
     """``max(map(len, xs))`` of a non-empty sequence of strings (compiled: a typed pass over a list of

@@ -1041,8 +1041,10 @@ class UpdateStage:
             or len(self.subsystems) != 1
             or not getattr(writer, "emits_nothing", False)
             or not self._items_writer_ok(writer)
-            or not listed.issuperset(newset)
         ):
+            return None
+        others = listed - newset
+        if len(listed) - len(others) != len(newset):  # (listed.issuperset(newset), from the difference)
             return None
         # the items' units: one number for all (the usual grow: every vertex whole, of size 1) or a map
         # (every entry equal to the first, counted in C with an identity test first: set(units_of) of
@@ -1054,7 +1056,6 @@ class UpdateStage:
         fu = None if u0 is not None else dict(zip(vs, units_of))
         # the items that are not exclusive (few: the vertices above the slots)
         nonx = _where_false(vs, excl_of)
-        others = listed - newset
         # (the items are given as columns: only these few become tuples)
         if len(others) <= 32:
             rest = [(vs[i], units_of[i], excl_of[i]) for i in sorted(map(vs.index, others))]  # in the items' order

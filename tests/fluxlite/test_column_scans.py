@@ -1,4 +1,4 @@
-"""The whole-column scans of a bulk attach (fluxlite.graph._store: int_bounds, ints_distinct, has_none,
+"""The whole-column scans of a bulk attach (fluxlite.graph._store: int_bounds, ints_distinct, has_none, has_empty,
 max_len, path_roots; fluxlite.match.update: _fits_all, _where_false) against the builtin expressions
 they stand for, on random columns and on every entry kind that leaves the typed loops (bools, floats,
 ints past the C range, non-lists, str subclasses).  Compiled, these run the typed loops; run pure
@@ -13,7 +13,7 @@ from operator import not_
 import pytest
 
 from fluxlite.graph import _store
-from fluxlite.graph._store import has_none, int_bounds, ints_distinct, max_len, path_roots
+from fluxlite.graph._store import has_empty, has_none, int_bounds, ints_distinct, max_len, path_roots
 from fluxlite.match.update import _fits_all, _where_false
 
 #: the typed loops run (else path_roots always answers None)
@@ -104,6 +104,12 @@ def test_has_none_max_len_and_path_roots_are_the_builtins() -> None:
         if rng.random() < 0.5:
             with_none[rng.randrange(n)] = None
         assert has_none(with_none) == (None in with_none)
+        assert has_empty(paths) == ("" in paths)
+        assert has_empty(tuple(paths)) == ("" in paths)
+        comps_col = [rng.choice(comps) for _ in range(n)]
+        if rng.random() < 0.1:
+            comps_col[rng.randrange(n)] = _Str(rng.choice(comps))
+        assert has_empty(comps_col) == ("" in comps_col)
         assert has_none(tuple(with_none)) == (None in with_none)
     assert path_roots(("/a",)) is None  # not a list
     assert max_len(("ab", "c")) == 2

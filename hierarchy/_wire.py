@@ -38,6 +38,7 @@ from typing import Any
 from google.protobuf.message import DecodeError
 
 from fluxlite.errors import InputError
+from fluxlite.graph._store import has_empty, int_bounds, ints_distinct, max_len, path_roots
 from hierarchy._pb import fluxlite_instance_pb2 as pb
 from jgf import Columns, columns_jgf
 from jgf._columns import _digits  # list(map(str, ints)) in C: a str() per id is 3x slower
@@ -259,13 +260,14 @@ def _ints(col: Any, n: int, what: str, lo: int, hi: int) -> list[int]:
     # the lower bound 0 from the bytes: a little-endian int64 is negative iff its last byte is >= 0x80
     # (one C pass over n bytes, where min() compares n ints)
     if lo == 0 and not _BIG_ENDIAN:
-        low_ok = not vals[7::8].translate(None, _NON_NEGATIVE_TOP)
+        if not vals[7::8].translate(None, _NON_NEGATIVE_TOP) and (hi == _INT64[1] or int_bounds(xs)[1] <= hi):
+            return xs
     else:
-        low_ok = min(xs) >= lo
-    if not low_ok or (hi != _INT64[1] and max(xs) > hi):
-        bad = min(xs) if min(xs) < lo else max(xs)
-        raise WireError(f"columns payload: {what} {bad} out of range [{lo}, {hi}]")
-    return xs
+        low, high = int_bounds(xs)  # (one typed pass, compiled, where min() and max() compare objects)
+        if low >= lo and high <= hi:
+            return xs
+    bad = min(xs) if min(xs) < lo else max(xs)
+    raise WireError(f"columns payload: {what} {bad} out of range [{lo}, {hi}]")
 
 
 def _strs(col: Any, n: int, what: str, strings: list[str]) -> list[str]:
@@ -339,7 +341,7 @@ def decode(payload: bytes) -> Columns:
     strings = list(m.strings)
     if len(strings) > MAX_STRINGS:
         raise WireError(f"columns payload: {len(strings)} strings (at most {MAX_STRINGS})")
-    if strings and max(map(len, strings)) > MAX_STRING:
+    if strings and max_len(strings) > MAX_STRING:
         raise WireError(f"columns payload: a table string longer than {MAX_STRING} characters")
     top = len(strings) - 1
     cols = Columns()
@@ -347,7 +349,7 @@ def decode(payload: bytes) -> Columns:
     strings = [table.setdefault(s, s) for s in strings]
     at = strings.__getitem__
     types = _strs(m.type, n, "type index", strings)
-    if "" in strings and "" in types:  # (the table is short: a column is scanned only when it could hold "")
+    if "" in strings and has_empty(types):  # (the table is short: a column is scanned only when it could hold "")
         raise WireError("columns payload: an empty type")
     b = _ints(m.basename, n, "basename index", -1, top)
     if b.count(-1) == n:
@@ -367,13 +369,15 @@ def decode(payload: bytes) -> Columns:
         seen.add(k)
         names[k] = _short(nm.name, f"the name of node {k}")
     uniqs = _ints(m.uniq_id, n, "uniq_id", 0, _INT64[1])
-    if len(set(uniqs)) != n:
+    if not ints_distinct(uniqs):
         raise WireError("columns payload: uniq ids are not distinct")
     ranks = _ints(m.rank, n, "rank", _INT64[0], _INT64[1])
     sizes = _ints(m.size, n, "size", 0, _INT64[1])
     units = _strs(m.unit, n, "unit index", strings)
     status = _ints(m.status, n, "status", 0, 1)
-    excl = list(map(bool, _ints(m.exclusive, n, "exclusive", 0, 1)))
+    ex = _ints(m.exclusive, n, "exclusive", 0, 1)
+    # (0 / 1 as bools: one itemgetter over the checked values, in C, where bool() is called per entry)
+    excl = list(itemgetter(*ex)((False, True))) if n > 1 else [bool(ex[0])]
     props: dict[int, dict[str, str]] = {}
     for pr in m.properties:
         k = pr.node
@@ -396,15 +400,18 @@ def decode(payload: bytes) -> Columns:
     paths: list[str | None] = m.paths.split("\n")  # type: ignore[assignment]
     if len(paths) != n:
         raise WireError(f"columns payload: {len(paths)} paths for {n} nodes")
-    if not m.paths.startswith("/") or m.paths.count("\n/") != n - 1:
+    # every path starts with "/", and the one-component ones (the roots): one typed pass over the
+    # paths where compiled, else a count and a C pass over the text (in _root_lines)
+    roots = path_roots(paths)
+    if roots is None and (not m.paths.startswith("/") or m.paths.count("\n/") != n - 1):
         raise WireError("columns payload: a path that does not start with '/'")
-    if max(map(len, paths)) > MAX_PATH:  # type: ignore[arg-type]
+    if max_len(paths) > MAX_PATH:  # type: ignore[arg-type]
         raise WireError(f"columns payload: a path longer than {MAX_PATH} characters")
     if ne_:
         src = _ints(m.source, ne_, "edge source", 0, n - 1)
         dst = _ints(m.target, ne_, "edge target", 0, n - 1)
         e_ss = _strs(m.edge_subsystem, ne_, "edge subsystem index", strings)
-        if "" in strings and "" in e_ss:
+        if "" in strings and has_empty(e_ss):
             raise WireError("columns payload: an empty edge subsystem")
     else:
         if m.source.values or m.target.values or m.edge_subsystem.values:  # (a 0-entry column is empty)
@@ -422,7 +429,8 @@ def decode(payload: bytes) -> Columns:
     cols.exclusive = excl
     cols.properties = props
     cols.paths = {ss: paths}
-    cols.roots = [(k, ss) for k in _root_lines(m.paths)]  # (every path starts with "/": checked above)
+    # (every path starts with "/": checked above)
+    cols.roots = [(k, ss) for k in (_root_lines(m.paths) if roots is None else roots)]
     cols.e_src = src
     cols.e_dst = dst
     cols.e_ss = e_ss

@@ -51,6 +51,167 @@ STATUS_VALUES = {"up": UP, "down": DOWN}
 _EMPTY: tuple[int, ...] = ()
 
 
+# ------------------------------------------------------------------ column scans
+# Whole-column tests of a bulk attach (here and in readers.jgf / hierarchy._wire), as typed loops
+# when compiled: the builtins they replace (``min``, ``max``, ``in``) compare each entry by the
+# object protocol, a hundred instructions each where a typed loop takes a few.  Run pure, each is
+# the builtin expression it stands for.
+
+
+@cython.locals(
+    lst=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t, x=cython.Py_ssize_t, lo=cython.Py_ssize_t, hi=cython.Py_ssize_t
+)
+def int_bounds(xs: Sequence[int]) -> tuple[int, int]:
+    """``(min(xs), max(xs))`` of a non-empty sequence (as values: a bool counts as its int).
+
+    Compiled, one typed pass over a list whose entries are all ``int`` within the C range; any
+    other entry (or sequence) takes the builtins."""
+    if cython.compiled and type(xs) is list:
+        lst = xs
+        n = len(lst)
+        if n > 0:
+            try:
+                o = lst[0]
+                if type(o) is int:
+                    lo = hi = o
+                    for k in range(1, n):
+                        o = lst[k]
+                        if type(o) is not int:
+                            break
+                        x = o
+                        if x < lo:
+                            lo = x
+                        elif x > hi:
+                            hi = x
+                    else:
+                        return lo, hi
+            except OverflowError:
+                pass
+    return min(xs), max(xs)
+
+
+@cython.locals(lst=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t)
+def has_none(xs: Sequence[Any]) -> bool:
+    """``None in xs`` for a sequence of strings (or None): compiled, an identity test per entry of a
+    list where ``in`` compares each string with None by the object protocol.  (Other entries could
+    compare equal to None without being it: only str / None columns are passed.)"""
+    if cython.compiled and type(xs) is list:
+        lst = xs
+        n = len(lst)
+        for k in range(n):
+            if lst[k] is None:
+                return True
+        return False
+    return None in xs
+
+
+@cython.locals(lst=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t)
+def has_empty(xs: Sequence[str]) -> bool:
+    """``"" in xs`` for a sequence of strings (compiled: a length test per ``str`` entry of a list, where
+    ``in`` compares each with "" by the object protocol; any other entry or sequence takes ``in``)."""
+    if cython.compiled and type(xs) is list:
+        lst = xs
+        n = len(lst)
+        for k in range(n):
+            o = lst[k]
+            if type(o) is not str:
+                break
+            if len(o) == 0:
+                return True
+        else:
+            return False
+    return "" in xs
+
+
+@cython.locals(lst=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t, m=cython.Py_ssize_t, top=cython.Py_ssize_t)
+def max_len(xs: Sequence[str]) -> int:
+    """``max(map(len, xs))`` of a non-empty sequence of strings (compiled: a typed pass over a list of
+    ``str``; anything else takes the builtins)."""
+    if cython.compiled and type(xs) is list:
+        lst = xs
+        n = len(lst)
+        if n > 0:
+            top = 0
+            for k in range(n):
+                o = lst[k]
+                if type(o) is not str:
+                    break
+                m = len(o)
+                if m > top:
+                    top = m
+            else:
+                return top
+    return max(map(len, xs))
+
+
+@cython.locals(
+    lst=list,
+    n=cython.Py_ssize_t,
+    k=cython.Py_ssize_t,
+    x=cython.Py_ssize_t,
+    lo=cython.Py_ssize_t,
+    hi=cython.Py_ssize_t,
+    seen=bytearray,
+)
+def ints_distinct(xs: Sequence[int]) -> bool:
+    """``len(set(xs)) == len(xs)`` for a sequence of ints.
+
+    Compiled, for a list of ``int`` within [-2**62, 2**62) whose range is at most about four times its
+    length (a subtree's uniq ids): a typed pass for the bounds and one marking a byte per value, where
+    the set hashes and inserts each entry.  Anything else takes the set."""
+    if cython.compiled and type(xs) is list and len(xs) > 0:
+        lst = xs
+        n = len(lst)
+        try:
+            o = lst[0]
+            if type(o) is int:
+                lo = hi = o
+                for k in range(1, n):
+                    o = lst[k]
+                    if type(o) is not int:
+                        break
+                    x = o
+                    if x < lo:
+                        lo = x
+                    elif x > hi:
+                        hi = x
+                else:
+                    if (lo >> 62) in (0, -1) and (hi >> 62) in (0, -1) and hi - lo < 4 * n + 64:
+                        seen = bytearray(hi - lo + 1)
+                        for k in range(n):
+                            x = lst[k]
+                            x -= lo
+                            if seen[x]:
+                                return False
+                            seen[x] = 1
+                        return True
+        except OverflowError:
+            pass
+    return len(set(xs)) == len(xs)
+
+
+@cython.locals(lst=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t, p=str, roots=list)
+def path_roots(paths: Sequence[str]) -> list[int] | None:
+    """The positions of the one-component paths (``"/x"``: no "/" after the first character) when every
+    path starts with "/"; None when one does not, or when run pure or given anything but a list of
+    ``str`` (the caller then takes its own way: a C pass over the text).  Compiled: one typed pass."""
+    if not cython.compiled or type(paths) is not list:
+        return None
+    lst = paths
+    n = len(lst)
+    roots = []
+    for k in range(n):
+        o = lst[k]
+        if type(o) is not str:
+            return None
+        p = o
+        if len(p) == 0 or p[0] != "/":
+            return None
+        if p.find("/", 1) < 0:
+            roots.append(k)
+    return roots
+
+
 def _inverse(handles: list[int], lo: int) -> list[int]:
     """For ``handles`` a permutation of ``lo..lo+n-1``: the position of ``lo + j`` at ``j`` (in C)."""
     order = [0] * len(handles)
@@ -63,9 +224,13 @@ def _interned_column(values: Sequence[str], intern: Any) -> list[str]:
     """``values`` with every string replaced by its interned copy.  O(n).
 
     One typed loop (compiled: list reads and dict lookups in C); a value that is the same object
-    as the one before it (runs of one type in a subtree) takes the same copy without a lookup."""
+    as the one before it (runs of one type in a subtree) takes the same copy without a lookup.  A
+    column of one value (every entry equal to the first: counted in C, an identity test first) is
+    that value's copy repeated."""
     vals = values if type(values) is list else list(values)
     n = len(vals)
+    if n > 0 and vals.count(vals[0]) == n:
+        return [intern(vals[0])] * n
     out = [None] * n
     table = {}
     last: Any = None
@@ -445,7 +610,7 @@ class ResourceGraph:
         for ss, col in paths.items():
             if len(col) != n:
                 raise ValueError(f"add_vertices_bulk: paths[{ss!r}] has the wrong length")
-            if None in col:
+            if has_none(col):
                 all_new.extend(p for p in col if p is not None)
             else:
                 all_new.extend(col)  # type: ignore[arg-type]
@@ -474,7 +639,7 @@ class ResourceGraph:
             uniq_ids = range(base, base + n)
             top = base + n - 1
         else:
-            top = max(uniq_ids)
+            top = int_bounds(uniq_ids)[1]
         intern = self._intern
         contiguous = self.rx.num_nodes() == start  # no holes: new handles are start.. in order
         if contiguous:
@@ -497,10 +662,13 @@ class ResourceGraph:
         lo = 0
         refill = False
         if not contiguous:
-            lo, top_v = min(vids), max(vids)
+            lo, top_v = int_bounds(vids)
             refill = top_v - lo + 1 == n and top_v < len(self.v_type) and not any(self._live[lo : lo + n])
         tcol = _interned_column(types, intern)
-        bcol = _interned_column(basenames, intern)
+        # (the basenames are usually the types, as a reader without basenames gives them: equal
+        # entries take the same copies, and the columns are only read below)
+        same = type(basenames) is list and type(types) is list and basenames == types
+        bcol = tcol if same else _interned_column(basenames, intern)
         ucol = _interned_column(units, intern)
         scol = list(statuses) if statuses is not None else [UP] * n
         if contiguous and vids and vids[0] == len(self.v_type):
@@ -592,7 +760,7 @@ class ResourceGraph:
             ss = intern(ss)
             self._ensure_subsystem(ss)
             pcol2 = self.paths[ss]
-            if None in col:
+            if has_none(col):
                 pairs = [(vids[k], p) for k, p in enumerate(col) if p is not None]
                 pcol2.update(pairs)
                 if repeated:
@@ -746,7 +914,7 @@ class ResourceGraph:
             self.e_rel.extend(rel_col)
             self.e_seq.extend(range(seq0, seq0 + m))
         elif (
-            (lo := min(got)) + m - 1 == (top_e := max(got))
+            (lo := (bounds := int_bounds(got))[0]) + m - 1 == (top_e := bounds[1])
             and top_e < len(self.e_src)
             and self.e_ss[lo : lo + m].count(None) == m
         ):

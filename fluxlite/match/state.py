@@ -364,7 +364,11 @@ class GraphStateStage:
             lst = [e for col in g.out.values() for e in col[u]]
             if not lst:
                 return None
-            keys = sorted((-self.e_weight[e], -g.v_uniq[g.e_dst[e]], e) for e in lst)
+            # (a list built in one loop with the columns read once, then sorted: a generator read
+            # three attributes per edge)
+            ew, uq, dst = self.e_weight, g.v_uniq, g.e_dst
+            keys = [(-ew[e], -uq[dst[e]], e) for e in lst]
+            keys.sort()
             self._outedges[u] = keys
         return keys
 

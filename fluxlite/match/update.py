@@ -66,6 +66,48 @@ def _unzip3(items: Sequence[tuple[Any, Any, Any]]) -> tuple[list[Any], list[Any]
     return a, b, c
 
 
+@cython.locals(
+    vl=list, sl=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t, u=cython.Py_ssize_t, x=cython.Py_ssize_t
+)
+def _fits_all(u0: Any, sizes: Sequence[int], vs: Sequence[int]) -> bool:
+    """``not u0 > min(map(sizes.__getitem__, vs))`` (``vs`` not empty): no vertex of ``vs`` has fewer
+    units than ``u0``.  Compiled, a typed pass where ``u0``, the vertices and their sizes are ``int``
+    within the C range (lists); anything else takes the builtins."""
+    if cython.compiled and type(u0) is int and type(vs) is list and type(sizes) is list:
+        vl = vs
+        sl = sizes
+        n = len(vl)
+        try:
+            u = u0
+            for k in range(n):
+                o = sl[vl[k]]
+                if type(o) is not int:
+                    break
+                x = o
+                if x < u:
+                    return False
+            else:
+                return n > 0 or not u0 > min(map(sizes.__getitem__, vs))
+        except OverflowError:
+            pass
+    return not u0 > min(map(sizes.__getitem__, vs))
+
+
+@cython.locals(vl=list, fl=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t, out=set)
+def _where_false(vs: Sequence[int], flags: Sequence[Any]) -> set[int]:
+    """``set(compress(vs, map(not_, flags)))`` (a typed loop over two lists of one length, compiled)."""
+    if cython.compiled and type(vs) is list and type(flags) is list and len(vs) == len(flags):
+        vl = vs
+        fl = flags
+        n = len(vl)
+        out = set()
+        for k in range(n):
+            if not fl[k]:
+                out.add(vl[k])
+        return out
+    return set(compress(vs, map(not_, flags)))
+
+
 class UpdateStage:
     """The update stage of :class:`~fluxlite.match.Traverser` (a mixin over its state)."""
 
@@ -999,19 +1041,21 @@ class UpdateStage:
             or len(self.subsystems) != 1
             or not getattr(writer, "emits_nothing", False)
             or not self._items_writer_ok(writer)
-            or not listed.issuperset(newset)
         ):
             return None
+        others = listed - newset
+        if len(listed) - len(others) != len(newset):  # (listed.issuperset(newset), from the difference)
+            return None
         # the items' units: one number for all (the usual grow: every vertex whole, of size 1) or a map
-        one = set(units_of)
-        u0 = one.pop() if len(one) == 1 else None
+        # (every entry equal to the first, counted in C with an identity test first: set(units_of) of
+        # one element, which is the first entry)
+        u0 = units_of[0] if units_of and units_of.count(units_of[0]) == len(units_of) else None
         size = g.v_size.__getitem__
-        if (u0 > min(map(size, vs))) if u0 is not None else not all(map(le, units_of, map(size, vs))):
+        if (not _fits_all(u0, g.v_size, vs)) if u0 is not None else not all(map(le, units_of, map(size, vs))):
             return None
         fu = None if u0 is not None else dict(zip(vs, units_of))
         # the items that are not exclusive (few: the vertices above the slots)
-        nonx = set(compress(vs, map(not_, excl_of)))
-        others = listed - newset
+        nonx = _where_false(vs, excl_of)
         # (the items are given as columns: only these few become tuples)
         if len(others) <= 32:
             rest = [(vs[i], units_of[i], excl_of[i]) for i in sorted(map(vs.index, others))]  # in the items' order
@@ -1229,7 +1273,9 @@ class UpdateStage:
             excl_parent,
         )
 
-    @cython.locals(kids=list, m=cython.Py_ssize_t, j=cython.Py_ssize_t, inner=cython.bint)
+    @cython.locals(
+        kids=list, m=cython.Py_ssize_t, j=cython.Py_ssize_t, ej=cython.Py_ssize_t, kj=cython.Py_ssize_t, inner=cython.bint
+    )
     def _upd_fresh_dfv(
         self,
         u: int,
@@ -1276,10 +1322,13 @@ class UpdateStage:
         kids = [None] * m
         inner = False
         for j in range(m):
-            k = e_dst[es[j]]
+            ej = es[j]
+            k = e_dst[ej]
             kids[j] = k
-            if not inner and dcol[k]:
-                inner = True
+            if not inner:
+                kj = k
+                if dcol[kj]:
+                    inner = True
         acc: dict[str, int] = {}
         if not inner:
             n_plans = self._fresh_leaves(kids, mod, acc, ctx)
@@ -1358,7 +1407,7 @@ class UpdateStage:
         self.trav_level -= 1
         return n_plans
 
-    @cython.locals(n=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, fast=cython.bint)
+    @cython.locals(kids=list, n=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, fast=cython.bint)
     def _fresh_leaves(self, kids: list[int], mod: bool, acc: dict[str, int], ctx: tuple) -> int:
         """Record the new leaves ``kids`` (siblings, in order) as the walk does; return how many it recorded.
 
@@ -1403,7 +1452,8 @@ class UpdateStage:
             if t in total:
                 units: Any = 0
                 for j in range(n):  # (as the writes above: no method call per leaf)
-                    units = units + vsize[kids[j]]
+                    k = kids[j]
+                    units = units + vsize[k]
                 acc[t] = acc.get(t, 0) + units
             return n
         xtypes = self.exclusive_types
@@ -1739,6 +1789,14 @@ class UpdateStage:
     @cython.locals(
         kids=list,
         types=list,
+        col=list,
+        dst=list,
+        vt=list,
+        vs=list,
+        pcol=list,
+        src=list,
+        order=list,
+        leaves=list,
         v=cython.Py_ssize_t,
         pe=cython.Py_ssize_t,
         m=cython.Py_ssize_t,
@@ -1765,11 +1823,12 @@ class UpdateStage:
         g = self.g
         if len(g.out) != 1 or ss not in g.out:
             return None
-        col = g.out[ss]
-        dst, vt, vs = g.e_dst, g.v_type, g.v_size
+        cols = (g.out[ss], g.e_dst, g.v_type, g.v_size, g.parent_edge[ss], g.e_src)
+        if any(type(c) is not list for c in cols):
+            return None  # (the columns are lists: read below by typed indices where compiled)
+        col, dst, vt, vs, pcol, src = cols
         total = self.prune.total
         tracked = total.__contains__
-        pcol, src = g.parent_edge[ss], g.e_src
         # breadth-first from the new roots over the internal vertices (every parent before its
         # children); leaves are only counted, a whole family of leaf children at C speed
         order: list[int] = []
@@ -1803,7 +1862,8 @@ class UpdateStage:
                 return None
             inner = False
             for j in range(m):  # (typed: a C read per child, where a map calls a method per child)
-                if col[kids[j]]:
+                k = kids[j]
+                if col[k]:
                     inner = True
                     break
             if not inner:
@@ -1820,7 +1880,8 @@ class UpdateStage:
                 if same:
                     units: Any = 0
                     for j in range(m):
-                        units = units + vs[kids[j]]
+                        k = kids[j]
+                        units = units + vs[k]
                     leaf_units[v] = {first: units}
                 else:
                     d: dict[str, int] = {}

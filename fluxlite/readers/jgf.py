@@ -38,6 +38,7 @@ import orjson
 import jgf as _jgf
 from fluxlite.errors import GraphFormatError
 from fluxlite.graph import DOWN, ResourceGraph
+from fluxlite.graph._store import has_none
 from fluxlite.readers._common import fail, no_gc
 
 __all__ = [
@@ -416,7 +417,7 @@ def attach_columns(
     if len(cols.paths) != 1:
         return None
     ss, ps = next(iter(cols.paths.items()))
-    if None in ps:
+    if has_none(ps):  # (an identity test per path, compiled)
         return None
     n = len(ps)
     rank = cols.rank
@@ -525,9 +526,10 @@ def attach_columns(
             e_ss = list(compress(cols.e_ss, keep))
             e_rel = list(compress(cols.e_rel, keep))
         if src:
-            kinds = set(e_ss)
-            if len(kinds) == 1 and e_rel.count(None) == len(e_rel):
-                one = kinds.pop()
+            one = e_ss[0]
+            # (one subsystem: every entry equal to the first, counted in C with an identity test first,
+            # where a set hashes each entry)
+            if e_ss.count(one) == len(e_ss) and e_rel.count(None) == len(e_rel):
                 graph.add_edges_bulk(
                     _take(handle, src),
                     _take(handle, dst),

@@ -255,3 +255,33 @@ def test_paths_the_caller_vouches_for_are_indexed_as_checked_ones(seed: int) -> 
             checked.remove_vertices(dead)
             vouched.remove_vertices(dead)
         assert state(vouched) == state(checked)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bulk_string_columns_are_the_interned_values(seed: int) -> None:
+    """add_vertices_bulk's string columns: basenames equal to the types (taken as the types' interned
+    column), basenames that differ in one entry, one-value columns, equal strings that are not the
+    same object: each entry is the graph's interned copy of the value given."""
+    rng = random.Random(seed)
+    g = ResourceGraph()
+    for step in range(6):
+        n = rng.randrange(1, 40)
+        types = [rng.choice(["node", "core", "gpu"]) for _ in range(n)]
+        if step % 3 == 0:
+            types = [types[0]] * n  # one value
+        types = ["".join(list(t)) if rng.random() < 0.5 else t for t in types]  # equal, not identical
+        if step % 2:
+            bases = ["".join(list(t)) for t in types]
+        else:
+            bases = list(types)
+            bases[rng.randrange(n)] = "other"
+        units = [rng.choice(["", "GB"])] * n if rng.random() < 0.5 else [rng.choice(["", "GB"]) for _ in range(n)]
+        start = len(g.v_type)
+        g.add_vertices_bulk(
+            types, bases, [f"v{start + k}" for k in range(n)], list(range(n)), [0] * n, [1] * n, units,
+            paths={"containment": [f"/c/{start + k}" for k in range(n)]},
+        )  # fmt: skip
+        for col, want in ((g.v_type, types), (g.v_basename, bases), (g.v_unit, units)):
+            got = col[start:]
+            assert got == want
+            assert all(g._intern(x) is x for x in got)

@@ -1,0 +1,134 @@
+"""The whole-column scans of a bulk attach (fluxlite.graph._store: int_bounds, ints_distinct, has_none, has_empty,
+max_len, path_roots; fluxlite.match.update: _fits_all, _where_false) against the builtin expressions
+they stand for, on random columns and on every entry kind that leaves the typed loops (bools, floats,
+ints past the C range, non-lists, str subclasses).  Compiled, these run the typed loops; run pure
+(FLUXLITE_PURE=1) the builtins themselves."""
+
+from __future__ import annotations
+
+import random
+from itertools import compress
+from operator import not_
+
+import pytest
+
+from fluxlite.graph import _store
+from fluxlite.graph._store import has_empty, has_none, int_bounds, ints_distinct, max_len, path_roots
+from fluxlite.match.update import _fits_all, _where_false
+
+#: the typed loops run (else path_roots always answers None)
+_COMPILED = not _store.__file__.endswith(".py")
+
+
+class _Str(str):
+    pass
+
+
+def _int_columns(rng: random.Random) -> list[list]:
+    cols: list[list] = []
+    for _ in range(300):
+        n = rng.choice([1, 2, 3, 10, 100, 1000])
+        kind = rng.randrange(6)
+        if kind == 0:  # a subtree's uniq ids: a range, shuffled, maybe a repeat
+            lo = rng.randrange(-50, 5000)
+            xs = list(range(lo, lo + n))
+            rng.shuffle(xs)
+            if rng.random() < 0.5 and n > 1:
+                xs[rng.randrange(n)] = xs[rng.randrange(n)]
+        elif kind == 1:  # small values with repeats
+            xs = [rng.randrange(-3, 4) for _ in range(n)]
+        elif kind == 2:  # spread out (the set's way)
+            xs = [rng.randrange(-(10**12), 10**12) for _ in range(n)]
+        elif kind == 3:  # near and past the C range
+            xs = [
+                rng.choice([2**62 - 1, -(2**62), 2**62, -(2**62) - 1, 2**63 - 1, -(2**63), 2**63, 2**70, 0])
+                for _ in range(n)
+            ]
+        elif kind == 4:  # a bool or a float among ints
+            xs = [rng.randrange(0, 3) for _ in range(n)]
+            xs[rng.randrange(n)] = rng.choice([True, False, 1.0, 0.5, 2.0])
+        else:  # int subclass-free ints, then one huge
+            xs = [rng.randrange(0, 2 * n) for _ in range(n)]
+            xs[rng.randrange(n)] = rng.choice([10**30, -(10**30), 2**63 - 1])
+        cols.append(xs)
+    return cols
+
+
+def test_int_bounds_and_ints_distinct_are_the_builtins() -> None:
+    rng = random.Random(11)
+    for xs in _int_columns(rng):
+        lo, hi = int_bounds(xs)
+        assert (lo, hi) == (min(xs), max(xs)) and type(lo) in (int, bool, float)
+        assert ints_distinct(xs) == (len(set(xs)) == len(xs)), xs[:20]
+        t = tuple(xs)  # not a list: the builtins
+        assert int_bounds(t) == (min(t), max(t))
+        assert ints_distinct(t) == (len(set(t)) == len(t))
+    # the edges of the marking: a repeat at either end of the range, a range just inside the bound
+    for xs in (
+        [0, 4, 0],
+        [4, 0, 4],
+        [-(2**62), -(2**62) + 1],
+        [2**62 - 2, 2**62 - 1, 2**62 - 2],
+        [*range(400), 399],
+    ):
+        assert ints_distinct(xs) == (len(set(xs)) == len(xs))
+        assert int_bounds(xs) == (min(xs), max(xs))
+    with pytest.raises(ValueError):
+        int_bounds([])
+    assert ints_distinct([]) is True
+
+
+def test_has_none_max_len_and_path_roots_are_the_builtins() -> None:
+    rng = random.Random(12)
+    comps = ["a", "bb", "node0", "socket1", "\u00e9t\u00e9", "\udcff", ""]
+    for _ in range(300):
+        n = rng.choice([1, 2, 5, 50])
+        paths = []
+        for _ in range(n):
+            depth = rng.randrange(0, 4)
+            p = "/" + "/".join(rng.choice(comps) for _ in range(depth + 1))
+            if rng.random() < 0.05:
+                p = p[1:]  # a path that does not start with "/"
+            if rng.random() < 0.02:
+                p = _Str(p)
+            paths.append(p)
+        assert max_len(paths) == max(map(len, paths))
+        ok = all(p.startswith("/") for p in paths)
+        want = [k for k, p in enumerate(paths) if "/" not in p[1:]]
+        got = path_roots(paths)
+        if got is not None:  # (None: the caller takes its own way, which checks the same)
+            assert ok and got == want
+        elif _COMPILED and all(type(p) is str for p in paths):
+            assert not ok
+        with_none = list(paths)
+        if rng.random() < 0.5:
+            with_none[rng.randrange(n)] = None
+        assert has_none(with_none) == (None in with_none)
+        assert has_empty(paths) == ("" in paths)
+        assert has_empty(tuple(paths)) == ("" in paths)
+        comps_col = [rng.choice(comps) for _ in range(n)]
+        if rng.random() < 0.1:
+            comps_col[rng.randrange(n)] = _Str(rng.choice(comps))
+        assert has_empty(comps_col) == ("" in comps_col)
+        assert has_none(tuple(with_none)) == (None in with_none)
+    assert path_roots(("/a",)) is None  # not a list
+    assert max_len(("ab", "c")) == 2
+    with pytest.raises(ValueError):
+        max_len([])
+
+
+def test_fits_all_and_where_false_are_the_builtins() -> None:
+    rng = random.Random(13)
+    for _ in range(300):
+        size = [
+            rng.choice([0, 1, 2, 4, 2**62, 2**64, True, 1.5]) if rng.random() < 0.1 else rng.randrange(0, 5)
+            for _ in range(60)
+        ]
+        vs = [rng.randrange(60) for _ in range(rng.choice([1, 3, 30]))]
+        for u0 in (0, 1, 2, 3, 2**63, -1, True, 1.5):
+            want = not u0 > min(map(size.__getitem__, vs))
+            assert _fits_all(u0, size, vs) == want
+            assert _fits_all(u0, tuple(size), vs) == want
+        flags = [rng.choice([True, False, 0, 1, None, "", "x"]) for _ in vs]
+        assert _where_false(vs, flags) == set(compress(vs, map(not_, flags)))
+        assert _where_false(tuple(vs), flags) == set(compress(vs, map(not_, flags)))

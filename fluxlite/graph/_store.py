@@ -61,33 +61,41 @@ _EMPTY: tuple[int, ...] = ()
 @cython.locals(
     lst=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t, x=cython.Py_ssize_t, lo=cython.Py_ssize_t, hi=cython.Py_ssize_t
 )
+def _typed_bounds(xs: Sequence[int]) -> tuple[int, int] | None:
+    """``(min(xs), max(xs))`` by one typed pass, compiled, for a non-empty list whose entries are all
+    ``int`` within the C range; None for any other entry or sequence, or run pure."""
+    if not cython.compiled or type(xs) is not list:
+        return None
+    lst = xs
+    n = len(lst)
+    if n == 0:
+        return None
+    try:
+        o = lst[0]
+        if type(o) is not int:
+            return None
+        lo = hi = o
+        for k in range(1, n):
+            o = lst[k]
+            if type(o) is not int:
+                return None
+            x = o
+            if x < lo:
+                lo = x
+            elif x > hi:
+                hi = x
+    except OverflowError:
+        return None
+    return lo, hi
+
+
 def int_bounds(xs: Sequence[int]) -> tuple[int, int]:
     """``(min(xs), max(xs))`` of a non-empty sequence (as values: a bool counts as its int).
 
     Compiled, one typed pass over a list whose entries are all ``int`` within the C range; any
     other entry (or sequence) takes the builtins."""
-    if cython.compiled and type(xs) is list:
-        lst = xs
-        n = len(lst)
-        if n > 0:
-            try:
-                o = lst[0]
-                if type(o) is int:
-                    lo = hi = o
-                    for k in range(1, n):
-                        o = lst[k]
-                        if type(o) is not int:
-                            break
-                        x = o
-                        if x < lo:
-                            lo = x
-                        elif x > hi:
-                            hi = x
-                    else:
-                        return lo, hi
-            except OverflowError:
-                pass
-    return min(xs), max(xs)
+    got = _typed_bounds(xs)
+    return got if got is not None else (min(xs), max(xs))
 
 
 @cython.locals(lst=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t)
@@ -159,34 +167,20 @@ def ints_distinct(xs: Sequence[int]) -> bool:
     Compiled, for a list of ``int`` within [-2**62, 2**62) whose range is at most about four times its
     length (a subtree's uniq ids): a typed pass for the bounds and one marking a byte per value, where
     the set hashes and inserts each entry.  Anything else takes the set."""
-    if cython.compiled and type(xs) is list and len(xs) > 0:
-        lst = xs
+    bounds = _typed_bounds(xs)
+    if bounds is not None:
+        lst = xs  # type: ignore[assignment]
         n = len(lst)
-        try:
-            o = lst[0]
-            if type(o) is int:
-                lo = hi = o
-                for k in range(1, n):
-                    o = lst[k]
-                    if type(o) is not int:
-                        break
-                    x = o
-                    if x < lo:
-                        lo = x
-                    elif x > hi:
-                        hi = x
-                else:
-                    if (lo >> 62) in (0, -1) and (hi >> 62) in (0, -1) and hi - lo < 4 * n + 64:
-                        seen = bytearray(hi - lo + 1)
-                        for k in range(n):
-                            x = lst[k]
-                            x -= lo
-                            if seen[x]:
-                                return False
-                            seen[x] = 1
-                        return True
-        except OverflowError:
-            pass
+        lo, hi = bounds
+        if (lo >> 62) in (0, -1) and (hi >> 62) in (0, -1) and hi - lo < 4 * n + 64:
+            seen = bytearray(hi - lo + 1)
+            for k in range(n):
+                x = lst[k]
+                x -= lo
+                if seen[x]:
+                    return False
+                seen[x] = 1
+            return True
     return len(set(xs)) == len(xs)
 
 

@@ -108,6 +108,25 @@ def _median(xs: list[float]) -> float:
 
 
 # ---------------------------------------------------------------------- nested
+def nested_nodes(bench: Path) -> list[Any]:
+    """The five levels as tree nodes (:class:`hierarchy._launch.TreeNode`): L0 on ``graphs/L0.graphml``,
+    each of L1..L4 leasing ``LEVEL_JOBSPEC`` from the level above."""
+    from hierarchy._launch import TreeNode
+
+    graphs, jobspecs = bench / "graphs", bench / "jobspecs"
+    nodes = [TreeNode("L0", 0, None, graph=graphs / "L0.graphml", graph_format="grug")]
+    for i, lv in enumerate(LEVELS[1:], start=1):
+        nodes.append(TreeNode(lv, i, LEVELS[i - 1], jobspec=jobspecs / f"{LEVEL_JOBSPEC[lv]}.yaml"))
+    return nodes
+
+
+def fill_levels(clients: dict[str, Any], js: dict[str, bytes]) -> int:
+    """Fill L1..L3 with their filler jobs and L4 with the job that grows (``FILLER``); that job's id."""
+    for lv in LEVELS[1:4]:
+        clients[lv].match_allocate(js[FILLER[lv]])
+    return int(clients["L4"].match_allocate(js[FILLER["L4"]]).jobid)
+
+
 def run_nested(
     bench: Path,
     reps: int,
@@ -127,18 +146,15 @@ def run_nested(
     """
     mode = "sync" if sync_attach else "deferred"
     from hierarchy import InstanceClient, read_secret_file
-    from hierarchy._launch import TreeNode, TreeSpec, owner_credential, start_tree
+    from hierarchy._launch import TreeSpec, owner_credential, start_tree
 
-    graphs, jobspecs = bench / "graphs", bench / "jobspecs"
+    jobspecs = bench / "jobspecs"
     js = {name: (jobspecs / f"{name}.yaml").read_bytes() for name in REQUESTS}
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="flb-", dir="/tmp") as tmp:
         run_dir = Path(tmp)
-        nodes = [TreeNode("L0", 0, None, graph=graphs / "L0.graphml", graph_format="grug")]
-        for i, lv in enumerate(LEVELS[1:], start=1):
-            nodes.append(TreeNode(lv, i, LEVELS[i - 1], jobspec=jobspecs / f"{LEVEL_JOBSPEC[lv]}.yaml"))
         spec = TreeSpec(
-            nodes=nodes,
+            nodes=nested_nodes(bench),
             transport=transport,
             policy=policy,
             child_grace=600.0,
@@ -158,9 +174,7 @@ def run_nested(
             for r in tree.records
         }
         try:
-            for lv in LEVELS[1:4]:
-                clients[lv].match_allocate(js[FILLER[lv]])
-            job = clients["L4"].match_allocate(js[FILLER["L4"]]).jobid
+            job = fill_levels(clients, js)
             for lv in LEVELS[1:]:
                 free = clients[lv].stat()["free"].get("core", 0)
                 if free:

@@ -35,8 +35,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from hierarchy import InstanceClient, read_secret_file
-from hierarchy._launch import TreeNode, TreeSpec, owner_credential, start_tree
-from hierarchy.bench import FILLER, LEVEL_JOBSPEC, LEVELS
+from hierarchy._launch import TreeSpec, owner_credential, start_tree
+from hierarchy.bench import FILLER, LEVELS, fill_levels, nested_nodes
 
 #: written as sitecustomize.py into the instances' first PYTHONPATH entry
 STAMPER = r'''
@@ -106,7 +106,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--sync-attach", action="store_true", help="every level attaches before answering")
     a = ap.parse_args()
-    graphs, jobspecs = a.bench_dir / "graphs", a.bench_dir / "jobspecs"
+    jobspecs = a.bench_dir / "jobspecs"
     reqs = a.requests.split(",")
     js = {n: (jobspecs / f"{n}.yaml").read_bytes() for n in {*reqs, *FILLER.values()}}
     with tempfile.TemporaryDirectory(prefix="hops-", dir="/tmp") as tmp:
@@ -117,10 +117,7 @@ def main() -> None:
         root = str(Path(__file__).resolve().parents[3])
         os.environ["PYTHONPATH"] = os.pathsep.join([str(site), root, os.environ.get("PYTHONPATH", "")])
         os.environ["HOP_STAMPS_OUT"] = tmp
-        nodes = [TreeNode("L0", 0, None, graph=graphs / "L0.graphml", graph_format="grug")]
-        for i, lv in enumerate(LEVELS[1:], start=1):
-            nodes.append(TreeNode(lv, i, LEVELS[i - 1], jobspec=jobspecs / f"{LEVEL_JOBSPEC[lv]}.yaml"))
-        spec = TreeSpec(nodes=nodes, transport="unix", policy="first", child_grace=600.0, rpc_timeout=120.0,
+        spec = TreeSpec(nodes=nested_nodes(a.bench_dir), transport="unix", policy="first", child_grace=600.0, rpc_timeout=120.0,
                         extra_args=["--sync-attach"] if a.sync_attach else [])  # fmt: skip
         tree = start_tree(spec, run_dir)
         secret, cred = read_secret_file(run_dir / "secret"), owner_credential(run_dir)
@@ -128,9 +125,7 @@ def main() -> None:
                    for r in tree.records}  # fmt: skip
         grows: list[tuple[str, float, float]] = []
         try:
-            for lv in LEVELS[1:4]:
-                clients[lv].match_allocate(js[FILLER[lv]])
-            job = clients["L4"].match_allocate(js[FILLER["L4"]]).jobid
+            job = fill_levels(clients, js)
             for name in reqs:
                 for rep in range(3 + a.reps):
                     t0 = time.perf_counter()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hmac
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable
 from concurrent import futures
@@ -133,14 +134,52 @@ def _timings(items: list[LevelTiming]) -> list[pb.LevelTiming]:
     ]
 
 
-def _on_termination(context: grpc.ServicerContext) -> Callable[[Callable[[], None]], None]:
-    """Run deferred work once the answer has been sent (so it does not compete with sending it)."""
+#: longest a deferred start waits for its RPC's answer to be handed to gRPC (a safety net: the
+#: servicer always says so, in a ``finally``)
+_HANDED_WAIT_S = 5.0
 
-    def register(start: Callable[[], None]) -> None:
-        if not context.add_callback(start):  # the RPC already ended
+
+class _AfterReply:
+    """When an RPC's deferred work starts; the instance calls it with the function that starts it.
+
+    Called (``__call__``), the work starts once the RPC has ended, its answer
+    sent, so that it does not compete with sending it: a level's attach of a
+    child's lease, whose grow goes on below.  ``handed`` starts it once the
+    servicer has returned the answer to gRPC (:meth:`answered`): gRPC's
+    transport then sends it, outside the interpreter lock, while the work runs.
+    That is for the attach the caller's next call waits for (a level's own
+    job): it need not wait for the whole answer to cross the socket.
+
+    ``handed`` starts a thread at once that waits for the signal and then
+    starts the work: a thread started then, after the handler's last Python
+    step, would take the interpreter lock from the handler for the switch
+    interval (5 ms) before the answer reached gRPC.
+    """
+
+    __slots__ = ("_answered", "context")
+
+    def __init__(self, context: grpc.ServicerContext) -> None:
+        self.context = context
+        self._answered = threading.Event()
+
+    def __call__(self, start: Callable[[], None]) -> None:
+        if not self.context.add_callback(start):  # the RPC already ended
             start()
 
-    return register
+    def handed(self, start: Callable[[], None]) -> None:
+        answered = self._answered
+        if not self.context.add_callback(answered.set):  # (an RPC that ends first also lets it start)
+            answered.set()
+
+        def wait_then_start() -> None:
+            answered.wait(_HANDED_WAIT_S)
+            start()
+
+        threading.Thread(target=wait_then_start, name="after-answer", daemon=True).start()
+
+    def answered(self) -> None:
+        """The servicer is returning the answer (or an error) to gRPC."""
+        self._answered.set()
 
 
 #: RPCs that change state: each gets one audit line
@@ -256,6 +295,8 @@ class InstanceServicer(pb_grpc.InstanceServicer):
         return self._run(context, "MatchAllocate", call, request_id=request.request_id)
 
     def MatchGrow(self, request: Any, context: grpc.ServicerContext) -> Any:
+        after = _AfterReply(context)
+
         def call(deadline: float | None, user: str | None) -> Any:
             out = self.instance.match_grow(
                 request.jobid,
@@ -263,7 +304,7 @@ class InstanceServicer(pb_grpc.InstanceServicer):
                 request_id=request.request_id,
                 lease_token=request.lease_token,
                 deadline=deadline,
-                after_reply=_on_termination(context),
+                after_reply=after,
                 caller=user,
                 accept_columns=request.accept_columns,
             )
@@ -278,7 +319,10 @@ class InstanceServicer(pb_grpc.InstanceServicer):
                 timings=_timings(out.timings),
             )
 
-        return self._run(context, "MatchGrow", call, request.jobid, request.request_id)
+        try:
+            return self._run(context, "MatchGrow", call, request.jobid, request.request_id)
+        finally:
+            after.answered()
 
     def _shrink(self, request: Any, jgf: bytes, deadline: float | None, user: str | None) -> Any:
         out = self.instance.shrink(

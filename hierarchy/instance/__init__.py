@@ -45,7 +45,9 @@ restore.  The same holds for a grow of a level's own job (a client's) that
 came from the parent in the columns form and that a remote caller asked
 for: the caller has its answer one attach sooner (that attach runs at
 normal priority: no grow goes on below it, and the caller's next call
-waits for it).  A grow from the
+waits for it).  A child's attach starts once the RPC has ended, its answer
+sent; the own job's as soon as the answer is handed to gRPC, whose
+transport sends it meanwhile (``after_reply.handed``).  A grow from the
 provider, JGF from above, a payload that does not decode, or a call in
 process attaches first, so that an attach failure is the caller's error
 and the subgraph goes back.  An attach after the answer that fails is

@@ -145,8 +145,11 @@ class GrowMixin(InstanceCore):
         For a child's job the subgraph from above is attached after the
         answer (``defer_attach``): ``after_reply`` receives the function that
         starts that work and calls it once the answer is on its way (the
-        server passes gRPC's RPC-termination callback); by default it starts
-        at once.  The instance stays locked until it is done.
+        server's calls it when the RPC ends); by default it starts at once.
+        For the level's own job (a remote caller's, see ``_early_answer``)
+        ``after_reply.handed`` is used instead where it has one: the server's
+        starts the work as soon as the answer is handed to gRPC.  The instance
+        stays locked until the work is done.
         """
         t0 = _now()
         rid = request_id or secrets.token_hex(16)
@@ -290,10 +293,12 @@ class GrowMixin(InstanceCore):
                     self._remember(key, received)
                     self._persist()
                     hold.after = lambda: self._finish_received(key, received)
-                    hold.starter = after_reply
                     # a child's grow goes on below while this level attaches: that attach yields
-                    # to it; the attach for this level's own job is what its caller's next call waits for
+                    # to it (idle priority, once the answer is sent); the attach for this level's own
+                    # job is what its caller's next call waits for: it starts as soon as the answer
+                    # is handed over (``after_reply.handed``, where the caller offers it)
                     hold.idle = job.kind == "child"
+                    hold.starter = after_reply if hold.idle else getattr(after_reply, "handed", after_reply)
                     deferred = True
                 else:
                     ta = _now()

@@ -452,6 +452,45 @@ def test_a_remote_grow_of_a_levels_own_job_is_answered_before_its_attach() -> No
         assert mid.info(job)["holds"]["socket"] == 3 * 2
 
 
+class _Starts:
+    """An ``after_reply`` like the servicer's: the call starts work at the RPC's end, ``handed`` once
+    the answer is handed to gRPC; records which one the instance chose."""
+
+    def __init__(self) -> None:
+        self.chosen: list[str] = []
+
+    def __call__(self, start: Callable[[], None]) -> None:
+        self.chosen.append("end")
+        start()
+
+    def handed(self, start: Callable[[], None]) -> None:
+        self.chosen.append("handed")
+        start()
+
+
+def test_an_own_jobs_attach_starts_when_the_answer_is_handed_over_a_childs_at_the_end() -> None:
+    """The attach the caller's next call waits for (the level's own job) starts as soon as the
+    answer is handed over (``handed``, where the caller offers it); a child's, whose grow goes on
+    below, once the RPC has ended.  A caller without ``handed`` starts both at the end."""
+    mid = Instance.from_parent(DirectColumns(_root()), nodes_jobspec(2).encode(), name="mid")
+    own = mid.match_allocate(nodes_jobspec(1).encode()).jobid
+    lease = mid.match_allocate(nodes_jobspec(1).encode(), lease=True, child_name="leaf")
+    starts = _Starts()
+    out = mid.match_grow(own, nodes_jobspec(1).encode(), request_id="own", after_reply=starts)
+    assert out.timings[0].deferred and starts.chosen == ["handed"]
+    out = mid.match_grow(
+        lease.jobid, nodes_jobspec(1).encode(), lease_token=lease.lease_token, accept_columns=True,
+        request_id="child", after_reply=starts,
+    )  # fmt: skip
+    assert out.timings[0].deferred and starts.chosen == ["handed", "end"]
+    plain: list[Callable[[], None]] = []
+    out = mid.match_grow(own, nodes_jobspec(1).encode(), request_id="own2", after_reply=plain.append)
+    assert out.timings[0].deferred and len(plain) == 1
+    plain[0]()
+    assert mid.info(own)["holds"]["socket"] == 3 * 2  # (Info waits for the attach)
+    assert mid.info(recount=True)["recount_errors"] == []
+
+
 # ---------------------------------------------------------------- over gRPC
 
 

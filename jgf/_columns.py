@@ -33,7 +33,7 @@ import gc
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress, repeat
+from itertools import compress, repeat
 from operator import itemgetter, methodcaller, truth
 from typing import Any
 
@@ -731,20 +731,36 @@ def _writer_text(cols: Columns) -> bytes | None:
     if not (text.isascii() and text.isprintable()) or '"' in text or "\\" in text:
         return None  # (would need escapes: the general writer below)
     uq = _digits(cols.uniq_id)
-    cols_: list[Any] = [repeat(', {"id": "'), uq, repeat('", "metadata": {"type": "'), cols.type]
-    cols_ += [repeat('", "id": '), ids, repeat(', "rank": '), _digits(cols.rank)]
+    # a node: these columns' entries in turn (a str column is the same piece for every node)
+    node_cols: list[str | list[str]] = [', {"id": "', uq, '", "metadata": {"type": "', cols.type]
+    node_cols += ['", "id": ', ids, ', "rank": ', _digits(cols.rank)]
     if units.count("") != n:
-        cols_.append([f', "unit": "{u}"' if u else "" for u in units])
+        node_cols.append([f', "unit": "{u}"' if u else "" for u in units])
     if True in cols.exclusive:
-        cols_.append(map({True: ', "exclusive": true', False: ""}.__getitem__, cols.exclusive))
+        node_cols.append(list(map({True: ', "exclusive": true', False: ""}.__getitem__, cols.exclusive)))
     if cols.size.count(1) != n:
-        cols_.append([f', "size": {x}' if x != 1 else "" for x in cols.size])
-    cols_ += [repeat(', "paths": {"containment": "'), ps, repeat('"}}}')]
-    nodes = "".join(chain.from_iterable(zip(*cols_)))[2:]
-    at = uq.__getitem__
-    edges = "".join(
-        chain.from_iterable(
-            zip(repeat(', {"source": "'), map(at, cols.e_src), repeat('", "target": "'), map(at, cols.e_dst), repeat('"}'))
-        )
-    )[2:]
-    return ('{"graph": {"nodes": [' + nodes + '], "edges": [' + edges + "]}}\n").encode()
+        node_cols.append([f', "size": {x}' if x != 1 else "" for x in cols.size])
+    node_cols += [', "paths": {"containment": "', ps, '"}}}']
+    ne = len(cols.e_src)
+    src = list(itemgetter(*cols.e_src)(uq)) if ne > 1 else [uq[x] for x in cols.e_src]
+    dst = list(itemgetter(*cols.e_dst)(uq)) if ne > 1 else [uq[x] for x in cols.e_dst]
+    parts = ['{"graph": {"nodes": [']
+    parts += _interleave(node_cols, n)
+    parts.append('], "edges": [')
+    parts += _interleave([', {"source": "', src, '", "target": "', dst, '"}'], ne)
+    parts.append("]}}\n")
+    return "".join(parts).encode()
+
+
+def _interleave(columns: Sequence[str | list[str]], n: int) -> list[str]:
+    """The ``n`` rows' pieces in one list, row by row, each row the columns' entries in turn (a str
+    column is that piece in every row), the first row without its leading ", ".  Slice assignments
+    in C, where a zip builds a tuple per row and a chain walks them.  O(n * len(columns))."""
+    if n == 0:
+        return []
+    k = len(columns)
+    parts: list[str] = [""] * (k * n)
+    for j, c in enumerate(columns):
+        parts[j::k] = [c] * n if isinstance(c, str) else c
+    parts[0] = parts[0][2:]  # (", " before the first row)
+    return parts

@@ -427,3 +427,26 @@ def test_the_writer_layouts_numbers_are_read_exactly_up_to_eighteen_digits(monke
         m.setattr(columns, "_writer_nodes", lambda *_a: False)
         m.setattr(columns, "_writer_edges", lambda *_a: False)
         assert fast == jgf.read_columns(changed)
+
+
+_ONE = '{"id": "7", "metadata": {"type": "core", "id": 3, "rank": -1%s, "paths": {"containment": "/core3"}}}'
+_MEM = '{"id": "9", "metadata": {"type": "memory", "id": 0, "rank": 2, "unit": "GB"%s, "paths": {"containment": "/node0/memory0"}}}'
+_NODE = '{"id": "8", "metadata": {"type": "node", "id": 0, "rank": 2, "paths": {"containment": "/node0"}}}'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"graph": {"nodes": [' + _ONE % "" + '], "edges": []}}\n',
+        '{"graph": {"nodes": [' + _ONE % ', "exclusive": true' + '], "edges": []}}\n',
+        '{"graph": {"nodes": [' + _NODE + ", " + _MEM % ', "size": 16' + '], "edges": [{"source": "8", "target": "9"}]}}\n',
+        '{"graph": {"nodes": [' + _NODE + ", " + _MEM % ', "exclusive": true, "size": 4' + '], "edges": [{"source": "8", "target": "9"}]}}\n',
+        '{"graph": {"nodes": [' + _MEM % "" + ", " + _NODE + '], "edges": [{"source": "8", "target": "9"}]}}\n',
+    ],
+)  # fmt: skip
+def test_columns_are_written_back_in_the_match_writers_layout_at_the_smallest_sizes(text: str) -> None:
+    """One node and no edge, one edge, units, sizes and exclusivity: columns_jgf gives back the match
+    writer's text byte for byte (the interleaving of its pieces at the edges of its range)."""
+    cols = jgf.read_columns(text)
+    assert cols is not None and len(cols) in (1, 2)
+    assert jgf.columns_jgf(cols) == text.encode()

@@ -702,6 +702,8 @@ class Engine:
         from fluxlite.readers.jgf import attach_columns, attach_document, parse_jgf
         from jgf import columns_jgf, read_columns
 
+        g = self.graph
+        subsystems = set(g.paths) | set(g.out)
         with no_gc():
             # the columnar path (no object per vertex) for the subgraphs a MatchGrow hands down;
             # anything else, or any error, goes through the per-node reader, which reports it
@@ -729,6 +731,7 @@ class Engine:
             except BaseException:
                 if new:
                     self._detach(new)
+                g.drop_unused_subsystems((set(g.paths) | set(g.out)) - subsystems)
                 raise
             self.last_text = res.text
             return new

@@ -1018,6 +1018,15 @@ class ResourceGraph:
                 s0 = d
         return True
 
+    def drop_unused_subsystems(self, names: Iterable[str]) -> None:
+        """Forget each subsystem of ``names`` that no vertex has a path in and no edge is in any more
+        (what an attach rolled back registered).  O(vertices) per subsystem."""
+        for ss in names:
+            if self.paths.get(ss) or any(lst is not _EMPTY for lst in self.out.get(ss, ())):
+                continue
+            for d in (self.out, self.parent_edge, self.paths, self.roots):
+                d.pop(ss, None)
+
     def _ensure_subsystem(self, ss: str) -> None:
         if ss not in self.out:
             n = len(self.v_type)

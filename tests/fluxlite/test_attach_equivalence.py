@@ -22,6 +22,7 @@ from fluxlite.api import Engine
 from fluxlite.check import recount_errors
 from fluxlite.errors import FluxliteError
 from fluxlite.jobspec import parse_jobspec
+from fluxlite.match._common import UINT64_MAX
 from fluxlite.match.update import UpdateStage
 from fluxlite.readers import load_graph
 from fluxlite.readers.generate import generate_graph
@@ -60,30 +61,44 @@ def _ids(col: list[Any]) -> list[int]:
     return [-1 if d is None else first.setdefault(id(d), v) for v, d in enumerate(col)]
 
 
+def _trimmed(col: list[Any], empty: Any) -> list[Any]:
+    """``col`` without its trailing ``empty`` entries."""
+    n = len(col)
+    while n and (col[n - 1] is None if empty is None else col[n - 1] == empty):
+        n -= 1
+    return col[:n]
+
+
 def fingerprint(eng: Engine) -> dict[str, Any]:
+    """The engine's whole state, each per-vertex and per-edge column without its empty tail: an
+    attach rolled back (its allocation failed after its vertices were added) leaves their slots at
+    the end of the columns, empty, and rustworkx hands out those indices again first, so the next
+    vertices get the ids they would have had.  Everything else compares exactly."""
     tr = eng.traverser
     out: dict[str, Any] = {
         "graph": eng.save_state(),
+        # (a subsystem no vertex or edge is in is not in the saved state, yet the graph knows it)
+        "subsystems": (sorted(eng.graph.paths), sorted(eng.graph.out), sorted(eng.graph.roots)),
         "jobs": (dict(eng.jobs), dict(eng.job_at)),
         "nodes_up": tr.nodes_up,
         "prune": str(tr.prune),
         "span_seq": tr._span_seq,
-        "e_weight": list(tr.e_weight),
+        "e_weight": _trimmed(list(tr.e_weight), UINT64_MAX),
         "outedges": (tr._outedges_built, {k: list(v) for k, v in tr._outedges.items()}),
         "wide": {k: None if v is None else sorted(v) for k, v in tr._wide_kids.items()},
         "extra": dict(tr._extra_spans),
         "job_vtx": {j: sorted(set(v)) for j, v in tr.job_vtx.items()},
     }
     for name in ("vspans", "allocs", "resvs", "tags", "xspans"):
-        col = getattr(tr, name)
+        col = _trimmed(getattr(tr, name), None)
         out[name] = [None if d is None else dict(d) for d in col]
         out[name + "_shared"] = _ids(col)
     for ss, col in tr.job2span.items():
-        out["job2span " + ss] = [None if d is None else dict(d) for d in col]
+        out["job2span " + ss] = [None if d is None else dict(d) for d in _trimmed(col, None)]
     for ss, col in tr.subplan.items():
         out["subplan " + ss] = [
             None if p is None else (p.resource_types, [p.resource_total_at(i) for i in range(len(p))])
-            for p in col
+            for p in _trimmed(col, None)
         ]
     return out
 

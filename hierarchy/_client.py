@@ -36,7 +36,8 @@ from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, L
 from hierarchy._identity import USER_KEY, Credential
 from hierarchy._pb import fluxlite_instance_pb2 as pb
 from hierarchy._pb import fluxlite_instance_pb2_grpc as pb_grpc
-from hierarchy._wire import MAGIC, as_jgf, counts
+from hierarchy._wire import MAGICS, WireError, as_jgf, counts
+from hierarchy._wire import VERSION as WIRE_VERSION
 from hierarchy.base import LevelTiming, MatchOutcome, ReleaseOutcome, ShrinkOutcome
 
 __all__ = ["CHANNEL_OPTIONS", "ERROR_KEY", "InstanceClient", "new_request_id", "open_channel", "translate_error"]
@@ -155,7 +156,7 @@ class InstanceClient:
         trusted_uids: frozenset[int] = frozenset(),
         instance_name: str | None = None,
         stream_above: int = STREAM_ABOVE,
-        accept_columns: bool = False,
+        accept_columns: bool | int = False,
     ) -> None:
         self.addr = address if isinstance(address, Address) else parse_address(address)
         #: uids besides this user's and root's that may own the instance's Unix socket
@@ -175,8 +176,10 @@ class InstanceClient:
         self.stream_above = stream_above
         #: ask MatchGrow for the columns wire form (hierarchy._wire); a reply in it is handed back as
         #: payload bytes that :func:`hierarchy.as_jgf` turns into JGF.  Instances set it towards
-        #: their parent; an older parent ignores it and answers JGF
-        self.accept_columns = accept_columns
+        #: their parent; an older parent ignores it and answers JGF.  True asks for the newest
+        #: version this client reads, a number for at most that version (1: as before version 2)
+        self.accept_columns = bool(accept_columns)
+        self.columns_version = (WIRE_VERSION if accept_columns is True else int(accept_columns)) if accept_columns else 0
         self._channel = open_channel(self.addr, tls)
         self._stub = pb_grpc.InstanceStub(self._channel)
 
@@ -263,7 +266,10 @@ class InstanceClient:
         """A MatchReply's resources: JGF, or (asked for) the columns payload; unasked columns become JGF."""
         if not r.columns:
             return r.jgf
-        payload = MAGIC + r.columns
+        magic = MAGICS.get(r.columns_version or 1)  # (unset: version 1, from a parent before version 2)
+        if magic is None:
+            raise WireError(f"MatchGrow reply: columns of version {r.columns_version}, unknown here")
+        payload = magic + r.columns
         counts(payload)  # the header and its bounds (WireError); the columns are checked where read
         return payload if self.accept_columns else as_jgf(payload)
 
@@ -284,6 +290,7 @@ class InstanceClient:
             request_id=request_id or new_request_id(),
             lease_token=lease_token,
             accept_columns=self.accept_columns,
+            columns_version=self.columns_version,
         )
         r, rtt = self._call("MatchGrow", req, timeout)
         return MatchOutcome(

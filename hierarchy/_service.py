@@ -47,7 +47,7 @@ from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, L
 from hierarchy._identity import USER_KEY, AuditLog, Verifier
 from hierarchy._pb import fluxlite_instance_pb2 as pb
 from hierarchy._pb import fluxlite_instance_pb2_grpc as pb_grpc
-from hierarchy._wire import MAGIC, is_columns
+from hierarchy._wire import MAGIC, payload_version
 from hierarchy.base import LevelTiming
 from hierarchy.instance import Instance
 
@@ -306,13 +306,15 @@ class InstanceServicer(pb_grpc.InstanceServicer):
                 deadline=deadline,
                 after_reply=after,
                 caller=user,
-                accept_columns=request.accept_columns,
+                # (a caller that set accept_columns before version 2 reads version 1)
+                accept_columns=(request.columns_version or 1) if request.accept_columns else 0,
             )
-            columns = is_columns(out.jgf)
+            version = payload_version(out.jgf)
             return pb.MatchReply(
                 jobid=out.jobid,
-                jgf=b"" if columns else out.jgf,
-                columns=out.jgf[len(MAGIC) :] if columns else b"",
+                jgf=b"" if version else out.jgf,
+                columns=out.jgf[len(MAGIC) :] if version else b"",
+                columns_version=version,
                 replayed=out.replayed,
                 vertices=out.vertices,
                 edges=out.edges,

@@ -12,13 +12,17 @@ per column and gives exactly the :class:`jgf.Columns` that
 that follows is the same code and leaves the same state.
 
 Negotiation: an instance sets ``MatchGrowRequest.accept_columns`` towards
-its parent; a parent answers in columns only then, and only when it
-matched the grow itself (a grow from the provider, or a match it cannot
-encode, stays JGF).  A level passes the bytes it got from above on
-unchanged to a child that accepts them and converts them to JGF for any
-other caller (:func:`as_jgf`), so JGF stays what every external interface
-sees.  Inside an instance a payload is bytes either way: JGF text, or
-:data:`MAGIC` followed by the serialized message (:func:`is_columns`).
+its parent, and ``columns_version``, the newest version it reads (unset: 1,
+a caller from before version 2); a parent answers in columns only then, in
+at most that version, and only when it matched the grow itself (a grow
+from the provider, or a match it cannot encode, stays JGF).  A level passes
+the bytes it got from above on unchanged to a child that reads their
+version and converts them to JGF for any other caller (:func:`as_jgf`), so
+JGF stays what every external interface sees.  Inside an instance a
+payload is bytes either way: JGF text, or the header of its version
+(:data:`MAGICS`) followed by the serialized message (:func:`is_columns`,
+:func:`payload_version`).  Version 2 differs from 1 only in the widths of
+the integer columns (``IntColumn.width``).
 
 Every count, index and string of a message is checked against the
 message itself and the limits below before anything is built
@@ -45,6 +49,7 @@ from jgf._columns import _digits  # list(map(str, ints)) in C: a str() per id is
 
 __all__ = [
     "MAGIC",
+    "MAGICS",
     "MAX_EDGES",
     "MAX_NODES",
     "WireError",
@@ -53,12 +58,20 @@ __all__ = [
     "decode",
     "encode",
     "is_columns",
+    "payload_version",
 ]
 
-#: what an instance's payload bytes start with when they hold a ResourceColumns message
-#: (JGF text starts with ``{`` or white space, never with a NUL byte)
-MAGIC = b"\x00fluxlite-columns-1\n"
-VERSION = 1
+#: the newest version of the form, the one an instance writes to a caller that reads it: version 2
+#: sends each varying integer column at the narrowest width its values fit (1, 2, 4 or 8 bytes per
+#: entry: types, flags and edge ends in 1 or 2 where version 1 always used 8), half the bytes of a
+#: 64-node grow's message; otherwise the two are the same
+VERSION = 2
+#: what an instance's payload bytes start with when they hold a ResourceColumns message of each
+#: version (JGF text starts with ``{`` or white space, never with a NUL byte)
+MAGICS = {1: b"\x00fluxlite-columns-1\n", 2: b"\x00fluxlite-columns-2\n"}
+MAGIC = MAGICS[VERSION]
+_HEAD = len(MAGIC)  # (every version's magic is as long)
+_VERSION_OF = {m: v for v, m in MAGICS.items()}
 #: most nodes / edges one message may describe (a message is also bounded by gRPC's receive limit)
 MAX_NODES = 1 << 21
 MAX_EDGES = 1 << 21
@@ -78,9 +91,21 @@ class WireError(InputError):
     """A columns message that is malformed or out of bounds (nothing was attached)."""
 
 
+#: the array type code of each width of a version 2 column (signed little-endian integers)
+_TYPECODE = {array(t).itemsize: t for t in "qlihb"}
+assert all(w in _TYPECODE for w in (1, 2, 4, 8))
+#: the values each width holds
+_WIDTH_BOUNDS = {w: (-(1 << (8 * w - 1)), (1 << (8 * w - 1)) - 1) for w in (1, 2, 4, 8)}
+
+
 def is_columns(payload: bytes) -> bool:
     """Whether ``payload`` holds the columns wire form (else it is JGF text)."""
-    return payload[: len(MAGIC)] == MAGIC
+    return payload[:_HEAD] in _VERSION_OF
+
+
+def payload_version(payload: bytes) -> int:
+    """The columns version of ``payload`` by its header; 0 for JGF text."""
+    return _VERSION_OF.get(payload[:_HEAD], 0)
 
 
 # ------------------------------------------------------------------ encoding
@@ -88,23 +113,30 @@ def is_columns(payload: bytes) -> bool:
 
 
 
-def _put(col: Any, xs: Sequence[int]) -> None:
+def _put(col: Any, xs: Sequence[int], version: int) -> None:
+    """Column ``col`` holding ``xs``: one value when they are all the same, else each entry (version 2:
+    at the narrowest width that holds them all, by one typed bounds pass)."""
     first = xs[0]
     if xs.count(first) == len(xs):
         col.value = int(first)
-    else:
-        a = array("q", xs)
-        if _BIG_ENDIAN:  # pragma: no cover - the wire is little-endian
-            a.byteswap()
-        col.values = a.tobytes()
+        return
+    width = 8
+    if version >= 2:
+        lo, hi = int_bounds(xs if isinstance(xs, list) else list(xs))
+        width = next(w for w in (1, 2, 4, 8) if _WIDTH_BOUNDS[w][0] <= lo and hi <= _WIDTH_BOUNDS[w][1])
+        col.width = width
+    a = array(_TYPECODE[width], xs)
+    if _BIG_ENDIAN:  # pragma: no cover - the wire is little-endian
+        a.byteswap()
+    col.values = a.tobytes()
 
 
-def _put_idx(col: Any, xs: Sequence[str], idx: Any) -> None:
-    """``_put(col, list(map(idx, xs)))``, without the map when every entry is the same."""
+def _put_idx(col: Any, xs: Sequence[str], idx: Any, version: int) -> None:
+    """``_put(col, list(map(idx, xs)), version)``, without the map when every entry is the same."""
     if xs.count(xs[0]) == len(xs):
         col.value = idx(xs[0])
     else:
-        _put(col, list(map(idx, xs)))
+        _put(col, list(map(idx, xs)), version)
 
 
 #: most rows kept in a graph's ``wire_vcache`` (as the jgf writer bounds its text cache)
@@ -138,8 +170,10 @@ def _row(g: Any, vid: int, pcol: dict[int, str], fids: Any) -> tuple[Any, ...] |
     return (path, t, None if b == t else b, name, i, u, r, g.v_unit[vid], props)
 
 
-def encode(g: Any, emitted: tuple[list[int], list[int], list[bool], list[int]]) -> bytes | None:
-    """The wire form of a match that the ``jgf`` writer wrote as ``emitted``
+def encode(
+    g: Any, emitted: tuple[list[int], list[int], list[bool], list[int]], version: int = VERSION
+) -> bytes | None:
+    """The wire form (``version``: 1 or 2) of a match that the ``jgf`` writer wrote as ``emitted``
     (:attr:`fluxlite.writers.jgf.JgfColumnsWriter.emitted`), as payload bytes.
 
     The values are those the writer put in the text (Fluxion's uniq ids and
@@ -155,6 +189,8 @@ def encode(g: Any, emitted: tuple[list[int], list[int], list[bool], list[int]]) 
     the row is in that text), so a vertex sent again costs one lookup; the
     columns are then cut from the rows by one ``zip``.
     """
+    if version not in MAGICS:
+        raise ValueError(f"columns version {version}: this instance writes {sorted(MAGICS)}")
     vids, needs, excl, eids = emitted
     n = len(vids)
     if n == 0 or n > MAX_NODES or len(eids) > MAX_EDGES or len(g.paths) != 1:
@@ -197,43 +233,44 @@ def encode(g: Any, emitted: tuple[list[int], list[int], list[bool], list[int]]) 
     if len(table) > MAX_STRINGS or max(map(len, table)) > MAX_STRING:
         return None
     idx = table.__getitem__
-    m = pb.ResourceColumns(version=VERSION, nodes=n, edges=len(eids), subsystem=idx(ss), paths=ptext)
+    m = pb.ResourceColumns(version=version, nodes=n, edges=len(eids), subsystem=idx(ss), paths=ptext)
     m.strings.extend(table)
-    _put_idx(m.type, types, idx)
+    _put_idx(m.type, types, idx, version)
     if bases.count(None) == n:
         m.basename.value = -1
     else:
-        _put(m.basename, [-1 if b is None else idx(b) for b in bases])
+        _put(m.basename, [-1 if b is None else idx(b) for b in bases], version)
     for k in compress(range(n), map(is_not, names, repeat(None))):
         m.names.add(node=k, name=names[k])
-    _put(m.id, ids)
-    _put(m.uniq_id, uniqs)
-    _put(m.rank, ranks)
-    _put(m.size, needs)
-    _put_idx(m.unit, units, idx)
+    _put(m.id, ids, version)
+    _put(m.uniq_id, uniqs, version)
+    _put(m.rank, ranks, version)
+    _put(m.size, needs, version)
+    _put_idx(m.unit, units, idx, version)
     m.status.value = 0  # the jgf writer writes no status: a reader takes 0 (up)
-    _put(m.exclusive, excl)  # (bools: 0 / 1)
+    _put(m.exclusive, excl, version)  # (bools: 0 / 1)
     for k in compress(range(n), props):
         m.properties.add(node=k, keys=props[k][0], values=props[k][1])
     if eids:
-        _put(m.source, src)
-        _put(m.target, dst)
-        _put_idx(m.edge_subsystem, ess, idx)
-    return MAGIC + m.SerializeToString()
+        _put(m.source, src, version)
+        _put(m.target, dst, version)
+        _put_idx(m.edge_subsystem, ess, idx, version)
+    return MAGICS[version] + m.SerializeToString()
 
 
 # ------------------------------------------------------------------ decoding
 
 
 def _message(payload: bytes) -> Any:
-    if not is_columns(payload):
+    version = payload_version(payload)
+    if not version:
         raise WireError("columns payload: missing the columns header")
     try:
-        m = pb.ResourceColumns.FromString(payload[len(MAGIC) :])
+        m = pb.ResourceColumns.FromString(payload[_HEAD:])
     except DecodeError as exc:
         raise WireError(f"columns payload: not a ResourceColumns message ({exc})") from exc
-    if m.version != VERSION:
-        raise WireError(f"columns payload: version {m.version}, this instance reads version {VERSION}")
+    if m.version != version:
+        raise WireError(f"columns payload: version {m.version} under the header of version {version}")
     if not 1 <= m.nodes <= MAX_NODES:
         raise WireError(f"columns payload: {m.nodes} nodes (1 to {MAX_NODES} accepted)")
     if m.edges > MAX_EDGES:
@@ -241,26 +278,36 @@ def _message(payload: bytes) -> Any:
     return m
 
 
-def _ints(col: Any, n: int, what: str, lo: int, hi: int) -> list[int]:
+def _ints(col: Any, n: int, what: str, lo: int, hi: int, version: int) -> list[int]:
     vals = col.values
+    width = col.width
     if not vals:
+        if width:
+            raise WireError(f"columns payload: {what} has a width and no entries")
         v = col.value
         if not lo <= v <= hi:
             raise WireError(f"columns payload: {what} {v} out of range [{lo}, {hi}]")
         return [v] * n
-    if len(vals) != 8 * n:
-        raise WireError(f"columns payload: {what} has {len(vals)} bytes for {n} entries of 8")
-    a = array("q")
+    if version < 2:
+        if width:
+            raise WireError(f"columns payload: {what} has a width in a version 1 message")
+        width = 8
+    elif width not in _WIDTH_BOUNDS:
+        raise WireError(f"columns payload: {what} has width {width} (1, 2, 4 or 8 accepted)")
+    if len(vals) != width * n:
+        raise WireError(f"columns payload: {what} has {len(vals)} bytes for {n} entries of {width}")
+    a = array(_TYPECODE[width])
     a.frombytes(vals)
     if _BIG_ENDIAN:  # pragma: no cover - the wire is little-endian
         a.byteswap()
     xs = a.tolist()
-    if (lo, hi) == _INT64:  # (sint64 already bounds it)
+    wlo, whi = _WIDTH_BOUNDS[width]
+    if lo <= wlo and whi <= hi:  # (the width already bounds it)
         return xs
-    # the lower bound 0 from the bytes: a little-endian int64 is negative iff its last byte is >= 0x80
-    # (one C pass over n bytes, where min() compares n ints)
+    # the lower bound 0 from the bytes: a little-endian signed integer is negative iff its last byte
+    # is >= 0x80 (one C pass over n bytes, where min() compares n ints)
     if lo == 0 and not _BIG_ENDIAN:
-        if not vals[7::8].translate(None, _NON_NEGATIVE_TOP) and (hi == _INT64[1] or int_bounds(xs)[1] <= hi):
+        if not vals[width - 1 :: width].translate(None, _NON_NEGATIVE_TOP) and (hi >= whi or int_bounds(xs)[1] <= hi):
             return xs
     else:
         low, high = int_bounds(xs)  # (one typed pass, compiled, where min() and max() compare objects)
@@ -270,14 +317,14 @@ def _ints(col: Any, n: int, what: str, lo: int, hi: int) -> list[int]:
     raise WireError(f"columns payload: {what} {bad} out of range [{lo}, {hi}]")
 
 
-def _strs(col: Any, n: int, what: str, strings: list[str]) -> list[str]:
-    """``list(map(strings.__getitem__, _ints(col, n, what, 0, len(strings) - 1)))`` (``n`` >= 1): one
-    lookup for a column sent as one value, else one itemgetter over the checked indices (in C, where
-    the map calls the method per entry, at twice the cost)."""
+def _strs(col: Any, n: int, what: str, strings: list[str], version: int) -> list[str]:
+    """``list(map(strings.__getitem__, _ints(col, n, what, 0, len(strings) - 1, version)))`` (``n``
+    >= 1): one lookup for a column sent as one value, else one itemgetter over the checked indices
+    (in C, where the map calls the method per entry, at twice the cost)."""
     top = len(strings) - 1
     if not col.values:
-        return [strings[_ints(col, 1, what, 0, top)[0]]] * n
-    xs = _ints(col, n, what, 0, top)
+        return [strings[_ints(col, 1, what, 0, top, version)[0]]] * n
+    xs = _ints(col, n, what, 0, top, version)
     return list(itemgetter(*xs)(strings)) if n > 1 else [strings[xs[0]]]
 
 
@@ -336,6 +383,7 @@ def decode(payload: bytes) -> Columns:
     the same match.  O(message).
     """
     m = _message(payload)
+    v = m.version
     n = m.nodes
     ne_ = m.edges
     strings = list(m.strings)
@@ -348,15 +396,15 @@ def decode(payload: bytes) -> Columns:
     table = cols.strings
     strings = [table.setdefault(s, s) for s in strings]
     at = strings.__getitem__
-    types = _strs(m.type, n, "type index", strings)
+    types = _strs(m.type, n, "type index", strings, v)
     if "" in strings and has_empty(types):  # (the table is short: a column is scanned only when it could hold "")
         raise WireError("columns payload: an empty type")
-    b = _ints(m.basename, n, "basename index", -1, top)
+    b = _ints(m.basename, n, "basename index", -1, top, v)
     if b.count(-1) == n:
         bases = types
     else:
         bases = [ty if x == -1 else at(x) for x, ty in zip(b, types)]
-    ids = _ints(m.id, n, "id", _INT64[0], _INT64[1])
+    ids = _ints(m.id, n, "id", _INT64[0], _INT64[1], v)
     if -2 in ids:
         raise WireError("columns payload: id -2 (Fluxion's unset marker) is not a value")
     # basename + id: the ids' digits cut from one C-level rendering (str() per id is 3x slower)
@@ -368,14 +416,14 @@ def decode(payload: bytes) -> Columns:
             raise WireError(f"columns payload: name for node {k} (nodes 0 to {n - 1}, once each)")
         seen.add(k)
         names[k] = _short(nm.name, f"the name of node {k}")
-    uniqs = _ints(m.uniq_id, n, "uniq_id", 0, _INT64[1])
+    uniqs = _ints(m.uniq_id, n, "uniq_id", 0, _INT64[1], v)
     if not ints_distinct(uniqs):
         raise WireError("columns payload: uniq ids are not distinct")
-    ranks = _ints(m.rank, n, "rank", _INT64[0], _INT64[1])
-    sizes = _ints(m.size, n, "size", 0, _INT64[1])
-    units = _strs(m.unit, n, "unit index", strings)
-    status = _ints(m.status, n, "status", 0, 1)
-    ex = _ints(m.exclusive, n, "exclusive", 0, 1)
+    ranks = _ints(m.rank, n, "rank", _INT64[0], _INT64[1], v)
+    sizes = _ints(m.size, n, "size", 0, _INT64[1], v)
+    units = _strs(m.unit, n, "unit index", strings, v)
+    status = _ints(m.status, n, "status", 0, 1, v)
+    ex = _ints(m.exclusive, n, "exclusive", 0, 1, v)
     # (0 / 1 as bools: one itemgetter over the checked values, in C, where bool() is called per entry)
     excl = list(itemgetter(*ex)((False, True))) if n > 1 else [bool(ex[0])]
     props: dict[int, dict[str, str]] = {}
@@ -408,13 +456,13 @@ def decode(payload: bytes) -> Columns:
     if max_len(paths) > MAX_PATH:  # type: ignore[arg-type]
         raise WireError(f"columns payload: a path longer than {MAX_PATH} characters")
     if ne_:
-        src = _ints(m.source, ne_, "edge source", 0, n - 1)
-        dst = _ints(m.target, ne_, "edge target", 0, n - 1)
-        e_ss = _strs(m.edge_subsystem, ne_, "edge subsystem index", strings)
+        src = _ints(m.source, ne_, "edge source", 0, n - 1, v)
+        dst = _ints(m.target, ne_, "edge target", 0, n - 1, v)
+        e_ss = _strs(m.edge_subsystem, ne_, "edge subsystem index", strings, v)
         if "" in strings and has_empty(e_ss):
             raise WireError("columns payload: an empty edge subsystem")
     else:
-        if m.source.values or m.target.values or m.edge_subsystem.values:  # (a 0-entry column is empty)
+        if any(c.values or c.width for c in (m.source, m.target, m.edge_subsystem)):  # (a 0-entry column is empty)
             raise WireError("columns payload: edge columns for 0 edges")
         src, dst, e_ss = [], [], []
     cols.type = types

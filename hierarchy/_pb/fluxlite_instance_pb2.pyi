@@ -43,21 +43,23 @@ class MatchAllocateRequest(_message.Message):
     def __init__(self, jobspec: _Optional[bytes] = ..., request_id: _Optional[str] = ..., lease: _Optional[bool] = ..., child_name: _Optional[str] = ..., child_address: _Optional[str] = ..., lease_secret: _Optional[str] = ...) -> None: ...
 
 class MatchGrowRequest(_message.Message):
-    __slots__ = ("jobid", "jobspec", "request_id", "lease_token", "accept_columns")
+    __slots__ = ("jobid", "jobspec", "request_id", "lease_token", "accept_columns", "columns_version")
     JOBID_FIELD_NUMBER: _ClassVar[int]
     JOBSPEC_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_VERSION_FIELD_NUMBER: _ClassVar[int]
     jobid: int
     jobspec: bytes
     request_id: str
     lease_token: str
     accept_columns: bool
-    def __init__(self, jobid: _Optional[int] = ..., jobspec: _Optional[bytes] = ..., request_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., accept_columns: _Optional[bool] = ...) -> None: ...
+    columns_version: int
+    def __init__(self, jobid: _Optional[int] = ..., jobspec: _Optional[bytes] = ..., request_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., accept_columns: _Optional[bool] = ..., columns_version: _Optional[int] = ...) -> None: ...
 
 class MatchReply(_message.Message):
-    __slots__ = ("jobid", "jgf", "lease_token", "grace_s", "replayed", "vertices", "edges", "timings", "columns")
+    __slots__ = ("jobid", "jgf", "lease_token", "grace_s", "replayed", "vertices", "edges", "timings", "columns", "columns_version")
     JOBID_FIELD_NUMBER: _ClassVar[int]
     JGF_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
@@ -67,6 +69,7 @@ class MatchReply(_message.Message):
     EDGES_FIELD_NUMBER: _ClassVar[int]
     TIMINGS_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_VERSION_FIELD_NUMBER: _ClassVar[int]
     jobid: int
     jgf: bytes
     lease_token: str
@@ -76,15 +79,18 @@ class MatchReply(_message.Message):
     edges: int
     timings: _containers.RepeatedCompositeFieldContainer[LevelTiming]
     columns: bytes
-    def __init__(self, jobid: _Optional[int] = ..., jgf: _Optional[bytes] = ..., lease_token: _Optional[str] = ..., grace_s: _Optional[float] = ..., replayed: _Optional[bool] = ..., vertices: _Optional[int] = ..., edges: _Optional[int] = ..., timings: _Optional[_Iterable[_Union[LevelTiming, _Mapping]]] = ..., columns: _Optional[bytes] = ...) -> None: ...
+    columns_version: int
+    def __init__(self, jobid: _Optional[int] = ..., jgf: _Optional[bytes] = ..., lease_token: _Optional[str] = ..., grace_s: _Optional[float] = ..., replayed: _Optional[bool] = ..., vertices: _Optional[int] = ..., edges: _Optional[int] = ..., timings: _Optional[_Iterable[_Union[LevelTiming, _Mapping]]] = ..., columns: _Optional[bytes] = ..., columns_version: _Optional[int] = ...) -> None: ...
 
 class IntColumn(_message.Message):
-    __slots__ = ("value", "values")
+    __slots__ = ("value", "values", "width")
     VALUE_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
     value: int
     values: bytes
-    def __init__(self, value: _Optional[int] = ..., values: _Optional[bytes] = ...) -> None: ...
+    width: int
+    def __init__(self, value: _Optional[int] = ..., values: _Optional[bytes] = ..., width: _Optional[int] = ...) -> None: ...
 
 class NodeName(_message.Message):
     __slots__ = ("node", "name")

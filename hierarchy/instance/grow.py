@@ -30,7 +30,8 @@ from fluxlite.errors import (
 from fluxlite.writers.jgf import JgfColumnsWriter
 from hierarchy._errors import InstanceUnavailableError, LimitError
 from hierarchy._jgfsub import jgf_counts
-from hierarchy._wire import WireError, as_jgf, decode, encode, is_columns
+from hierarchy._wire import VERSION as WIRE_VERSION
+from hierarchy._wire import WireError, as_jgf, decode, encode, is_columns, payload_version
 from hierarchy.base import LevelTiming, MatchOutcome
 from hierarchy.instance.core import InstanceCore, _now
 from hierarchy.instance.records import JobRecord
@@ -133,13 +134,15 @@ class GrowMixin(InstanceCore):
         deadline: float | None = None,
         after_reply: Callable[[Callable[[], None]], None] | None = None,
         caller: str | None = None,
-        accept_columns: bool = False,
+        accept_columns: bool | int = False,
     ) -> MatchOutcome:
         """Grow job ``jobid``: locally, else from the parent, else from the provider (see the module docstring).
 
-        ``accept_columns``: the caller reads the columns wire form
-        (:mod:`hierarchy._wire`): a grow matched here is answered in it when
-        it can be encoded, and one from above is passed on as it came.
+        ``accept_columns``: the newest version of the columns wire form
+        (:mod:`hierarchy._wire`) the caller reads (True: this instance's
+        newest; False or 0: none): a grow matched here is answered in it (at
+        most this instance's newest) when it can be encoded, and one from
+        above is passed on as it came if the caller reads its version.
         Otherwise the answer is JGF.
 
         For a child's job the subgraph from above is attached after the
@@ -152,6 +155,8 @@ class GrowMixin(InstanceCore):
         stays locked until the work is done.
         """
         t0 = _now()
+        # the newest columns version the caller reads (0: JGF only)
+        accept = WIRE_VERSION if accept_columns is True else int(accept_columns)
         rid = request_id or secrets.token_hex(16)
         js = self._parse_jobspec(jobspec)
         raw = jobspec.encode() if isinstance(jobspec, str) else jobspec
@@ -165,7 +170,7 @@ class GrowMixin(InstanceCore):
                 r = rec["result"]
                 return MatchOutcome(
                     jobid,
-                    rec["jgf"] if accept_columns else as_jgf(rec["jgf"]),
+                    rec["jgf"] if payload_version(rec["jgf"]) <= accept else as_jgf(rec["jgf"]),
                     [LevelTiming(self.name, self.depth, server_s=_now() - t0, outcome="replay")],
                     replayed=True,
                     vertices=r["vertices"],
@@ -188,7 +193,7 @@ class GrowMixin(InstanceCore):
                 # is written only when the match cannot be encoded (a capped caller's check and its
                 # undo read the text: written eagerly then)
                 w = self.engine.writer("jgf")
-                lazy = accept_columns and not capped and isinstance(w, JgfColumnsWriter)
+                lazy = accept > 0 and not capped and isinstance(w, JgfColumnsWriter)
                 try:
                     w.lazy = lazy
                     # with somewhere to ask, the local answer's kind is never reported (the
@@ -208,8 +213,8 @@ class GrowMixin(InstanceCore):
                     except LimitError:
                         self.engine.shrink(jobid, jgf=jgf)  # the exact undo of a grow
                         raise
-                    if accept_columns:
-                        jgf = self._columns_of(jgf, counted)
+                    if accept:
+                        jgf = self._columns_of(jgf, counted, min(accept, WIRE_VERSION))
                         self.counters["grow_answered_columns" if is_columns(jgf) else "grow_answered_jgf"] += 1
             if jgf is not None:
                 nv, ne = counted or jgf_counts(jgf)
@@ -312,9 +317,9 @@ class GrowMixin(InstanceCore):
                 )
                 self.counters[f"grow_{outcome}"] += 1
                 self._persist()
-            if not accept_columns and is_columns(jgf):
-                # a caller that reads only JGF (the columns came from above); a deferred attach
-                # reads the columns decoded here
+            if payload_version(jgf) > accept:
+                # a caller that reads only JGF, or an older version (the columns came from above); a
+                # deferred attach reads the columns decoded here
                 jgf = self._jgf_of(jgf, keep=deferred)
         timing = LevelTiming(
             self.name, self.depth, match_s, attach_s, upstream_s, _now() - t0, outcome, deferred=deferred
@@ -335,15 +340,15 @@ class GrowMixin(InstanceCore):
             return False
         return True
 
-    def _columns_of(self, jgf: bytes, counted: tuple[int, int] | None) -> bytes:
-        """The columns payload of the grow the engine just matched; its JGF when the match is off
-        what the form describes: ``jgf``, or (``b""``, a lazy match) the text written now from what
-        the writer recorded, before anything changes the graph.  O(match)."""
+    def _columns_of(self, jgf: bytes, counted: tuple[int, int] | None, version: int) -> bytes:
+        """The columns payload (of ``version``) of the grow the engine just matched; its JGF when
+        the match is off what the form describes: ``jgf``, or (``b""``, a lazy match) the text
+        written now from what the writer recorded, before anything changes the graph.  O(match)."""
         w = self.engine.writer("jgf")
         g = self.engine.graph
         emitted = getattr(w, "emitted", None)
         if emitted is not None and counted is not None and (len(emitted[0]), len(emitted[3])) == counted:
-            got = encode(g, emitted)
+            got = encode(g, emitted, version)
             if got is not None:
                 return got
         return jgf or (w.render(g) + "\n").encode()  # as the engine's emit(): the line

@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent import futures
+from queue import SimpleQueue
 from typing import Any
 
 import grpc
@@ -139,27 +140,75 @@ def _timings(items: list[LevelTiming]) -> list[pb.LevelTiming]:
 _HANDED_WAIT_S = 5.0
 
 
+class _Starter:
+    """A thread that starts deferred work once its RPC's answer has been handed to gRPC.
+
+    One per process, started with the first servicer, so that a handler only puts an entry
+    on a queue: a thread started by the handler would make it wait for that
+    thread to run (``Thread.start`` does), and one started after the
+    handler's last Python step would take the interpreter lock from it for
+    the switch interval (5 ms) before the answer reached gRPC.  Entries are
+    started in turn, each once its signal is set (or after ``_HANDED_WAIT_S``);
+    the instance's lock serialises the work they start anyway.
+    """
+
+    def __init__(self) -> None:
+        self._queue: SimpleQueue[tuple[threading.Event, Callable[[], None]]] = SimpleQueue()
+        threading.Thread(target=self._run, name="after-answer", daemon=True).start()
+
+    def submit(self, answered: threading.Event, start: Callable[[], None]) -> None:
+        self._queue.put((answered, start))
+
+    def _run(self) -> None:
+        while True:
+            answered, start = self._queue.get()
+            answered.wait(_HANDED_WAIT_S)
+            try:
+                start()
+            except Exception:  # (start only starts a thread: keep serving the next one)
+                _log.exception("starting deferred work failed")
+
+
+_STARTER: _Starter | None = None
+_STARTER_LOCK = threading.Lock()
+
+
+def _forget_starter() -> None:
+    """In a forked child: its parent's starter thread did not come along."""
+    global _STARTER, _STARTER_LOCK
+    _STARTER, _STARTER_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_starter)
+
+
+def _shared_starter() -> _Starter:
+    """The process's one :class:`_Starter` (made by the first servicer)."""
+    global _STARTER
+    with _STARTER_LOCK:
+        if _STARTER is None:
+            _STARTER = _Starter()
+        return _STARTER
+
+
 class _AfterReply:
     """When an RPC's deferred work starts; the instance calls it with the function that starts it.
 
     Called (``__call__``), the work starts once the RPC has ended, its answer
     sent, so that it does not compete with sending it: a level's attach of a
     child's lease, whose grow goes on below.  ``handed`` starts it once the
-    servicer has returned the answer to gRPC (:meth:`answered`): gRPC's
-    transport then sends it, outside the interpreter lock, while the work runs.
-    That is for the attach the caller's next call waits for (a level's own
-    job): it need not wait for the whole answer to cross the socket.
-
-    ``handed`` starts a thread at once that waits for the signal and then
-    starts the work: a thread started then, after the handler's last Python
-    step, would take the interpreter lock from the handler for the switch
-    interval (5 ms) before the answer reached gRPC.
+    servicer has returned the answer to gRPC (:meth:`answered`), by the
+    process's :class:`_Starter`: gRPC's transport then sends the answer,
+    outside the interpreter lock, while the work runs.  That is for the attach
+    the caller's next call waits for (a level's own job): it need not wait
+    for the whole answer to cross the socket.
     """
 
-    __slots__ = ("_answered", "context")
+    __slots__ = ("_answered", "context", "starter")
 
-    def __init__(self, context: grpc.ServicerContext) -> None:
+    def __init__(self, context: grpc.ServicerContext, starter: _Starter) -> None:
         self.context = context
+        self.starter = starter
         self._answered = threading.Event()
 
     def __call__(self, start: Callable[[], None]) -> None:
@@ -170,12 +219,7 @@ class _AfterReply:
         answered = self._answered
         if not self.context.add_callback(answered.set):  # (an RPC that ends first also lets it start)
             answered.set()
-
-        def wait_then_start() -> None:
-            answered.wait(_HANDED_WAIT_S)
-            start()
-
-        threading.Thread(target=wait_then_start, name="after-answer", daemon=True).start()
+        self.starter.submit(answered, start)
 
     def answered(self) -> None:
         """The servicer is returning the answer (or an error) to gRPC."""
@@ -228,6 +272,7 @@ class InstanceServicer(pb_grpc.InstanceServicer):
         self.instance = instance
         self.verifier = verifier
         self.audit = audit
+        self._starter = _shared_starter()
 
     def _user(self, context: grpc.ServicerContext, method: str) -> str | None:
         return verified_user(self.verifier, context, method)
@@ -295,7 +340,7 @@ class InstanceServicer(pb_grpc.InstanceServicer):
         return self._run(context, "MatchAllocate", call, request_id=request.request_id)
 
     def MatchGrow(self, request: Any, context: grpc.ServicerContext) -> Any:
-        after = _AfterReply(context)
+        after = _AfterReply(context, self._starter)
 
         def call(deadline: float | None, user: str | None) -> Any:
             out = self.instance.match_grow(

@@ -7,10 +7,11 @@ answer went to gRPC (``answered``), or the RPC ended first.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 
-from hierarchy._service import _AfterReply
+from hierarchy._service import _AfterReply, _shared_starter
 
 
 class _Context:
@@ -32,6 +33,10 @@ class _Context:
             cb()
 
 
+#: the process's starter thread, as servicers share it
+STARTER = _shared_starter()
+
+
 def _starter() -> tuple[threading.Event, Callable[[], None]]:
     started = threading.Event()
     return started, started.set
@@ -39,7 +44,7 @@ def _starter() -> tuple[threading.Event, Callable[[], None]]:
 
 def test_a_call_starts_the_work_when_the_rpc_ends() -> None:
     ctx = _Context()
-    after = _AfterReply(ctx)  # type: ignore[arg-type]
+    after = _AfterReply(ctx, STARTER)  # type: ignore[arg-type]
     started, start = _starter()
     after(start)
     after.answered()  # (not what this one waits for)
@@ -49,7 +54,7 @@ def test_a_call_starts_the_work_when_the_rpc_ends() -> None:
 
 
 def test_a_call_after_the_rpc_ended_starts_the_work_at_once() -> None:
-    after = _AfterReply(_Context(ended=True))  # type: ignore[arg-type]
+    after = _AfterReply(_Context(ended=True), STARTER)  # type: ignore[arg-type]
     started, start = _starter()
     after(start)
     assert started.is_set()
@@ -57,7 +62,7 @@ def test_a_call_after_the_rpc_ended_starts_the_work_at_once() -> None:
 
 def test_handed_waits_for_the_answer_to_be_handed_over() -> None:
     ctx = _Context()
-    after = _AfterReply(ctx)  # type: ignore[arg-type]
+    after = _AfterReply(ctx, STARTER)  # type: ignore[arg-type]
     started, start = _starter()
     after.handed(start)
     assert not started.wait(0.2)
@@ -69,7 +74,7 @@ def test_handed_waits_for_the_answer_to_be_handed_over() -> None:
 def test_handed_starts_when_the_rpc_ends_first() -> None:
     """An RPC that ends without the servicer's word (cancelled) does not keep the work waiting."""
     ctx = _Context()
-    after = _AfterReply(ctx)  # type: ignore[arg-type]
+    after = _AfterReply(ctx, STARTER)  # type: ignore[arg-type]
     started, start = _starter()
     after.handed(start)
     assert not started.wait(0.2)
@@ -78,7 +83,45 @@ def test_handed_starts_when_the_rpc_ends_first() -> None:
 
 
 def test_handed_after_the_rpc_ended_starts_at_once() -> None:
-    after = _AfterReply(_Context(ended=True))  # type: ignore[arg-type]
+    after = _AfterReply(_Context(ended=True), STARTER)  # type: ignore[arg-type]
     started, start = _starter()
     after.handed(start)
     assert started.wait(5)
+
+
+def test_the_starter_keeps_going_after_a_start_that_fails() -> None:
+    ctx = _Context()
+    after = _AfterReply(ctx, STARTER)  # type: ignore[arg-type]
+
+    def broken() -> None:
+        raise RuntimeError("cannot start")
+
+    after.handed(broken)
+    after.answered()
+    again = _AfterReply(_Context(), STARTER)  # type: ignore[arg-type]
+    started, start = _starter()
+    again.handed(start)
+    again.answered()
+    assert started.wait(5)
+
+
+def test_a_forked_child_gets_a_starter_of_its_own() -> None:
+    """The parent's starter thread does not survive a fork: the child's first servicer starts one."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # (the child: report whether a start ran, then leave at once)
+        ok = False
+        try:
+            after = _AfterReply(_Context(), _shared_starter())  # type: ignore[arg-type]
+            started, start = _starter()
+            after.handed(start)
+            after.answered()
+            ok = started.wait(5) and _shared_starter() is not STARTER
+        finally:
+            os.write(w, b"1" if ok else b"0")
+            os._exit(0)
+    os.close(w)
+    got = os.read(r, 1)
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert got == b"1"

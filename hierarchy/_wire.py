@@ -113,16 +113,17 @@ def payload_version(payload: bytes) -> int:
 
 
 
-def _put(col: Any, xs: Sequence[int], version: int) -> None:
+def _put(col: Any, xs: Sequence[int], version: int, top: int | None = None) -> None:
     """Column ``col`` holding ``xs``: one value when they are all the same, else each entry (version 2:
-    at the narrowest width that holds them all, by one typed bounds pass)."""
+    at the narrowest width that holds them all: those of [0, ``top``] where the caller knows it, else
+    found by one typed bounds pass)."""
     first = xs[0]
     if xs.count(first) == len(xs):
         col.value = int(first)
         return
     width = 8
     if version >= 2:
-        lo, hi = int_bounds(xs if isinstance(xs, list) else list(xs))
+        lo, hi = (0, top) if top is not None else int_bounds(xs if isinstance(xs, list) else list(xs))
         width = next(w for w in (1, 2, 4, 8) if _WIDTH_BOUNDS[w][0] <= lo and hi <= _WIDTH_BOUNDS[w][1])
         col.width = width
     a = array(_TYPECODE[width], xs)
@@ -131,12 +132,13 @@ def _put(col: Any, xs: Sequence[int], version: int) -> None:
     col.values = a.tobytes()
 
 
-def _put_idx(col: Any, xs: Sequence[str], idx: Any, version: int) -> None:
-    """``_put(col, list(map(idx, xs)), version)``, without the map when every entry is the same."""
+def _put_idx(col: Any, xs: Sequence[str], idx: Any, version: int, top: int) -> None:
+    """``_put(col, list(map(idx, xs)), version, top)`` (``top``: the largest index), without the map
+    when every entry is the same."""
     if xs.count(xs[0]) == len(xs):
         col.value = idx(xs[0])
     else:
-        _put(col, list(map(idx, xs)), version)
+        _put(col, list(map(idx, xs)), version, top)
 
 
 #: most rows kept in a graph's ``wire_vcache`` (as the jgf writer bounds its text cache)
@@ -235,7 +237,8 @@ def encode(
     idx = table.__getitem__
     m = pb.ResourceColumns(version=version, nodes=n, edges=len(eids), subsystem=idx(ss), paths=ptext)
     m.strings.extend(table)
-    _put_idx(m.type, types, idx, version)
+    top = len(table) - 1  # (the largest string index)
+    _put_idx(m.type, types, idx, version, top)
     if bases.count(None) == n:
         m.basename.value = -1
     else:
@@ -246,15 +249,15 @@ def encode(
     _put(m.uniq_id, uniqs, version)
     _put(m.rank, ranks, version)
     _put(m.size, needs, version)
-    _put_idx(m.unit, units, idx, version)
+    _put_idx(m.unit, units, idx, version, top)
     m.status.value = 0  # the jgf writer writes no status: a reader takes 0 (up)
-    _put(m.exclusive, excl, version)  # (bools: 0 / 1)
+    _put(m.exclusive, excl, version, 1)  # (bools: 0 / 1)
     for k in compress(range(n), props):
         m.properties.add(node=k, keys=props[k][0], values=props[k][1])
     if eids:
-        _put(m.source, src, version)
-        _put(m.target, dst, version)
-        _put_idx(m.edge_subsystem, ess, idx, version)
+        _put(m.source, src, version, n - 1)  # (node positions)
+        _put(m.target, dst, version, n - 1)
+        _put_idx(m.edge_subsystem, ess, idx, version, top)
     return MAGICS[version] + m.SerializeToString()
 
 

@@ -46,7 +46,12 @@ from hierarchy._service import InstanceServicer, build_server
 from hierarchy._state import read_state, write_atomic
 from hierarchy.instance import Instance, settle_memory
 
-__all__ = ["ServeOptions", "default_listen", "serve"]
+__all__ = ["SWITCH_INTERVAL_S", "ServeOptions", "default_listen", "serve"]
+
+#: an instance process's interpreter switch interval (CPython's default is 5 ms): how long gRPC's
+#: threads can wait for the lock while a deferred attach runs (see docs/benchmarks.md, fifteenth
+#: session, for its measured effect)
+SWITCH_INTERVAL_S = 0.0005
 
 
 def default_listen(name: str) -> str:
@@ -295,6 +300,9 @@ def serve(opts: ServeOptions) -> int:
             "no --site-key: single-user mode, every holder of the tree secret acts as the instance owner"
         )
     settle_memory()
+    # a thread that wants the interpreter lock waits at most this long for a running one: a
+    # deferred attach then holds up gRPC's threads (answers, the next request) for 0.5 ms, not 5
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     servicer = InstanceServicer(inst, verifier=verifier, audit=audit)
     extra = {"max_receive": opts.max_receive} if opts.max_receive else {}
     server, bound = build_server(servicer, listen, secret, tls=opts.tls, **extra)

@@ -69,6 +69,8 @@ def release_set(eng: Engine, jobid: int, vids: Iterable[int]) -> list[int]:
     kids = {v: g.children(v, dom) for v in want}
     unnamed = {c for cs in kids.values() for c in cs if c not in want}
     still = vertices_held(eng, jobid, unnamed) if unnamed else set()
+    if not still:  # (no named vertex keeps a held child: nothing to carry up)
+        return list(want)
     for v in sorted(want, key=lambda v: len(g.ancestors(v, dom)), reverse=True):
         if any(c in still for c in kids[v]):
             still.add(v)

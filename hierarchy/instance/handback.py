@@ -297,9 +297,16 @@ class HandBackMixin(InstanceCore):
         return False, []
 
     def _items_of(self, jobid: int, vids: Iterable[int]) -> list[tuple[int, int, bool]]:
-        """What ``jobid`` holds on ``vids`` as (vertex, units, exclusive), to undo a release.  O(V)."""
+        """What ``jobid`` holds on ``vids`` as (vertex, units, exclusive), to undo a release.  O(job).
+
+        Each item's vertex is the one its path names (``Engine.job_items`` gives paths).  On a graph of
+        one subsystem where no ranks share a path, that is the item's own vertex, so only the items
+        on ``vids`` are built; otherwise every item's path is looked up.
+        """
         g = self.engine.graph
         want = set(vids)
+        if len(g.paths) == 1 and not g.shared:
+            return self.engine._job_item_vertices(jobid, within=want)
         out = []
         for path, units, excl in self.engine.job_items(jobid):
             v = g.vertex_by_path(path)

@@ -116,20 +116,46 @@ class OriginsMixin(InstanceCore):
             busy.update(v for v in (g.vertex_by_path(p) for p in item["roots"]) if v is not None)
         cand: set[int] = set()
         for v in candidates:
+            if v in cand:  # (added with a descendant's ancestors: its own are in already)
+                continue
             if not g.is_live(v) or g.path(v, dom) not in origin_of:
                 continue
             cand.add(v)
             for a in g.ancestors(v, dom):
-                if g.path(a, dom) not in origin_of:
-                    break
+                if a in cand or g.path(a, dom) not in origin_of:
+                    break  # (a candidate's ancestors from above are candidates already)
                 cand.add(a)
         chosen: set[int] = set()
         out: dict[str, list[int]] = {}
+        # whether a vertex or one above it is chosen or busy (memoised along the walks up); an ancestor's
+        # path is shorter, so it is settled before any vertex below it is looked at
+        covered: dict[int, bool] = {}
+
+        def above(v: int) -> bool:
+            chain = []
+            u = g.parent(v, dom)
+            hit = False
+            while u is not None:
+                known = covered.get(u)
+                if known is not None:
+                    hit = known
+                    break
+                if u in chosen or u in busy:
+                    hit = True
+                    break
+                chain.append(u)
+                u = g.parent(u, dom)
+            for w in chain:
+                covered[w] = hit
+            return hit
+
         for v in sorted(cand, key=lambda u: len(g.path(u, dom))):
-            if v in busy or any(a in chosen or a in busy for a in g.ancestors(v, dom)):
+            if v in busy or above(v):
                 continue
             if self.engine.holders(g.subtree(v, dom)):
                 continue
+            if v in covered:  # (only where paths do not follow the tree: a memo may pass through v)
+                covered.clear()
             chosen.add(v)
             src = self.origins[origin_of[g.path(v, dom)]].source
             out.setdefault(src, []).append(v)

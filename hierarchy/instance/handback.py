@@ -8,6 +8,9 @@ that does not answer a shrink gets the release undone (``_undo_release``);
 otherwise the vertices are marked down as a pending hand-back
 (``_pending``) and ``retry_returns`` sends it again with the same request
 id.  ``_hand_back_now`` returns a subgraph that could not be attached.
+A hand-back to a parent that asked for the columns wire form is written in
+it (``_hand_back_document``), and a shrink reads a document in that form
+as it reads JGF (:func:`hierarchy._jgfsub.document_nodes`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from fluxlite.errors import (
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, NotAuthorizedError
 from hierarchy._jgfsub import document_nodes, subgraph_jgf
 from hierarchy._release import node_vertices, release_set, release_vertices, vertices_held
-from hierarchy._wire import as_jgf
+from hierarchy._wire import as_jgf, encode_subgraph, is_columns
 from hierarchy.base import LevelTiming, ReleaseOutcome, ShrinkOutcome
 from hierarchy.instance import cloud
 from hierarchy.instance.core import InstanceCore, _now
@@ -47,6 +50,10 @@ def _paths_and_ranks(jgf: bytes, dom: str) -> Iterable[tuple[str, int]]:
 
 class HandBackMixin(InstanceCore):
     """See the module docstring."""
+
+    #: hand back to the parent in the columns wire form where it asks for that form (False once
+    #: the parent turned a columns document away)
+    _columns_up: bool = True
 
     def _shrink_vertices(self, jobid: int, jgf: bytes, paths: Sequence[str]) -> list[int]:
         """Vertices named by a JGF document or by paths (subtrees), all held by ``jobid`` (else ForeignResourcesError)."""
@@ -226,7 +233,7 @@ class HandBackMixin(InstanceCore):
                 "request_id": secrets.token_hex(16),
                 "source": source,
                 "roots": self._paths(roots),
-                "jgf": subgraph_jgf(g, node_vertices(g, dom, vids)),
+                "jgf": self._hand_back_document(source, node_vertices(g, dom, vids)),
             }
             self.returning.append(item)
             self._persist()
@@ -240,6 +247,38 @@ class HandBackMixin(InstanceCore):
                 pending += len(vids)
         return returned, pending, timings, detach_s
 
+    def _hand_back_document(self, source: str, vids: list[int]) -> bytes:
+        """The document naming ``vids`` for their source: to a parent we ask for the columns wire form
+        (``accept_columns``), in that form (a third of the JGF's writing and reading), else JGF."""
+        g = self.engine.graph
+        if source == "parent" and self._columns_up and getattr(self.parent, "accept_columns", False):
+            payload = encode_subgraph(g, vids, self.engine.dom)
+            if payload is not None:
+                return payload
+        return subgraph_jgf(g, vids)
+
+    def _parent_shrink(self, item: dict[str, Any], deadline: float | None) -> Any:
+        """The parent's Shrink of ``item``.  A parent that turns a columns document away as input (an
+        instance from before shrinks read the form) is asked again with its JGF, which ``item`` then
+        keeps, and this level writes JGF to the parent from then on."""
+        assert self.parent is not None
+        for attempt in (0, 1):
+            try:
+                return self.parent.shrink(
+                    self.parent_jobid,
+                    jgf=item["jgf"],
+                    lease_token=self.parent_token,
+                    request_id=item["request_id"],
+                    timeout=self._timeout(deadline),
+                )
+            except InputError:
+                if attempt or not is_columns(item["jgf"]):
+                    raise
+                self.log.info("the parent did not take a columns shrink document; sending JGF from now on")
+                item["jgf"] = as_jgf(item["jgf"])
+                self._columns_up = False
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def _send_back(
         self, item: dict[str, Any], deadline: float | None, *, strict: bool = False
     ) -> tuple[bool, list[LevelTiming]]:
@@ -252,16 +291,10 @@ class HandBackMixin(InstanceCore):
             if item["source"] == "parent":
                 if self.parent is None:
                     return True, []
-                out = self.parent.shrink(
-                    self.parent_jobid,
-                    jgf=item["jgf"],
-                    lease_token=self.parent_token,
-                    request_id=item["request_id"],
-                    timeout=self._timeout(deadline),
-                )
+                out = self._parent_shrink(item, deadline)
                 return True, out.timings
             if self.provider is not None:
-                self.provider.shrink(item["jgf"])
+                self.provider.shrink(as_jgf(item["jgf"]))  # (always JGF: see _hand_back_document)
             return True, []
         except (ForeignResourcesError, UnknownJobError, NotAuthorizedError, NotGrantedError) as exc:
             # the source no longer counts these as ours (e.g. our lease was freed): just drop them

@@ -20,8 +20,22 @@ __all__ = ["node_vertices", "release_exact", "release_set", "release_vertices", 
 
 
 def vertices_held(eng: Engine, jobid: int, vids: Iterable[int]) -> set[int]:
-    """The subset of ``vids`` on which ``jobid`` holds anything."""
-    return set(eng.holders(vids).get(jobid, ()))
+    """The subset of ``vids`` on which ``jobid`` holds anything (tagged, allocated or reserved).
+
+    ``set(eng.holders(vids).get(jobid, ()))`` without building every other job's lists: a pass per
+    column, each over the vertices not found yet.  O(len(vids)).
+    """
+    tr = eng.traverser
+    rest = vids if isinstance(vids, list) else list(vids)
+    out: set[int] = set()
+    for col in (tr.tags, tr.allocs, tr.resvs):
+        got = [v for v in rest if (d := col[v]) and jobid in d]
+        if got:
+            out.update(got)
+            rest = [v for v in rest if v not in out]
+            if not rest:
+                break
+    return out
 
 
 def node_vertices(g: Any, dom: str, vids: Iterable[int]) -> list[int]:

@@ -114,15 +114,16 @@ class OriginsMixin(InstanceCore):
         busy: set[int] = set()
         for item in self.returning:
             busy.update(v for v in (g.vertex_by_path(p) for p in item["roots"]) if v is not None)
+        path = g.paths.get(dom, {}).get  # (g.path(v, dom), one lookup)
         cand: set[int] = set()
         for v in candidates:
             if v in cand:  # (added with a descendant's ancestors: its own are in already)
                 continue
-            if not g.is_live(v) or g.path(v, dom) not in origin_of:
+            if not g.is_live(v) or path(v, "") not in origin_of:
                 continue
             cand.add(v)
             for a in g.ancestors(v, dom):
-                if a in cand or g.path(a, dom) not in origin_of:
+                if a in cand or path(a, "") not in origin_of:
                     break  # (a candidate's ancestors from above are candidates already)
                 cand.add(a)
         chosen: set[int] = set()
@@ -149,7 +150,7 @@ class OriginsMixin(InstanceCore):
                 covered[w] = hit
             return hit
 
-        for v in sorted(cand, key=lambda u: len(g.path(u, dom))):
+        for v in sorted(cand, key=lambda u: len(path(u, ""))):
             if v in busy or above(v):
                 continue
             if self.engine.holders(g.subtree(v, dom)):
@@ -157,7 +158,7 @@ class OriginsMixin(InstanceCore):
             if v in covered:  # (only where paths do not follow the tree: a memo may pass through v)
                 covered.clear()
             chosen.add(v)
-            src = self.origins[origin_of[g.path(v, dom)]].source
+            src = self.origins[origin_of[path(v, "")]].source
             out.setdefault(src, []).append(v)
         return out
 
@@ -165,8 +166,22 @@ class OriginsMixin(InstanceCore):
         """Forget origin paths at or below ``roots`` (after a detach).  O(origin paths)."""
         dropped = []
         prefixes = tuple(roots)
-        subs = tuple(r + "/" for r in prefixes)
-        for p in [p for p in self._origin_of if p in prefixes or p.startswith(subs)]:
+        if not prefixes:
+            return dropped
+        rset = set(prefixes)
+        # a path is at or below a root when the root is the path cut after as many components as
+        # the root has: one cut and one lookup per root depth, where startswith tries every root
+        depths = sorted({r.count("/") for r in rset})
+        if len(depths) == 1:  # (roots of one depth, as a hand-back's nodes: no generator per path)
+            d = depths[0]
+            gone = [p for p in self._origin_of if p in rset or "/".join(p.split("/", d + 1)[: d + 1]) in rset]
+        else:
+            gone = [
+                p
+                for p in self._origin_of
+                if p in rset or any("/".join(p.split("/", k + 1)[: k + 1]) in rset for k in depths)
+            ]
+        for p in gone:
             oid = self._origin_of.pop(p)
             o = self.origins.get(oid)
             if o is not None:

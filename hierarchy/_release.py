@@ -48,20 +48,26 @@ def node_vertices(g: Any, dom: str, vids: Iterable[int]) -> list[int]:
     """
     seen: dict[int, bool] = {}
     out: list[int] = []
+    rank = g.v_rank
+    pcol = g.parent_edge.get(dom)  # (g.parent(u, dom), read from the columns)
+    src = g.e_src
     for v in vids:
         chain: list[int] = []
-        u: int | None = v
+        u = v
         ok = False
-        while u is not None:
+        while True:
             known = seen.get(u)
             if known is not None:
                 ok = known
                 break
             chain.append(u)
-            if g.v_rank[u] >= 0:
+            if rank[u] >= 0:
                 ok = True
                 break
-            u = g.parent(u, dom)
+            e = pcol[u] if pcol is not None else -1
+            if e < 0:
+                break
+            u = src[e]
         for w in chain:
             seen[w] = ok
         if ok:
@@ -69,14 +75,15 @@ def node_vertices(g: Any, dom: str, vids: Iterable[int]) -> list[int]:
     return out
 
 
-def release_set(eng: Engine, jobid: int, vids: Iterable[int]) -> list[int]:
+def release_set(eng: Engine, jobid: int, vids: Iterable[int], *, in_nodes: bool = False) -> list[int]:
     """What :func:`release_exact` releases of ``vids``: the named vertices in nodes' subtrees, less
     every named vertex with a held child that is not named (a match writer's JGF of one socket also
-    names its node and the cluster; the node stays held).  O(len(vids) x depth).
+    names its node and the cluster; the node stays held).  ``in_nodes``: ``vids`` are a
+    :func:`node_vertices` answer already (not filtered again).  O(len(vids) x depth).
     """
     g = eng.graph
     dom = eng.dom
-    want = dict.fromkeys(node_vertices(g, dom, vids))
+    want = dict.fromkeys(vids if in_nodes else node_vertices(g, dom, vids))
     if not want:
         return []
     # children first, so a vertex that stays keeps its ancestors

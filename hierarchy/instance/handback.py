@@ -141,7 +141,7 @@ class HandBackMixin(InstanceCore):
                     [LevelTiming(self.name, self.depth, server_s=_now() - t0, outcome="replay")],
                 )
             # what will go: a named vertex that keeps a held child which is not named stays
-            vids = release_set(self.engine, jobid, self._shrink_vertices(jobid, jgf, paths))
+            vids = release_set(self.engine, jobid, self._shrink_vertices(jobid, jgf, paths), in_nodes=True)
             cloud.refuse_partial(self.engine, jobid, vids)
             self._preflight(vids, deadline)
             undo = self._items_of(jobid, vids) if self.parent is not None else []
@@ -228,12 +228,16 @@ class HandBackMixin(InstanceCore):
         g = self.engine.graph
         dom = self.engine.dom
         for source, roots in groups.items():
-            vids = [u for r in roots for u in g.subtree(r, dom)]
+            subs = [g.subtree(r, dom) for r in roots]
+            vids = [u for sub in subs for u in sub]
+            # node_vertices(g, dom, vids): a root in a node's subtree has all of its subtree there
+            in_nodes = set(node_vertices(g, dom, roots))
+            docv = [u for r, sub in zip(roots, subs) for u in (sub if r in in_nodes else node_vertices(g, dom, sub))]
             item = {
                 "request_id": secrets.token_hex(16),
                 "source": source,
                 "roots": self._paths(roots),
-                "jgf": self._hand_back_document(source, node_vertices(g, dom, vids)),
+                "jgf": self._hand_back_document(source, docv),
             }
             self.returning.append(item)
             self._persist()

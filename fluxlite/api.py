@@ -955,15 +955,19 @@ class Engine:
         vids = tr.job_vertices(jobid)
         if within is not None:
             vids = [v for v in vids if v in within]
+        size = g.v_size
+        tables = (tr.allocs, tr.resvs)
+        vspans = tr.vspans
+        outcol = g.out.get(dom, [()])
         for v in vids:
-            units, excl = g.v_size[v], False
-            for table in (tr.allocs, tr.resvs):
+            units, excl = size[v], False
+            for table in tables:
                 d = table[v]
                 if d is not None and jobid in d:
-                    sp = tr.vspans[v]
-                    units = sp[d[jobid]][2] if sp is not None and d[jobid] in sp else g.v_size[v]
+                    sp = vspans[v]
+                    units = sp[d[jobid]][2] if sp is not None and d[jobid] in sp else size[v]
                     excl = True
-            if excl or not g.out.get(dom, [()])[v]:
+            if excl or not outcol[v]:
                 out.append((v, units, excl))
         return out
 

@@ -11,6 +11,7 @@ that came from above and are now wholly free (what a hand-back returns);
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import repeat
 
 from fluxlite.errors import (
     FluxliteError,
@@ -115,28 +116,45 @@ class OriginsMixin(InstanceCore):
         for item in self.returning:
             busy.update(v for v in (g.vertex_by_path(p) for p in item["roots"]) if v is not None)
         path = g.paths.get(dom, {}).get  # (g.path(v, dom), one lookup)
+        # g.parent(u, dom) read from the columns: the parent edge's source, none where it is < 0
+        pedge = g.parent_edge.get(dom)
+        if pedge is None:
+            pedge = [-1] * len(g.v_rank)
+        src = g.e_src
+        is_live = g.is_live
         cand: set[int] = set()
         for v in candidates:
             if v in cand:  # (added with a descendant's ancestors: its own are in already)
                 continue
-            if not g.is_live(v) or path(v, "") not in origin_of:
+            if not is_live(v) or path(v, "") not in origin_of:
                 continue
             cand.add(v)
-            for a in g.ancestors(v, dom):
+            e = pedge[v]
+            while e >= 0:  # the ancestors from above (a candidate's are candidates already)
+                a = src[e]
                 if a in cand or path(a, "") not in origin_of:
-                    break  # (a candidate's ancestors from above are candidates already)
+                    break
                 cand.add(a)
+                e = pedge[a]
         chosen: set[int] = set()
         out: dict[str, list[int]] = {}
         # whether a vertex or one above it is chosen or busy (memoised along the walks up); an ancestor's
         # path is shorter, so it is settled before any vertex below it is looked at
         covered: dict[int, bool] = {}
-
-        def above(v: int) -> bool:
+        # shortest path first (stable: sorted(cand, key=path length), the key read by one C-level map)
+        pool = list(cand)
+        lens = list(map(len, map(path, pool, repeat(""))))
+        for k in sorted(range(len(pool)), key=lens.__getitem__):
+            v = pool[k]
+            if v in busy:
+                continue
+            e = pedge[v]
+            u = src[e] if e >= 0 else -1
+            if u in chosen:  # (the common case: the vertex's parent goes back whole)
+                continue
             chain = []
-            u = g.parent(v, dom)
             hit = False
-            while u is not None:
+            while u >= 0:
                 known = covered.get(u)
                 if known is not None:
                     hit = known
@@ -145,21 +163,19 @@ class OriginsMixin(InstanceCore):
                     hit = True
                     break
                 chain.append(u)
-                u = g.parent(u, dom)
+                e = pedge[u]
+                u = src[e] if e >= 0 else -1
             for w in chain:
                 covered[w] = hit
-            return hit
-
-        for v in sorted(cand, key=lambda u: len(path(u, ""))):
-            if v in busy or above(v):
+            if hit:
                 continue
             if self.engine.holders(g.subtree(v, dom)):
                 continue
             if v in covered:  # (only where paths do not follow the tree: a memo may pass through v)
                 covered.clear()
             chosen.add(v)
-            src = self.origins[origin_of[path(v, "")]].source
-            out.setdefault(src, []).append(v)
+            src_name = self.origins[origin_of[path(v, "")]].source
+            out.setdefault(src_name, []).append(v)
         return out
 
     def _drop_origin_paths(self, roots: Iterable[str]) -> list[str]:

@@ -114,5 +114,12 @@ def release_vertices(eng: Engine, jobid: int, vids: Iterable[int]) -> bool:
     want = set(vids)
     if not want:
         return False
-    tops = [v for v in want if g.parent(v, dom) not in want]
-    return eng.shrink(jobid, paths=[g.path(v, dom) for v in tops])
+    # the vertices whose parent is not released (g.parent(v, dom) read from the columns)
+    pedge = g.parent_edge.get(dom)
+    src = g.e_src
+    if pedge is None:
+        tops = list(want)
+    else:
+        tops = [v for v in want if (e := pedge[v]) < 0 or src[e] not in want]
+    path = g.paths.get(dom, {}).get
+    return eng.shrink(jobid, paths=[path(v, "") for v in tops])

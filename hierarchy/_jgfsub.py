@@ -8,7 +8,7 @@
 * :func:`subgraph_jgf` - a JGF document for a set of vertices of a graph,
   in the match writer's layout, with the containment edges among them;
 * :func:`document_nodes` - each node's path, rank and type, column-wise for
-  a match writer's document or a payload in the columns wire form.
+  a match writer's document.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import orjson
 
 from fluxlite.readers import read_vertices
 from fluxlite.writers.jgf import subgraph_jgf
-from hierarchy._wire import decode, is_columns
 from jgf import read_columns
 
 __all__ = ["document_nodes", "jgf_counts", "releasable", "subgraph_jgf"]
@@ -55,14 +54,8 @@ def document_nodes(
     ``columns_from`` bytes long is read as columns (:func:`jgf.read_columns`,
     without an object per node); any other document, or one the columnar
     reader turns away, by :func:`read_vertices`, which gives the same answer
-    or the document's error (naming ``source``).  A payload in the columns wire form
-    (:mod:`hierarchy._wire`, a child's hand-back) is decoded, every value checked
-    (:class:`hierarchy._wire.WireError` otherwise).  O(document).
+    or the document's error (naming ``source``).  O(document).
     """
-    if isinstance(jgf, bytes) and is_columns(jgf):
-        cols = decode(jgf)
-        (paths,) = cols.paths.values()  # (the form has one subsystem, and a path per node)
-        return paths, cols.rank, cols.type  # type: ignore[return-value]
     cols = read_columns(jgf) if len(jgf) >= columns_from else None
     if cols is not None and len(cols.paths) == 1:
         paths = next(iter(cols.paths.values()))

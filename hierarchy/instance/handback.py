@@ -10,7 +10,7 @@ otherwise the vertices are marked down as a pending hand-back
 id.  ``_hand_back_now`` returns a subgraph that could not be attached.
 A hand-back to a parent that asked for the columns wire form is written in
 it (``_hand_back_document``), and a shrink reads a document in that form
-as it reads JGF (:func:`hierarchy._jgfsub.document_nodes`).
+as it reads JGF (``_paths_and_ranks``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from fluxlite.errors import (
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, NotAuthorizedError
 from hierarchy._jgfsub import document_nodes, subgraph_jgf
 from hierarchy._release import node_vertices, release_set, release_vertices, vertices_held
-from hierarchy._wire import as_jgf, encode_subgraph, is_columns
+from hierarchy._wire import as_jgf, decode, encode_subgraph, is_columns
 from hierarchy.base import LevelTiming, ReleaseOutcome, ShrinkOutcome
 from hierarchy.instance import cloud
 from hierarchy.instance.core import InstanceCore, _now
@@ -43,7 +43,13 @@ _COLUMNS_MIN_BYTES = ATTACH_COLUMNS_MIN_BYTES
 def _paths_and_ranks(jgf: bytes, dom: str) -> Iterable[tuple[str, int]]:
     """Each node of a shrink document as (its path in ``dom``, else its first path; its rank), read by
     :func:`hierarchy._jgfsub.document_nodes` (column-wise for a match's JGF: a 64-node shrink's
-    document is read at every level it climbs).  O(document)."""
+    document is read at every level it climbs).  A child's hand-back in the columns wire form is
+    decoded, every value checked (:class:`hierarchy._wire.WireError` otherwise): the same pairs as
+    its JGF.  O(document)."""
+    if is_columns(jgf):
+        cols = decode(jgf)
+        (paths,) = cols.paths.values()  # (the form has one subsystem, and a path per node)
+        return zip(paths, cols.rank)
     paths, ranks, _types = document_nodes(jgf, dom, "shrink request", columns_from=_COLUMNS_MIN_BYTES)
     return zip(paths, ranks)
 

@@ -27,6 +27,7 @@ from hierarchy._jgfsub import document_nodes, subgraph_jgf
 from hierarchy._release import node_vertices, release_set, vertices_held
 from hierarchy._wire import MAGIC, WireError, encode_subgraph, is_columns
 from hierarchy.base import ShrinkOutcome
+from hierarchy.instance.handback import _paths_and_ranks
 from tests.hierarchy.helpers import CORES, nodes_jobspec, socket_jobspec
 from tests.hierarchy.test_instance import Direct, _root
 
@@ -336,8 +337,9 @@ def test_columns_hand_back_is_what_the_parent_reads_from_the_jgf() -> None:
         sent.append(doc)
         g = leaf.engine.graph
         text = subgraph_jgf(g, vids)
-        got = [list(x) for x in document_nodes(doc, leaf.engine.dom, "t")]
-        assert got == [list(x) for x in document_nodes(text, leaf.engine.dom, "t")]
+        got = list(_paths_and_ranks(doc, leaf.engine.dom))
+        assert got == list(_paths_and_ranks(text, leaf.engine.dom))
+        assert got == list(zip(*document_nodes(text, leaf.engine.dom, "t")[:2]))
         return doc
 
     leaf._hand_back_document = spy  # type: ignore[method-assign]
@@ -400,7 +402,7 @@ def test_a_malformed_columns_shrink_document_changes_nothing() -> None:
             leaf.shrink(job, jgf=bad)
     assert _state(insts) == before
     with pytest.raises(WireError):
-        document_nodes(MAGIC + b"\xff", "containment", "t")
+        _paths_and_ranks(MAGIC + b"\xff", "containment")
     out = leaf.shrink(job, jgf=g.jgf)
     assert out.returned and not out.pending
 
@@ -434,7 +436,7 @@ def test_a_pending_columns_hand_back_is_kept_as_jgf_in_the_state_file(tmp_path: 
     text = kept["jgf"].encode()
     assert not is_columns(text)
     dom = leaf.engine.dom
-    assert [list(x) for x in document_nodes(text, dom, "t")] == [list(x) for x in document_nodes(item["jgf"], dom, "t")]
+    assert list(_paths_and_ranks(text, dom)) == list(_paths_and_ranks(item["jgf"], dom))
     back = Instance.restore(tmp_path / "leaf.state", parent=Columns(root))
     assert back.retry_returns(force=True) == 1 and not back.returning
     assert root.info(recount=True)["recount_errors"] == [] and back.info(recount=True)["recount_errors"] == []

@@ -749,8 +749,14 @@ class Engine:
         """Jobs holding state on any of ``vids``: job id -> those vertices."""
         tr = self.traverser
         out: dict[int, list[int]] = {}
+        cols = (tr.tags, tr.allocs, tr.resvs)
+        vids = vids if isinstance(vids, list) else list(vids)
+        # most callers ask about free vertices (a removal, a hand-back): a C-level pass per column
+        # finds nothing held, where the loop below looks at each vertex three times in Python
+        if not any(any(map(col.__getitem__, vids)) for col in cols):
+            return out
         for v in vids:
-            for col in (tr.tags, tr.allocs, tr.resvs):
+            for col in cols:
                 d = col[v]
                 if d:
                     for j in d:
@@ -943,20 +949,28 @@ class Engine:
         dom = self.traverser.dom
         return [(self.graph.path(v, dom), units, excl) for v, units, excl in self._job_item_vertices(jobid)]
 
-    def _job_item_vertices(self, jobid: int) -> list[tuple[int, int, bool]]:
+    def _job_item_vertices(self, jobid: int, within: set[int] | None = None) -> list[tuple[int, int, bool]]:
+        """:meth:`job_items` as vertices; with ``within``, only those of its vertices (same order)."""
         tr = self.traverser
         g = self.graph
         dom = tr.dom
         out = []
-        for v in tr.job_vertices(jobid):
-            units, excl = g.v_size[v], False
-            for table in (tr.allocs, tr.resvs):
+        vids = tr.job_vertices(jobid)
+        if within is not None:
+            vids = [v for v in vids if v in within]
+        size = g.v_size
+        tables = (tr.allocs, tr.resvs)
+        vspans = tr.vspans
+        outcol = g.out.get(dom, [()])
+        for v in vids:
+            units, excl = size[v], False
+            for table in tables:
                 d = table[v]
                 if d is not None and jobid in d:
-                    sp = tr.vspans[v]
-                    units = sp[d[jobid]][2] if sp is not None and d[jobid] in sp else g.v_size[v]
+                    sp = vspans[v]
+                    units = sp[d[jobid]][2] if sp is not None and d[jobid] in sp else size[v]
                     excl = True
-            if excl or not g.out.get(dom, [()])[v]:
+            if excl or not outcol[v]:
                 out.append((v, units, excl))
         return out
 

@@ -57,6 +57,7 @@ __all__ = [
     "counts",
     "decode",
     "encode",
+    "encode_subgraph",
     "is_columns",
     "payload_version",
 ]
@@ -259,6 +260,27 @@ def encode(
         _put(m.target, dst, version, n - 1)
         _put_idx(m.edge_subsystem, ess, idx, version, top)
     return MAGICS[version] + m.SerializeToString()
+
+
+def encode_subgraph(g: Any, vids: Sequence[int], subsystem: str = "containment") -> bytes | None:
+    """:func:`fluxlite.writers.jgf.subgraph_jgf`'s document (each vertex with its full size, none
+    exclusive, the ``subsystem`` edges among them, in the same order) in the wire form, as payload
+    bytes: what a level hands back to its parent in a shrink.  The paths, ranks and types read from
+    it are those read from the JGF.  None where the form would say something else or does not
+    describe the vertices (a graph with Fluxion's ids, whose uniq ids and ranks the form writes; see
+    :func:`encode`): the caller then writes the JGF.  O(len(vids)).
+    """
+    if g.fluxion_ids is not None:
+        return None
+    pcol = g.parent_edge.get(subsystem)
+    if pcol is None:
+        return None
+    order = list(dict.fromkeys(vids))
+    inset = set(order)
+    src = g.e_src
+    eids = [e for e in map(pcol.__getitem__, order) if e >= 0 and src[e] in inset]
+    size = g.v_size
+    return encode(g, (order, [size[v] for v in order], [False] * len(order), eids))
 
 
 # ------------------------------------------------------------------ decoding

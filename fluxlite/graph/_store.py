@@ -1239,7 +1239,8 @@ class ResourceGraph:
                 continue
             seen.add(v)
             out.append(v)
-            stack.extend(dst[e] for e in reversed(col[v]))
+            for e in reversed(col[v]):  # (a loop: a generator per vertex costs more than its children)
+                stack.append(dst[e])
         return out
 
     def subsystems(self) -> list[str]:

@@ -8,6 +8,9 @@ that does not answer a shrink gets the release undone (``_undo_release``);
 otherwise the vertices are marked down as a pending hand-back
 (``_pending``) and ``retry_returns`` sends it again with the same request
 id.  ``_hand_back_now`` returns a subgraph that could not be attached.
+A hand-back to a parent that asked for the columns wire form is written in
+it (``_hand_back_document``), and a shrink reads a document in that form
+as it reads JGF (``_paths_and_ranks``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from fluxlite.errors import (
 from hierarchy._errors import ForeignResourcesError, InstanceUnavailableError, NotAuthorizedError
 from hierarchy._jgfsub import document_nodes, subgraph_jgf
 from hierarchy._release import node_vertices, release_set, release_vertices, vertices_held
-from hierarchy._wire import as_jgf
+from hierarchy._wire import as_jgf, decode, encode_subgraph, is_columns
 from hierarchy.base import LevelTiming, ReleaseOutcome, ShrinkOutcome
 from hierarchy.instance import cloud
 from hierarchy.instance.core import InstanceCore, _now
@@ -40,13 +43,23 @@ _COLUMNS_MIN_BYTES = ATTACH_COLUMNS_MIN_BYTES
 def _paths_and_ranks(jgf: bytes, dom: str) -> Iterable[tuple[str, int]]:
     """Each node of a shrink document as (its path in ``dom``, else its first path; its rank), read by
     :func:`hierarchy._jgfsub.document_nodes` (column-wise for a match's JGF: a 64-node shrink's
-    document is read at every level it climbs).  O(document)."""
+    document is read at every level it climbs).  A child's hand-back in the columns wire form is
+    decoded, every value checked (:class:`hierarchy._wire.WireError` otherwise): the same pairs as
+    its JGF.  O(document)."""
+    if is_columns(jgf):
+        cols = decode(jgf)
+        (paths,) = cols.paths.values()  # (the form has one subsystem, and a path per node)
+        return zip(paths, cols.rank)
     paths, ranks, _types = document_nodes(jgf, dom, "shrink request", columns_from=_COLUMNS_MIN_BYTES)
     return zip(paths, ranks)
 
 
 class HandBackMixin(InstanceCore):
     """See the module docstring."""
+
+    #: hand back to the parent in the columns wire form where it asks for that form (False once
+    #: the parent turned a columns document away)
+    _columns_up: bool = True
 
     def _shrink_vertices(self, jobid: int, jgf: bytes, paths: Sequence[str]) -> list[int]:
         """Vertices named by a JGF document or by paths (subtrees), all held by ``jobid`` (else ForeignResourcesError)."""
@@ -134,7 +147,7 @@ class HandBackMixin(InstanceCore):
                     [LevelTiming(self.name, self.depth, server_s=_now() - t0, outcome="replay")],
                 )
             # what will go: a named vertex that keeps a held child which is not named stays
-            vids = release_set(self.engine, jobid, self._shrink_vertices(jobid, jgf, paths))
+            vids = release_set(self.engine, jobid, self._shrink_vertices(jobid, jgf, paths), in_nodes=True)
             cloud.refuse_partial(self.engine, jobid, vids)
             self._preflight(vids, deadline)
             undo = self._items_of(jobid, vids) if self.parent is not None else []
@@ -221,12 +234,16 @@ class HandBackMixin(InstanceCore):
         g = self.engine.graph
         dom = self.engine.dom
         for source, roots in groups.items():
-            vids = [u for r in roots for u in g.subtree(r, dom)]
+            subs = [g.subtree(r, dom) for r in roots]
+            vids = [u for sub in subs for u in sub]
+            # node_vertices(g, dom, vids): a root in a node's subtree has all of its subtree there
+            in_nodes = set(node_vertices(g, dom, roots))
+            docv = [u for r, sub in zip(roots, subs) for u in (sub if r in in_nodes else node_vertices(g, dom, sub))]
             item = {
                 "request_id": secrets.token_hex(16),
                 "source": source,
                 "roots": self._paths(roots),
-                "jgf": subgraph_jgf(g, node_vertices(g, dom, vids)),
+                "jgf": self._hand_back_document(source, docv),
             }
             self.returning.append(item)
             self._persist()
@@ -240,6 +257,38 @@ class HandBackMixin(InstanceCore):
                 pending += len(vids)
         return returned, pending, timings, detach_s
 
+    def _hand_back_document(self, source: str, vids: list[int]) -> bytes:
+        """The document naming ``vids`` for their source: to a parent we ask for the columns wire form
+        (``accept_columns``), in that form (a third of the JGF's writing and reading), else JGF."""
+        g = self.engine.graph
+        if source == "parent" and self._columns_up and getattr(self.parent, "accept_columns", False):
+            payload = encode_subgraph(g, vids, self.engine.dom)
+            if payload is not None:
+                return payload
+        return subgraph_jgf(g, vids)
+
+    def _parent_shrink(self, item: dict[str, Any], deadline: float | None) -> Any:
+        """The parent's Shrink of ``item``.  A parent that turns a columns document away as input (an
+        instance from before shrinks read the form) is asked again with its JGF, which ``item`` then
+        keeps, and this level writes JGF to the parent from then on."""
+        assert self.parent is not None
+        for attempt in (0, 1):
+            try:
+                return self.parent.shrink(
+                    self.parent_jobid,
+                    jgf=item["jgf"],
+                    lease_token=self.parent_token,
+                    request_id=item["request_id"],
+                    timeout=self._timeout(deadline),
+                )
+            except InputError:
+                if attempt or not is_columns(item["jgf"]):
+                    raise
+                self.log.info("the parent did not take a columns shrink document; sending JGF from now on")
+                item["jgf"] = as_jgf(item["jgf"])
+                self._columns_up = False
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def _send_back(
         self, item: dict[str, Any], deadline: float | None, *, strict: bool = False
     ) -> tuple[bool, list[LevelTiming]]:
@@ -252,16 +301,10 @@ class HandBackMixin(InstanceCore):
             if item["source"] == "parent":
                 if self.parent is None:
                     return True, []
-                out = self.parent.shrink(
-                    self.parent_jobid,
-                    jgf=item["jgf"],
-                    lease_token=self.parent_token,
-                    request_id=item["request_id"],
-                    timeout=self._timeout(deadline),
-                )
+                out = self._parent_shrink(item, deadline)
                 return True, out.timings
             if self.provider is not None:
-                self.provider.shrink(item["jgf"])
+                self.provider.shrink(as_jgf(item["jgf"]))  # (always JGF: see _hand_back_document)
             return True, []
         except (ForeignResourcesError, UnknownJobError, NotAuthorizedError, NotGrantedError) as exc:
             # the source no longer counts these as ours (e.g. our lease was freed): just drop them
@@ -297,9 +340,16 @@ class HandBackMixin(InstanceCore):
         return False, []
 
     def _items_of(self, jobid: int, vids: Iterable[int]) -> list[tuple[int, int, bool]]:
-        """What ``jobid`` holds on ``vids`` as (vertex, units, exclusive), to undo a release.  O(V)."""
+        """What ``jobid`` holds on ``vids`` as (vertex, units, exclusive), to undo a release.  O(job).
+
+        Each item's vertex is the one its path names (``Engine.job_items`` gives paths).  On a graph of
+        one subsystem where no ranks share a path, that is the item's own vertex, so only the items
+        on ``vids`` are built; otherwise every item's path is looked up.
+        """
         g = self.engine.graph
         want = set(vids)
+        if len(g.paths) == 1 and not g.shared:
+            return self.engine._job_item_vertices(jobid, within=want)
         out = []
         for path, units, excl in self.engine.job_items(jobid):
             v = g.vertex_by_path(path)

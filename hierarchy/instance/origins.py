@@ -11,6 +11,7 @@ that came from above and are now wholly free (what a hand-back returns);
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import repeat
 
 from fluxlite.errors import (
     FluxliteError,
@@ -114,33 +115,89 @@ class OriginsMixin(InstanceCore):
         busy: set[int] = set()
         for item in self.returning:
             busy.update(v for v in (g.vertex_by_path(p) for p in item["roots"]) if v is not None)
+        path = g.paths.get(dom, {}).get  # (g.path(v, dom), one lookup)
+        # g.parent(u, dom) read from the columns: the parent edge's source, none where it is < 0
+        pedge = g.parent_edge.get(dom)
+        if pedge is None:
+            pedge = [-1] * len(g.v_rank)
+        src = g.e_src
+        is_live = g.is_live
         cand: set[int] = set()
         for v in candidates:
-            if not g.is_live(v) or g.path(v, dom) not in origin_of:
+            if v in cand:  # (added with a descendant's ancestors: its own are in already)
+                continue
+            if not is_live(v) or path(v, "") not in origin_of:
                 continue
             cand.add(v)
-            for a in g.ancestors(v, dom):
-                if g.path(a, dom) not in origin_of:
+            e = pedge[v]
+            while e >= 0:  # the ancestors from above (a candidate's are candidates already)
+                a = src[e]
+                if a in cand or path(a, "") not in origin_of:
                     break
                 cand.add(a)
+                e = pedge[a]
         chosen: set[int] = set()
         out: dict[str, list[int]] = {}
-        for v in sorted(cand, key=lambda u: len(g.path(u, dom))):
-            if v in busy or any(a in chosen or a in busy for a in g.ancestors(v, dom)):
+        # whether a vertex or one above it is chosen or busy (memoised along the walks up); an ancestor's
+        # path is shorter, so it is settled before any vertex below it is looked at
+        covered: dict[int, bool] = {}
+        # shortest path first (stable: sorted(cand, key=path length), the key read by one C-level map)
+        pool = list(cand)
+        lens = list(map(len, map(path, pool, repeat(""))))
+        for k in sorted(range(len(pool)), key=lens.__getitem__):
+            v = pool[k]
+            if v in busy:
+                continue
+            e = pedge[v]
+            u = src[e] if e >= 0 else -1
+            if u in chosen:  # (the common case: the vertex's parent goes back whole)
+                continue
+            chain = []
+            hit = False
+            while u >= 0:
+                known = covered.get(u)
+                if known is not None:
+                    hit = known
+                    break
+                if u in chosen or u in busy:
+                    hit = True
+                    break
+                chain.append(u)
+                e = pedge[u]
+                u = src[e] if e >= 0 else -1
+            for w in chain:
+                covered[w] = hit
+            if hit:
                 continue
             if self.engine.holders(g.subtree(v, dom)):
                 continue
+            if v in covered:  # (only where paths do not follow the tree: a memo may pass through v)
+                covered.clear()
             chosen.add(v)
-            src = self.origins[origin_of[g.path(v, dom)]].source
-            out.setdefault(src, []).append(v)
+            src_name = self.origins[origin_of[path(v, "")]].source
+            out.setdefault(src_name, []).append(v)
         return out
 
     def _drop_origin_paths(self, roots: Iterable[str]) -> list[str]:
         """Forget origin paths at or below ``roots`` (after a detach).  O(origin paths)."""
         dropped = []
         prefixes = tuple(roots)
-        subs = tuple(r + "/" for r in prefixes)
-        for p in [p for p in self._origin_of if p in prefixes or p.startswith(subs)]:
+        if not prefixes:
+            return dropped
+        rset = set(prefixes)
+        # a path is at or below a root when the root is the path cut after as many components as
+        # the root has: one cut and one lookup per root depth, where startswith tries every root
+        depths = sorted({r.count("/") for r in rset})
+        if len(depths) == 1:  # (roots of one depth, as a hand-back's nodes: no generator per path)
+            d = depths[0]
+            gone = [p for p in self._origin_of if p in rset or "/".join(p.split("/", d + 1)[: d + 1]) in rset]
+        else:
+            gone = [
+                p
+                for p in self._origin_of
+                if p in rset or any("/".join(p.split("/", k + 1)[: k + 1]) in rset for k in depths)
+            ]
+        for p in gone:
             oid = self._origin_of.pop(p)
             o = self.origins.get(oid)
             if o is not None:

@@ -54,8 +54,8 @@ class PersistMixin(InstanceCore):
             "ended_requests": [{"key": k, **self._record_text(r)} for k, r in self.ended.items()],
             "owner": self.owner,
             "grow_times": self.grow_times,
-            "returning": [
-                {**r, "jgf": r["jgf"].decode() if isinstance(r["jgf"], bytes) else r["jgf"]}
+            "returning": [  # (a columns document as its JGF, converted once: see _record_text)
+                {**r, "jgf": self._record_jgf(r["jgf"]).decode() if isinstance(r["jgf"], bytes) else r["jgf"]}
                 for r in self.returning
             ],
             "next_oid": self._next_oid,

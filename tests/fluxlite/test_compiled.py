@@ -233,9 +233,8 @@ def test_cyshim_directives_do_nothing() -> None:
     with _cyshim.boundscheck(False), _cyshim.wraparound(False):
         got = f([3, 4])
     assert got == 4
-    with pytest.raises(IndexError):
-        with _cyshim.boundscheck(False):
-            f([])
+    with pytest.raises(IndexError), _cyshim.boundscheck(False):
+        f([])
 
 
 def test_typed_locals_run_pure_without_cython_and_match_the_compiled_run(tmp_path: Path) -> None:

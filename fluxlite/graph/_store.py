@@ -260,7 +260,7 @@ def _interned_column(values: Sequence[str], intern: Any) -> list[str]:
     n = len(vals)
     if n > 0 and vals.count(vals[0]) == n:
         return [intern(vals[0])] * n
-    out = [None] * n
+    out = []  # (appended to: compiled, an append is inline where an indexed store calls a helper)
     table = {}
     last: Any = None
     got: Any = None
@@ -272,7 +272,7 @@ def _interned_column(values: Sequence[str], intern: Any) -> list[str]:
                 got = intern(v)
                 table[v] = got
             last = v
-        out[k] = got
+        out.append(got)
     return out
 
 

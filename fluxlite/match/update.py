@@ -1320,14 +1320,12 @@ class UpdateStage:
         # (typed loops: a C index per child, where a map calls a method per child)
         e_dst = g.e_dst
         m = len(es)
-        kids = [None] * m
+        kids = []
         inner = False
         for j in range(m):
             ej = es[j]
             k = e_dst[ej]
-            # (kids: this function's own list of length m, which nothing else holds yet: j < m)
-            with cython.boundscheck(False), cython.wraparound(False):
-                kids[j] = k
+            kids.append(k)  # (compiled: an append is inline, where an indexed store calls a helper)
             if not inner:
                 kj = k
                 if dcol[kj]:
@@ -1860,14 +1858,13 @@ class UpdateStage:
             i += 1
             es = col[v]
             m = len(es)
-            kids = [0] * m
-            # kids and types: lists of length m made here, which nothing else holds before kids_of
-            # takes kids below; only they are read and written unchecked, at j in range(m)
+            # kids and types: lists of length m made here (appended to: compiled, an append is
+            # inline where an indexed store calls a helper), which nothing else holds before
+            # kids_of takes kids below; only they are read unchecked, at j in range(m)
+            kids = []
             for j in range(m):  # (typed indices: C reads of the columns, compiled)
                 e = es[j]
-                kd = dst[e]  # (an object: stored as it is)
-                with cython.boundscheck(False):
-                    kids[j] = kd
+                kids.append(dst[e])
             if not newset.issuperset(kids):
                 return None
             inner = False
@@ -1879,13 +1876,11 @@ class UpdateStage:
                     break
             if not inner:
                 # children all leaves: their units by type, without a Python step per child
-                types = [None] * m
+                types = []
                 for j in range(m):
                     with cython.boundscheck(False):
                         k = kids[j]
-                    t = vt[k]
-                    with cython.boundscheck(False):
-                        types[j] = t
+                    types.append(vt[k])
                 first = types[0]
                 same = types.count(first) == m
                 if not (tracked(first) if same else all(map(tracked, types))):

@@ -3,8 +3,10 @@ as pure Python where Cython is not installed (an install without the ``test`` ex
 
 Compiled, ``@cython.locals(name=type, ...)`` gives a function's locals C types (``Py_ssize_t``,
 ``bint``) or exact builtin types (``list``, ``dict``), so that indexing a list by an int is a C
-array access rather than the object protocol.  Uncompiled it does nothing, here as in Cython's own
-pure-Python ``cython`` module (``Cython.Shadow``).  A module uses it as::
+array access rather than the object protocol.  ``@cython.boundscheck(False)`` and
+``@cython.wraparound(False)`` (also as ``with`` blocks) drop the index checks of such accesses, for
+loops whose indices are in range by construction.  Uncompiled they all do nothing, here as in
+Cython's own pure-Python ``cython`` module (``Cython.Shadow``).  A module uses it as::
 
     try:
         import cython
@@ -35,3 +37,29 @@ def locals(**types: Any) -> Callable[[_F], _F]:
         return func
 
     return keep
+
+
+class _Directive:
+    """A compiler directive run pure: as a decorator it returns the function unchanged, as a ``with``
+    block it does nothing (exceptions pass through)."""
+
+    def __call__(self, func: _F) -> _F:
+        return func
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def boundscheck(flag: bool) -> _Directive:
+    """Cython's ``boundscheck`` directive (compiled, ``False`` drops the index range checks); run pure,
+    nothing."""
+    return _Directive()
+
+
+def wraparound(flag: bool) -> _Directive:
+    """Cython's ``wraparound`` directive (compiled, ``False`` drops the negative-index adjustment);
+    run pure, nothing."""
+    return _Directive()

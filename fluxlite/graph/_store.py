@@ -56,8 +56,21 @@ _EMPTY: tuple[int, ...] = ()
 # when compiled: the builtins they replace (``min``, ``max``, ``in``) compare each entry by the
 # object protocol, a hundred instructions each where a typed loop takes a few.  Run pure, each is
 # the builtin expression it stands for.
+#
+# The scans read ``lst[k]`` with the index checks off (``boundscheck(False)``, ``wraparound(False)``:
+# a plain C array read, where the checked read is a helper call per entry).  That is safe only while
+# ``0 <= k < len(lst)`` holds for every read, so each such loop keeps to this pattern:
+#   * ``n = len(lst)`` is taken just before the loop, ``k`` runs over ``range(n)`` (or a tail of it);
+#   * ``lst`` is a local name for a list, never rebound, and nothing in the loop runs Python code that
+#     could change the list: each entry's type is tested (``type(o) is int`` / ``str`` / ``is None``)
+#     before anything else is done with it, so a conversion or a length never calls back into Python,
+#     and nothing in the loop allocates an object the garbage collector tracks (which could run a
+#     finalizer).
+# Any other index (a vertex id into a column, a value into a table) keeps its checks.
 
 
+@cython.boundscheck(False)  # lst[0] with n > 0, lst[k] for k in range(1, n): see "column scans" above
+@cython.wraparound(False)
 @cython.locals(
     lst=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t, x=cython.Py_ssize_t, lo=cython.Py_ssize_t, hi=cython.Py_ssize_t
 )
@@ -98,6 +111,8 @@ def int_bounds(xs: Sequence[int]) -> tuple[int, int]:
     return got if got is not None else (min(xs), max(xs))
 
 
+@cython.boundscheck(False)  # lst[k] for k in range(len(lst)), an identity test each: see "column scans"
+@cython.wraparound(False)
 @cython.locals(lst=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t)
 def has_none(xs: Sequence[Any]) -> bool:
     """``None in xs`` for a sequence of strings (or None): compiled, an identity test per entry of a
@@ -113,7 +128,9 @@ def has_none(xs: Sequence[Any]) -> bool:
     return None in xs
 
 
-@cython.locals(lst=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t)
+@cython.boundscheck(False)  # lst[k] for k in range(len(lst)), the length of an exact str each: see "column scans"
+@cython.wraparound(False)
+@cython.locals(lst=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t, s=str)
 def has_empty(xs: Sequence[str]) -> bool:
     """``"" in xs`` for a sequence of strings (compiled: a length test per ``str`` entry of a list, where
     ``in`` compares each with "" by the object protocol; any other entry or sequence takes ``in``)."""
@@ -124,14 +141,17 @@ def has_empty(xs: Sequence[str]) -> bool:
             o = lst[k]
             if type(o) is not str:
                 break
-            if len(o) == 0:
+            s = o  # (typed: the length is read from the string, where len(o) is a call)
+            if len(s) == 0:
                 return True
         else:
             return False
     return "" in xs
 
 
-@cython.locals(lst=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t, m=cython.Py_ssize_t, top=cython.Py_ssize_t)
+@cython.boundscheck(False)  # lst[k] for k in range(len(lst)), the length of an exact str each: see "column scans"
+@cython.wraparound(False)
+@cython.locals(lst=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t, m=cython.Py_ssize_t, top=cython.Py_ssize_t, s=str)
 def max_len(xs: Sequence[str]) -> int:
     """``max(map(len, xs))`` of a non-empty sequence of strings (compiled: a typed pass over a list of
     ``str``; anything else takes the builtins)."""
@@ -144,7 +164,8 @@ def max_len(xs: Sequence[str]) -> int:
                 o = lst[k]
                 if type(o) is not str:
                     break
-                m = len(o)
+                s = o  # (typed: the length is read from the string)
+                m = len(s)
                 if m > top:
                     top = m
             else:
@@ -152,6 +173,8 @@ def max_len(xs: Sequence[str]) -> int:
     return max(map(len, xs))
 
 
+@cython.boundscheck(False)  # lst[k] as in "column scans"; seen[x] only after the test 0 <= x <= top
+@cython.wraparound(False)
 @cython.locals(
     lst=list,
     n=cython.Py_ssize_t,
@@ -159,6 +182,7 @@ def max_len(xs: Sequence[str]) -> int:
     x=cython.Py_ssize_t,
     lo=cython.Py_ssize_t,
     hi=cython.Py_ssize_t,
+    top=cython.Py_ssize_t,
     seen=bytearray,
 )
 def ints_distinct(xs: Sequence[int]) -> bool:
@@ -170,20 +194,31 @@ def ints_distinct(xs: Sequence[int]) -> bool:
     bounds = _typed_bounds(xs)
     if bounds is not None:
         lst = xs  # type: ignore[assignment]
-        n = len(lst)
         lo, hi = bounds
-        if (lo >> 62) in (0, -1) and (hi >> 62) in (0, -1) and hi - lo < 4 * n + 64:
-            seen = bytearray(hi - lo + 1)
+        if (lo >> 62) in (0, -1) and (hi >> 62) in (0, -1) and hi - lo < 4 * len(lst) + 64:
+            top = hi - lo
+            seen = bytearray(top + 1)
+            # (the entries were all ints within [lo, hi] in _typed_bounds; tested again here, as the
+            # unchecked reads need nothing to have run in between: a changed list takes the set)
+            n = len(lst)
             for k in range(n):
-                x = lst[k]
+                o = lst[k]
+                if type(o) is not int:
+                    break
+                x = o
                 x -= lo
+                if x < 0 or x > top:
+                    break
                 if seen[x]:
                     return False
                 seen[x] = 1
-            return True
+            else:
+                return True
     return len(set(xs)) == len(xs)
 
 
+@cython.boundscheck(False)  # lst[k] for k in range(len(lst)) (see "column scans": the loop appends ints
+@cython.wraparound(False)  # to a list of its own, which the collector never runs for); p[0] after len(p) > 0
 @cython.locals(lst=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t, p=str, roots=list)
 def path_roots(paths: Sequence[str]) -> list[int] | None:
     """The positions of the one-component paths (``"/x"``: no "/" after the first character) when every
@@ -225,7 +260,7 @@ def _interned_column(values: Sequence[str], intern: Any) -> list[str]:
     n = len(vals)
     if n > 0 and vals.count(vals[0]) == n:
         return [intern(vals[0])] * n
-    out = [None] * n
+    out = []  # (appended to: compiled, an append is inline where an indexed store calls a helper)
     table = {}
     last: Any = None
     got: Any = None
@@ -237,7 +272,7 @@ def _interned_column(values: Sequence[str], intern: Any) -> list[str]:
                 got = intern(v)
                 table[v] = got
             last = v
-        out[k] = got
+        out.append(got)
     return out
 
 

@@ -57,7 +57,13 @@ def _rank_set_typed(keys: list, ow: int, nuq: int, e: int, w: int) -> bool:
     compares.  Every search is done before the one change: the old key's ``bisect_left``, its
     neighbours' ``<`` tests, and for a move the new key's ``bisect_right`` (``insort``'s position),
     one less past the removed old key.  For tuples of three ints these are the tuples' own
-    (lexicographic) compares, so the list ends the same.  Run pure, this is not called."""
+    (lexicographic) compares, so the list ends the same.  Run pure, this is not called.
+
+    ``keys`` is read without index checks (compiled): every read is at ``0 <= index < n`` with
+    ``n = len(keys)`` (a search's ``lo <= mid < hi <= n``, the neighbours' ``i > 0`` and
+    ``i + 1 < n`` tests), and ``keys`` changes only after the last read, at the end.  Nothing in
+    between runs Python code: an entry that is not a tuple raises at the typed ``t``, a value that
+    is not an ``int`` returns before it is converted."""
     try:
         if type(ow) is not int or type(nuq) is not int or type(e) is not int or type(w) is not int:
             return False
@@ -75,7 +81,8 @@ def _rank_set_typed(keys: list, ow: int, nuq: int, e: int, w: int) -> bool:
         hi = n
         while lo < hi:
             mid = (lo + hi) >> 1
-            t = keys[mid]
+            with cython.boundscheck(False), cython.wraparound(False):  # (in range: see above)
+                t = keys[mid]
             x0, x1, x2 = t[0], t[1], t[2]
             if type(x0) is not int or type(x1) is not int or type(x2) is not int:
                 return False
@@ -89,7 +96,8 @@ def _rank_set_typed(keys: list, ow: int, nuq: int, e: int, w: int) -> bool:
         i = lo
         found = False
         if i < n:
-            t = keys[i]
+            with cython.boundscheck(False), cython.wraparound(False):  # (in range: see above)
+                t = keys[i]
             x0, x1, x2 = t[0], t[1], t[2]
             if type(x0) is not int or type(x1) is not int or type(x2) is not int:
                 return False
@@ -103,7 +111,8 @@ def _rank_set_typed(keys: list, ow: int, nuq: int, e: int, w: int) -> bool:
             # the rank is kept when the neighbours still bracket the new key
             lt = True
             if i > 0:
-                t = keys[i - 1]
+                with cython.boundscheck(False), cython.wraparound(False):  # (in range: see above)
+                    t = keys[i - 1]
                 x0, x1, x2 = t[0], t[1], t[2]
                 if type(x0) is not int or type(x1) is not int or type(x2) is not int:
                     return False
@@ -112,7 +121,8 @@ def _rank_set_typed(keys: list, ow: int, nuq: int, e: int, w: int) -> bool:
                 b2 = x2
                 lt = b0 < n0 or (b0 == n0 and (b1 < a1 or (b1 == a1 and b2 < a2)))
             if lt and i + 1 < n:
-                t = keys[i + 1]
+                with cython.boundscheck(False), cython.wraparound(False):  # (in range: see above)
+                    t = keys[i + 1]
                 x0, x1, x2 = t[0], t[1], t[2]
                 if type(x0) is not int or type(x1) is not int or type(x2) is not int:
                     return False
@@ -128,7 +138,8 @@ def _rank_set_typed(keys: list, ow: int, nuq: int, e: int, w: int) -> bool:
         hi = n
         while lo < hi:
             mid = (lo + hi) >> 1
-            t = keys[mid]
+            with cython.boundscheck(False), cython.wraparound(False):  # (in range: see above)
+                t = keys[mid]
             x0, x1, x2 = t[0], t[1], t[2]
             if type(x0) is not int or type(x1) is not int or type(x2) is not int:
                 return False

@@ -1273,6 +1273,7 @@ class UpdateStage:
             excl_parent,
         )
 
+    @cython.wraparound(False)  # (every index here is a vertex or edge id or a loop count: never negative)
     @cython.locals(
         kids=list, m=cython.Py_ssize_t, j=cython.Py_ssize_t, ej=cython.Py_ssize_t, kj=cython.Py_ssize_t, inner=cython.bint
     )
@@ -1319,12 +1320,12 @@ class UpdateStage:
         # (typed loops: a C index per child, where a map calls a method per child)
         e_dst = g.e_dst
         m = len(es)
-        kids = [None] * m
+        kids = []
         inner = False
         for j in range(m):
             ej = es[j]
             k = e_dst[ej]
-            kids[j] = k
+            kids.append(k)  # (compiled: an append is inline, where an indexed store calls a helper)
             if not inner:
                 kj = k
                 if dcol[kj]:
@@ -1407,6 +1408,7 @@ class UpdateStage:
         self.trav_level -= 1
         return n_plans
 
+    @cython.wraparound(False)  # (every index here is a vertex id or a loop count: never negative)
     @cython.locals(kids=list, n=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, fast=cython.bint)
     def _fresh_leaves(self, kids: list[int], mod: bool, acc: dict[str, int], ctx: tuple) -> int:
         """Record the new leaves ``kids`` (siblings, in order) as the walk does; return how many it recorded.
@@ -1706,6 +1708,7 @@ class UpdateStage:
         p.update(totals, types)
         self._agg_touched(ss, a)
 
+    @cython.wraparound(False)  # (every index here is a vertex or edge id or a loop count: never negative)
     @cython.locals(k=cython.Py_ssize_t, v=cython.Py_ssize_t, up=cython.Py_ssize_t)
     def attach_update(self, new: Sequence[int]) -> None:
         """Account for vertices just attached to the graph.
@@ -1807,6 +1810,7 @@ class UpdateStage:
         inner=cython.bint,
         same=cython.bint,
     )
+    @cython.wraparound(False)  # (every index here is a vertex or edge id or a loop count: never negative)
     def _prime_new(
         self, ss: str, new: Sequence[int], newset: set[int]
     ) -> tuple[dict[int, dict[str, int]], list[int]] | None:
@@ -1854,24 +1858,29 @@ class UpdateStage:
             i += 1
             es = col[v]
             m = len(es)
-            kids = [0] * m
+            # kids and types: lists of length m made here (appended to: compiled, an append is
+            # inline where an indexed store calls a helper), which nothing else holds before
+            # kids_of takes kids below; only they are read unchecked, at j in range(m)
+            kids = []
             for j in range(m):  # (typed indices: C reads of the columns, compiled)
                 e = es[j]
-                kids[j] = dst[e]
+                kids.append(dst[e])
             if not newset.issuperset(kids):
                 return None
             inner = False
             for j in range(m):  # (typed: a C read per child, where a map calls a method per child)
-                k = kids[j]
+                with cython.boundscheck(False):
+                    k = kids[j]
                 if col[k]:
                     inner = True
                     break
             if not inner:
                 # children all leaves: their units by type, without a Python step per child
-                types = [None] * m
+                types = []
                 for j in range(m):
-                    k = kids[j]
-                    types[j] = vt[k]
+                    with cython.boundscheck(False):
+                        k = kids[j]
+                    types.append(vt[k])
                 first = types[0]
                 same = types.count(first) == m
                 if not (tracked(first) if same else all(map(tracked, types))):
@@ -1880,7 +1889,8 @@ class UpdateStage:
                 if same:
                     units: Any = 0
                     for j in range(m):
-                        k = kids[j]
+                        with cython.boundscheck(False):
+                            k = kids[j]
                         units = units + vs[k]
                     leaf_units[v] = {first: units}
                 else:

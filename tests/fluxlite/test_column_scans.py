@@ -132,3 +132,27 @@ def test_fits_all_and_where_false_are_the_builtins() -> None:
         flags = [rng.choice([True, False, 0, 1, None, "", "x"]) for _ in vs]
         assert _where_false(vs, flags) == set(compress(vs, map(not_, flags)))
         assert _where_false(tuple(vs), flags) == set(compress(vs, map(not_, flags)))
+
+
+def test_scans_at_the_edges_of_their_unchecked_reads() -> None:
+    """The lengths where the typed loops' unchecked reads start and stop (compiled: ``boundscheck``
+    and ``wraparound`` off): empty columns, one entry, the entry that leaves the typed loop first or
+    last.  Each answer is the builtin expression's."""
+    for xs in ([], [7], [-3], [0, 0], [5, 4], [2**62 - 1], [-(2**62)], [1, True], [True], [1.0], [3, 2**63]):
+        if xs:
+            assert int_bounds(xs) == (min(xs), max(xs))
+        assert ints_distinct(xs) == (len(set(xs)) == len(xs))
+    # the marking pass's range: the smallest and the largest value, each repeated at the far end
+    for xs in ([9, 3, 9], [3, 9, 3], [3, 9], [9, 3], list(range(64)), [*range(64), 0], [*range(64), 63]):
+        assert ints_distinct(xs) == (len(set(xs)) == len(xs))
+    for col in ([], [None], ["a"], ["a", None], [None, "a"], ["", None]):
+        assert has_none(col) == (None in col)
+    for col in ([], [""], ["a"], ["a", ""], ["", "a"], [_Str("")], ["a", _Str("")], [_Str("a"), ""]):
+        assert has_empty(col) == ("" in col)
+    for col in (["abc"], [""], ["", "ab"], ["ab", ""], [_Str("abcd"), "a"], ["a", _Str("abcd")]):
+        assert max_len(col) == max(map(len, col))
+    for paths, want in (([], []), (["/a"], [0]), (["/a/b"], []), (["/a/b", "/c"], [1]), (["/"], [0])):
+        got = path_roots(paths)
+        assert got == (want if _COMPILED else None)
+    for paths in ([""], ["a"], ["/a", ""], ["/a", "b/c"], ["/a", _Str("/b")]):
+        assert path_roots(paths) is None

@@ -198,14 +198,49 @@ for k in range(40):
         ids.append(r.jobid)
     if k % 5 == 4 and ids:
         eng.cancel(ids.pop(len(ids) // 2))
+# an attach of a 64-node grow from the columns wire form to a child's job (the column scans, the
+# bulk priming and the fresh allocation walk), then matches on the grown child
+from fluxlite.readers import load_graph
+from fluxlite.writers.jgf import JgfColumnsWriter
+from hierarchy import _wire
+spec = {t: parse_jobspec((d / "jobspecs" / f"{t}.yaml").read_text()) for t in ("T1", "T2", "T4")}
+parent = Engine.from_file(str(d / "graphs/L0.graphml"), format="grug", policy="first")
+child = Engine(load_graph(parent.allocate(spec["T4"], fmt="jgf").text, format="jgf"), policy="first")
+job = child.allocate(spec["T4"], fmt="jgf").jobid
+writer = JgfColumnsWriter()
+parent.set_writer("jgf", writer)
+parent.allocate(spec["T1"], fmt="jgf")
+new = child.attach(_wire.decode(_wire.encode(parent.graph, writer.emitted)), allocate_to=job, at=0, duration=3600)
+out.append(f"attached {len(new)}\\n")
+for k in range(3):
+    r = child.match(spec["T2"], "allocate_orelse_reserve")
+    out.append(f"child {k} {r.ok} {r.reserved} {r.at}\\n{r.text}")
 print("".join(out))
 """
 
 
+def test_cyshim_directives_do_nothing() -> None:
+    """fluxlite._cyshim's ``boundscheck`` and ``wraparound`` (what a compiled module's directives are
+    where Cython is not installed): as decorators they return the function itself, as ``with``
+    blocks they run the block and let its exception through."""
+    from fluxlite import _cyshim
+
+    def f(xs: list[int]) -> int:
+        return xs[-1]
+
+    assert _cyshim.boundscheck(False)(f) is f and _cyshim.wraparound(False)(f) is f
+    assert _cyshim.boundscheck(True)(_cyshim.wraparound(False)(f))([1, 2]) == 2
+    with _cyshim.boundscheck(False), _cyshim.wraparound(False):
+        got = f([3, 4])
+    assert got == 4
+    with pytest.raises(IndexError), _cyshim.boundscheck(False):
+        f([])
+
+
 def test_typed_locals_run_pure_without_cython_and_match_the_compiled_run(tmp_path: Path) -> None:
     """The modules that give locals C types (``@cython.locals``) fall back to fluxlite._cyshim where
-    Cython is not installed, and a busy session of allocations, reservations and cancels prints the
-    same there (pure, no Cython) as compiled."""
+    Cython is not installed, and a busy session of allocations, reservations and cancels, then a
+    grow attached to a child's job, prints the same there (pure, no Cython) as compiled."""
     from hierarchy.bench import generate_inputs
 
     d = generate_inputs(tmp_path / "in")
@@ -226,6 +261,7 @@ def test_typed_locals_run_pure_without_cython_and_match_the_compiled_run(tmp_pat
         runs[side] = (head, body)
     assert runs["pure"][0] == "cython: fluxlite._cyshim compiled: False"
     assert "[1:x]" in runs["pure"][1] and "True True" in runs["pure"][1]  # allocations and reservations
+    assert "attached " in runs["pure"][1] and "attached 0" not in runs["pure"][1]
     if "compiled" in runs:
         assert runs["compiled"][0].endswith("compiled: True")
         assert runs["compiled"][1] == runs["pure"][1]

@@ -179,3 +179,34 @@ def test_upd_by_outedges_matches_the_plain_reranking(seed: int, monkeypatch: pyt
         assert snapshot(engs[0]) == snapshot(engs[1]), step
         if a.ok:
             jobs.append(a.jobid)
+
+
+def test_rank_set_typed_at_the_ends_of_the_list() -> None:
+    """``_rank_set_typed`` reads ``keys`` without index checks (compiled): the moves that touch its
+    first and last entries, and lists of one and two keys, end as delete-and-insort ends them."""
+    from fluxlite.match.state import _rank_set_typed
+
+    def ref(keys: list[tuple[int, int, int]], old: tuple[int, int, int], new: tuple[int, int, int]) -> list:
+        out = [k for k in keys if k != old]
+        bisect.insort(out, new)
+        return out
+
+    base = [(-4, -1, 0), (-3, -1, 1), (-2, -1, 2), (-1, -1, 3)]
+    cases = [
+        ([(-4, -1, 0)], 4, 0, 9),  # the only key, moved
+        ([(-4, -1, 0)], 4, 0, 4),  # the only key, the same weight
+        ([(-4, -1, 0), (-3, -1, 1)], 4, 0, 1),  # the first key past the last
+        ([(-4, -1, 0), (-3, -1, 1)], 3, 1, 9),  # the last key before the first
+        (base, 4, 0, 0),  # first to last
+        (base, 1, 3, 9),  # last to first
+        (base, 2, 2, 3),  # a tie with a neighbour: the edge id decides
+        (base, 7, 9, 5),  # a key not in the list: inserted
+        (base, 7, 9, 0),  # ... at the end
+        (base, 7, 9, 99),  # ... at the front
+    ]
+    for keys0, ow, e, w in cases:
+        keys = list(keys0)
+        assert _rank_set_typed(keys, ow, -1, e, w) is True
+        assert keys == ref(list(keys0), (-ow, -1, e), (-w, -1, e))
+    keys: list[tuple[int, int, int]] = []
+    assert _rank_set_typed(keys, 3, -1, 0, 4) is True and keys == [(-4, -1, 0)]

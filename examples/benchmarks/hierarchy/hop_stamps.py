@@ -22,21 +22,16 @@ segments outside ``mg0 .. mg1`` of the parent.  Loopback only; the run directory
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
-import os
-import signal
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from hierarchy import InstanceClient, read_secret_file
-from hierarchy._launch import TreeSpec, owner_credential, start_tree
-from hierarchy.bench import FILLER, LEVELS, fill_levels, nested_nodes
+from _stamped_tree import stamped_tree  # (beside this script)
+
+from hierarchy.bench import FILLER, LEVELS
 
 #: written as sitecustomize.py into the instances' first PYTHONPATH entry
 STAMPER = r'''
@@ -109,48 +104,24 @@ def main() -> None:
     jobspecs = a.bench_dir / "jobspecs"
     reqs = a.requests.split(",")
     js = {n: (jobspecs / f"{n}.yaml").read_bytes() for n in {*reqs, *FILLER.values()}}
-    with tempfile.TemporaryDirectory(prefix="hops-", dir="/tmp") as tmp:
-        run_dir, site = Path(tmp) / "run", Path(tmp) / "site"
-        run_dir.mkdir()
-        site.mkdir()
-        (site / "sitecustomize.py").write_text(STAMPER)
-        root = str(Path(__file__).resolve().parents[3])
-        os.environ["PYTHONPATH"] = os.pathsep.join([str(site), root, os.environ.get("PYTHONPATH", "")])
-        os.environ["HOP_STAMPS_OUT"] = tmp
-        spec = TreeSpec(nodes=nested_nodes(a.bench_dir), transport="unix", policy="first", child_grace=600.0, rpc_timeout=120.0,
-                        extra_args=["--sync-attach"] if a.sync_attach else [])  # fmt: skip
-        tree = start_tree(spec, run_dir)
-        secret, cred = read_secret_file(run_dir / "secret"), owner_credential(run_dir)
-        clients = {r["name"]: InstanceClient(r["address"], secret, timeout=120.0, credential=cred)
-                   for r in tree.records}  # fmt: skip
-        grows: list[tuple[str, float, float]] = []
-        try:
-            job = fill_levels(clients, js)
-            for name in reqs:
-                for rep in range(3 + a.reps):
-                    t0 = time.perf_counter()
-                    g = clients["L4"].match_grow(job, js[name])
-                    t1 = time.perf_counter()
-                    for lv in LEVELS:
-                        clients[lv].info()  # (waits for any attach after the answer)
-                    clients["L4"].shrink(job, jgf=g.jgf)
-                    if rep >= 3:
-                        grows.append((name, t0, t1))
-            for r in tree.records:
-                os.kill(r["pid"], signal.SIGUSR1)
-            stamps: dict[str, list[tuple[str, float]]] = {}
-            deadline = time.monotonic() + 10
-            while len(stamps) < len(LEVELS) and time.monotonic() < deadline:
+    grows: list[tuple[str, float, float]] = []
+    root = Path(__file__).resolve().parents[3]
+    with stamped_tree(STAMPER, "HOP_STAMPS_OUT", a.bench_dir, root, js, sync_attach=a.sync_attach, prefix="hops-") as (
+        clients,
+        job,
+        collect,
+    ):
+        for name in reqs:
+            for rep in range(3 + a.reps):
+                t0 = time.perf_counter()
+                g = clients["L4"].match_grow(job, js[name])
+                t1 = time.perf_counter()
                 for lv in LEVELS:
-                    f = Path(tmp) / f"{lv}.json"
-                    if lv not in stamps and f.exists():
-                        with contextlib.suppress(ValueError):  # (still being written)
-                            stamps[lv] = [tuple(x) for x in json.loads(f.read_text())]  # type: ignore[misc]
-                time.sleep(0.05)
-        finally:
-            for c in clients.values():
-                c.close()
-            tree.teardown()
+                    clients[lv].info()  # (waits for any attach after the answer)
+                clients["L4"].shrink(job, jgf=g.jgf)
+                if rep >= 3:
+                    grows.append((name, t0, t1))
+        stamps = collect()
     mode = "sync attach" if a.sync_attach else "deferred attach (default)"
     print(f"nested MatchGrow L4 -> L0 and back, {mode}, {a.reps} grows per request, medians in ms")
     for name in reqs:

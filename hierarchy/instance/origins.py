@@ -85,15 +85,6 @@ class OriginsMixin(InstanceCore):
             got = self._decoded = (payload, decode(payload))
         return self._remember_jgf(payload, columns_jgf(got[1]))
 
-    def _record_jgf(self, payload: bytes) -> bytes:
-        """A request record's payload as JGF (the state file's form), each columns payload converted once."""
-        if not is_columns(payload):
-            return payload
-        memo = self._jgf_memo
-        if memo is not None and (text := memo.get(payload)) is not None:
-            return text
-        return self._remember_jgf(payload, as_jgf(payload))
-
     def _remember_jgf(self, payload: bytes, text: bytes) -> bytes:
         memo = self._jgf_memo
         if memo is None:

@@ -2,9 +2,12 @@
 
 ``state_bytes`` serialises the engine, the parent lease, the job and
 origin records, the request tables, the limits' grow times and the pending
-hand-backs (format in :mod:`hierarchy._state`); ``_persist`` writes them
-atomically after every change; ``restore`` rebuilds an instance and
-finishes any deferred attach that a crash interrupted.
+hand-backs (format in :mod:`hierarchy._state`), each record's resources by
+reference to its payload file; ``_persist`` writes the payload files not
+written yet, then the state atomically, after every change, then removes
+the payload files no record names any more; ``restore`` rebuilds an
+instance (from either version of the file) and finishes any deferred
+attach that a crash interrupted.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from fluxlite.errors import (
     FluxliteError,
     InputError,
 )
-from hierarchy._state import STATE_FORMAT, STATE_VERSION, read_state, write_atomic
+from hierarchy._state import STATE_FORMAT, STATE_VERSION, PayloadStore, payload_name, read_state, write_atomic
 from hierarchy.base import Parent
 from hierarchy.instance.core import InstanceCore
 from hierarchy.instance.records import JobRecord, Origin
@@ -30,8 +33,31 @@ from providers.base import ExternalAPI
 class PersistMixin(InstanceCore):
     """See the module docstring."""
 
-    def state_bytes(self) -> bytes:
-        """The whole state as JSON bytes (see :mod:`hierarchy._state`)."""
+    #: the payload files of the state file (None until the first write or restore)
+    _payloads: PayloadStore | None = None
+    #: payload bytes -> its file name, for the payloads the last state named (a name is hashed once)
+    _payload_names: dict[bytes, str] | None = None
+
+    def state_bytes(self, payloads: dict[str, bytes] | None = None) -> bytes:
+        """The whole state as JSON bytes (see :mod:`hierarchy._state`); the resources of the records
+        are named (``jgf_ref``), and their bytes added to ``payloads`` (name -> bytes)."""
+        refs: dict[str, bytes] = {} if payloads is None else payloads
+        names = self._payload_names or {}
+        kept: dict[bytes, str] = {}
+
+        def ref(data: bytes) -> str:
+            name = kept.get(data) or names.get(data) or payload_name(data)
+            kept[data] = name
+            refs[name] = data
+            return name
+
+        def record(rec: dict[str, Any]) -> dict[str, Any]:
+            out = {k: v for k, v in rec.items() if k != "jgf"}
+            data = rec.get("jgf")
+            if data is not None:
+                out["jgf_ref"] = ref(data if isinstance(data, bytes) else data.encode())
+            return out
+
         doc = {
             "format": STATE_FORMAT,
             "version": STATE_VERSION,
@@ -50,14 +76,11 @@ class PersistMixin(InstanceCore):
             ),
             "jobs": [r.public() for r in self.jobs.values()],
             "origins": [o.public() for o in self.origins.values()],
-            "requests": [{"key": k, **self._record_text(r)} for k, r in self.requests.items()],
-            "ended_requests": [{"key": k, **self._record_text(r)} for k, r in self.ended.items()],
+            "requests": [{"key": k, **record(r)} for k, r in self.requests.items()],
+            "ended_requests": [{"key": k, **record(r)} for k, r in self.ended.items()],
             "owner": self.owner,
             "grow_times": self.grow_times,
-            "returning": [  # (a columns document as its JGF, converted once: see _record_text)
-                {**r, "jgf": self._record_jgf(r["jgf"]).decode() if isinstance(r["jgf"], bytes) else r["jgf"]}
-                for r in self.returning
-            ],
+            "returning": [record(r) for r in self.returning],
             "next_oid": self._next_oid,
             "node_events": self.node_events,
             "lease_down": {
@@ -66,17 +89,21 @@ class PersistMixin(InstanceCore):
             "told_down": sorted(self.told_down),
             "extra": {k: fn() for k, fn in self.extra_state.items()},
         }
+        if payloads is not None:
+            self._payload_names = kept
         return orjson.dumps(doc)
-
-    def _record_text(self, rec: dict[str, Any]) -> dict[str, Any]:
-        """A request record for the state file: its payload bytes as JGF text (a columns payload's
-        JGF written once, see ``OriginsMixin._record_jgf``)."""
-        return {k: (self._record_jgf(v).decode() if isinstance(v, bytes) else v) for k, v in rec.items()}
 
     def _persist(self) -> None:
         if self.state_path is None:
             return
-        write_atomic(self.state_path, self.state_bytes())
+        store = self._payloads
+        if store is None:
+            store = self._payloads = PayloadStore(self.state_path)
+        payloads: dict[str, bytes] = {}
+        data = self.state_bytes(payloads)
+        store.put(payloads)  # (durable before the state that names them)
+        write_atomic(self.state_path, data)
+        store.keep_only(payloads)  # (no longer named by the state now on disk)
 
     def save(self) -> None:
         """Write the state file now (no-op without ``state_path``)."""
@@ -118,12 +145,21 @@ class PersistMixin(InstanceCore):
             inst.origins[origin.oid] = origin
             for path in origin.paths:
                 inst._origin_of[path] = origin.oid
+        store = inst._payloads = PayloadStore(state_path)
+
+        def payload(r: dict[str, Any]) -> dict[str, Any]:
+            """A record as kept in memory: its resources as bytes (read from its payload file)."""
+            r = dict(r)
+            if "jgf_ref" in r:
+                r["jgf"] = store.get(r.pop("jgf_ref"), state_path=state_path)
+            elif isinstance(r.get("jgf"), str):  # (version 1: inline)
+                r["jgf"] = r["jgf"].encode()
+            return r
+
         for name, table in (("requests", None), ("ended_requests", inst.ended)):
             for r in doc.get(name, ()):
-                r = dict(r)
+                r = payload(r)
                 key = r.pop("key")
-                if isinstance(r.get("jgf"), str):
-                    r["jgf"] = r["jgf"].encode()
                 if table is None:
                     inst._remember(key, r)
                 else:
@@ -131,7 +167,7 @@ class PersistMixin(InstanceCore):
         if not inst.owner:
             inst.owner = doc.get("owner", "")
         inst.grow_times = {u: list(ts) for u, ts in doc.get("grow_times", {}).items()}
-        inst.returning = [{**r, "jgf": r["jgf"].encode()} for r in doc.get("returning", [])]
+        inst.returning = [payload(r) for r in doc.get("returning", [])]
         inst._next_oid = doc.get("next_oid", len(inst.origins) + 1)
         inst.node_events = list(doc.get("node_events") or [])[-256:]
         inst.lease_down = {

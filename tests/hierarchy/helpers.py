@@ -44,6 +44,24 @@ def socket_jobspec(cores: int = CORES) -> str:
     )
 
 
+def saved_records(state_path: str | Path, table: str = "requests") -> list[dict[str, Any]]:
+    """The records of ``table`` in a state file as written, each record's resources (``jgf_ref``)
+    read back from its payload file as ``jgf`` (bytes), through the reader restore uses."""
+    import orjson
+
+    from hierarchy._state import PayloadStore
+
+    doc = orjson.loads(Path(state_path).read_bytes())
+    store = PayloadStore(state_path)
+    out = []
+    for r in doc[table]:
+        r = dict(r)
+        if "jgf_ref" in r:
+            r["jgf"] = store.get(r.pop("jgf_ref"), state_path=state_path)
+        out.append(r)
+    return out
+
+
 @contextmanager
 def short_tmpdir() -> Iterator[Path]:
     """A private directory with a short path (Unix socket paths are limited to 107 bytes)."""

@@ -25,10 +25,10 @@ from fluxlite.readers.generate import generate_graph
 from hierarchy import Instance
 from hierarchy._jgfsub import document_nodes, subgraph_jgf
 from hierarchy._release import node_vertices, release_set, vertices_held
-from hierarchy._wire import MAGIC, WireError, encode_subgraph, is_columns
+from hierarchy._wire import MAGIC, WireError, as_jgf, encode_subgraph, is_columns
 from hierarchy.base import ShrinkOutcome
 from hierarchy.instance.handback import _paths_and_ranks
-from tests.hierarchy.helpers import CORES, nodes_jobspec, socket_jobspec
+from tests.hierarchy.helpers import CORES, nodes_jobspec, saved_records, socket_jobspec
 from tests.hierarchy.test_instance import Direct, _root
 
 # ---------------------------------------------------------------- the plain code, as it was
@@ -407,7 +407,7 @@ def test_a_malformed_columns_shrink_document_changes_nothing() -> None:
     assert out.returned and not out.pending
 
 
-def test_a_pending_columns_hand_back_is_kept_as_jgf_in_the_state_file(tmp_path: Path) -> None:
+def test_a_pending_columns_hand_back_is_kept_in_its_payload_file(tmp_path: Path) -> None:
     from hierarchy import InstanceUnavailableError
 
     class Gone(Columns):
@@ -431,10 +431,9 @@ def test_a_pending_columns_hand_back_is_kept_as_jgf_in_the_state_file(tmp_path: 
     assert out.pending and not out.returned
     (item,) = leaf.returning
     assert is_columns(item["jgf"])
-    saved = orjson.loads((tmp_path / "leaf.state").read_bytes())
-    (kept,) = saved["returning"]
-    text = kept["jgf"].encode()
-    assert not is_columns(text)
+    (kept,) = saved_records(tmp_path / "leaf.state", "returning")
+    assert kept["jgf"] == item["jgf"]  # (kept as sent: the columns)
+    text = as_jgf(kept["jgf"])
     dom = leaf.engine.dom
     assert list(_paths_and_ranks(text, dom)) == list(_paths_and_ranks(item["jgf"], dom))
     back = Instance.restore(tmp_path / "leaf.state", parent=Columns(root))

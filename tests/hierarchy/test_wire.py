@@ -41,7 +41,15 @@ from hierarchy._pb import fluxlite_instance_pb2_grpc as pb_grpc
 from hierarchy.base import MatchOutcome
 from jgf._columns import _root_positions
 from tests.fluxlite.test_attach_equivalence import _js, _spec, fingerprint, same
-from tests.hierarchy.helpers import CORES, chain, nodes_jobspec, short_tmpdir, socket_jobspec, start
+from tests.hierarchy.helpers import (
+    CORES,
+    chain,
+    nodes_jobspec,
+    saved_records,
+    short_tmpdir,
+    socket_jobspec,
+    start,
+)
 from tests.hierarchy.test_instance import Direct
 
 #: one core of one node, whole node path (a lease, a one-node grow)
@@ -749,9 +757,9 @@ def test_real_instances_negotiate_the_form(mode: str) -> None:
             t.close()
 
 
-def test_a_columns_answer_is_kept_as_jgf_in_the_state_file(tmp_path: Path) -> None:
-    """A subgraph received as columns but not attached yet (crash) is written to the state file as JGF
-    and attached when the state is restored, as one received as JGF is."""
+def test_a_columns_answer_is_kept_as_received_in_its_payload_file(tmp_path: Path) -> None:
+    """A subgraph received as columns but not attached yet (crash) is kept as it came, in the payload
+    file its record names, and attached when the state is restored, as one received as JGF is."""
     root = _root()
     mid = Instance.from_parent(
         DirectColumns(root), nodes_jobspec(1).encode(), name="mid", state_path=tmp_path / "mid.state"
@@ -762,9 +770,8 @@ def test_a_columns_answer_is_kept_as_jgf_in_the_state_file(tmp_path: Path) -> No
         accept_columns=True, after_reply=lambda start: None,  # the process dies before the deferred attach
     )  # fmt: skip
     assert is_columns(out.jgf) and out.timings[0].deferred
-    state = orjson.loads((tmp_path / "mid.state").read_bytes())
-    (rec,) = [r for r in state["requests"] if r["key"].startswith("grow:")]
-    assert rec["state"] == "received" and rec["jgf"].encode() == as_jgf(out.jgf)
+    (rec,) = [r for r in saved_records(tmp_path / "mid.state") if r["key"].startswith("grow:")]
+    assert rec["state"] == "received" and rec["jgf"] == out.jgf
     back = Instance.restore(tmp_path / "mid.state", parent=DirectColumns(root))
     assert back.info(lease.jobid)["holds"] == {"core": 2 * 2 * CORES, "socket": 4}
     assert back.info(recount=True)["recount_errors"] == []
@@ -783,9 +790,8 @@ def test_an_own_job_answered_before_its_attach_is_attached_after_a_crash(tmp_pat
         job, nodes_jobspec(1).encode(), request_id="r1", after_reply=lambda start: None  # dies first
     )
     assert out.timings[0].deferred and not is_columns(out.jgf)
-    state = orjson.loads((tmp_path / "mid.state").read_bytes())
-    (rec,) = [r for r in state["requests"] if r["key"].startswith("grow:")]
-    assert rec["state"] == "received" and rec["jgf"].encode() == out.jgf
+    (rec,) = [r for r in saved_records(tmp_path / "mid.state") if r["key"].startswith("grow:")]
+    assert rec["state"] == "received" and is_columns(rec["jgf"]) and as_jgf(rec["jgf"]) == out.jgf
     back = Instance.restore(tmp_path / "mid.state", parent=DirectColumns(root))
     assert back.info(job)["holds"] == {"core": 2 * 2 * CORES, "socket": 4}
     assert back.info(recount=True)["recount_errors"] == []
@@ -886,8 +892,8 @@ def test_a_root_answering_columns_keeps_the_jgf_of_an_eager_answer(tmp_path: Pat
     assert lazy.counters["grow_answered_columns"] == 3
 
     def records(inst: Instance) -> list[Any]:
-        doc = orjson.loads(Path(inst.state_path).read_bytes())
-        return [{k: v for k, v in r.items() if k != "saved_at"} for r in doc["requests"]]
+        # (the lazy root keeps the columns it answered with, the eager one the JGF: the same resources)
+        return [{**r, "jgf": as_jgf(r["jgf"])} if "jgf" in r else r for r in saved_records(inst.state_path)]
 
     assert records(lazy) == records(eager)
     job = next(iter(lazy.jobs))
@@ -952,32 +958,35 @@ def test_cached_rows_follow_graph_changes() -> None:
     assert any(g.v_name[v].startswith("renamed-") for v in vids)
 
 
-def test_a_level_with_a_state_file_writes_each_columns_answer_as_jgf_once(tmp_path: Path, monkeypatch: Any) -> None:
-    """A level with a state file, fed columns, answering a JGF client: every save writes the kept
-    records as JGF, but each payload is converted once (saves converted every record again), and
-    the client's JGF is that same text."""
+def test_a_level_with_a_state_file_converts_nothing_for_it(tmp_path: Path, monkeypatch: Any) -> None:
+    """A level with a state file, fed columns, answering a JGF client: its saves keep each payload as
+    received (no JGF written for the state file), so the only conversions are the client's answers, one
+    each; the payload files are exactly the ones the state names, and the restored level answers a
+    retry with the same text."""
     calls = [0]
+    real = wire.columns_jgf
 
-    def counting(fn: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(*a: Any, **k: Any) -> Any:
-            calls[0] += 1
-            return fn(*a, **k)
+    def counting(*a: Any, **k: Any) -> Any:
+        calls[0] += 1
+        return real(*a, **k)
 
-        return wrapper
-
-    monkeypatch.setattr("hierarchy._wire.columns_jgf", counting(wire.columns_jgf))
-    monkeypatch.setattr("hierarchy.instance.origins.columns_jgf", counting(wire.columns_jgf))
+    monkeypatch.setattr("hierarchy._wire.columns_jgf", counting)
+    monkeypatch.setattr("hierarchy.instance.origins.columns_jgf", counting)
     root = _root()
     mid = Instance.from_parent(
         DirectColumns(root), nodes_jobspec(1).encode(), name="mid", state_path=tmp_path / "mid.state"
     )
     job = mid.match_allocate(nodes_jobspec(1).encode()).jobid
     outs = [mid.match_grow(job, nodes_jobspec(1).encode(), request_id=f"r{k}").jgf for k in range(4)]
-    assert calls[0] == 4
-    state = orjson.loads((tmp_path / "mid.state").read_bytes())
-    kept = sorted(r["jgf"].encode() for r in state["requests"] if r["key"].startswith("grow:"))
-    assert kept == sorted(outs) and not any(map(is_columns, outs))
+    assert calls[0] == 4 and not any(map(is_columns, outs))
+    recs = [r for r in saved_records(tmp_path / "mid.state") if r["key"].startswith("grow:")]
+    assert all(map(is_columns, (r["jgf"] for r in recs)))
+    assert sorted(as_jgf(r["jgf"]) for r in recs) == sorted(outs)
+    named = {r["jgf_ref"] for r in orjson.loads((tmp_path / "mid.state").read_bytes())["requests"] if "jgf_ref" in r}
+    assert set(os.listdir(tmp_path / "mid.state.payloads")) == named
     assert mid.info(recount=True)["recount_errors"] == []
+    back = Instance.restore(tmp_path / "mid.state", parent=DirectColumns(root))
+    assert back.match_grow(job, nodes_jobspec(1).encode(), request_id="r2").jgf == outs[2]
 
 
 def _col_ints(col: Any) -> list[int]:

@@ -136,13 +136,16 @@ def run_nested(
     requests: list[str],
     out: Any,
     sync_attach: bool = False,
+    state: bool = False,
 ) -> list[dict[str, Any]]:
     """Run the five-level experiment; returns one row per (request, repetition, level).
 
     With ``sync_attach`` every level attaches before answering, so each
     level's attach+update is measured alone; otherwise L1..L3 attach after
     answering (the instances' default) and only the leaf's attach is on the
-    critical path.
+    critical path.  With ``state`` every instance keeps a state file (in
+    the run's temporary directory), as one that must survive a restart
+    does: each change is then also written to it.
     """
     mode = "sync" if sync_attach else "deferred"
     from hierarchy import InstanceClient, read_secret_file
@@ -160,12 +163,13 @@ def run_nested(
             child_grace=600.0,
             rpc_timeout=120.0,
             extra_args=["--sync-attach"] if sync_attach else [],
+            state=state,
         )
         t0 = time.perf_counter()
         tree = start_tree(spec, run_dir)
         out.write(
             f"[{mode} attach] started L0..L4 as processes in {time.perf_counter() - t0:.1f}s "
-            f"({transport} transport)\n"
+            f"({transport} transport{', state files on' if state else ''})\n"
         )
         secret = read_secret_file(run_dir / "secret")
         cred = owner_credential(run_dir)
@@ -482,7 +486,9 @@ def headline(summary: list[dict[str, Any]], fits: list[dict[str, Any]]) -> dict[
         out[f"{key}_slope_us"] = max((f["slope_us_per_elem"] for f in fs), default=nan)
         out[f"{key}_intercept_ms"] = max((f["intercept_ms"] for f in fs), default=nan)
     # the same work's thread CPU time (deferred attach at L1..L3): far less moved by the machine's load
-    fs = [f for f in fits if f["mode"] == "deferred" and f["level"] in LEVELS and f["quantity"] == "attach_cpu"]
+    fs = [
+        f for f in fits if f["mode"] == "deferred" and f["level"] in LEVELS and f["quantity"] == "attach_cpu"
+    ]
     out["attach_cpu_slope_us"] = max((f["slope_us_per_elem"] for f in fs), default=nan)
     out["attach_cpu_intercept_ms"] = max((f["intercept_ms"] for f in fs), default=nan)
     for req in ("T1", "T8"):
@@ -761,7 +767,7 @@ def run_against(a: argparse.Namespace, bench: Path, requests: list[str], out_dir
                 sys.executable, "-m", "hierarchy.bench", "--skip-single", "--no-plots",
                 "--reps", str(a.reps), "--warmup", str(a.warmup), "--bench-dir", str(bench),
                 "--transport", a.transport, "--policy", a.policy, "--requests", ",".join(requests),
-                "--modes", a.modes, "--out", str(run_out),
+                "--modes", a.modes, "--out", str(run_out), *(["--state"] if a.state else []),
             ]  # fmt: skip
             env = {**os.environ, "PYTHONPATH": str(trees[name])}
             loads.append(os.getloadavg()[0])
@@ -771,7 +777,10 @@ def run_against(a: argparse.Namespace, bench: Path, requests: list[str], out_dir
                 last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-3:]
                 raise InputError(f"the {name} tree's run {r + 1} failed: {' | '.join(last)}")
             rows += _read_rows(run_out / "nested_raw.csv", name, r)
-        labels = {"this": _describe(repo, "HEAD") + " (+ work tree)", "baseline": f"{a.baseline} = {_describe(repo, a.baseline)} [{built}]"}
+        labels = {
+            "this": _describe(repo, "HEAD") + " (+ work tree)",
+            "baseline": f"{a.baseline} = {_describe(repo, a.baseline)} [{built}]",
+        }
     per_tree = {}
     for name in ("this", "baseline"):
         summary, fits = summarize([x for x in rows if x["tree"] == name], requests)
@@ -797,7 +806,9 @@ def run_against(a: argparse.Namespace, bench: Path, requests: list[str], out_dir
 
 
 def _describe(repo: Path, rev: str) -> str:
-    r = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%h %s", rev], capture_output=True, text=True)
+    r = subprocess.run(
+        ["git", "-C", str(repo), "log", "-1", "--format=%h %s", rev], capture_output=True, text=True
+    )
     return r.stdout.strip()[:80] or rev
 
 
@@ -820,14 +831,30 @@ def compare_report(cmp: dict[str, Any]) -> str:
         f"  {'figure':<58} {'this':>9} {'baseline':>9} {'ratio':>6} {'target':>8}",
     ]
     names = [
-        ("attach_slope_us", "attach+update slope, worst level L1..L4 (us/elem, sync)", TARGETS["attach_slope_us"]),
-        ("attach_intercept_ms", "attach+update intercept, worst level (ms, sync)", TARGETS["attach_intercept_ms"]),
+        (
+            "attach_slope_us",
+            "attach+update slope, worst level L1..L4 (us/elem, sync)",
+            TARGETS["attach_slope_us"],
+        ),
+        (
+            "attach_intercept_ms",
+            "attach+update intercept, worst level (ms, sync)",
+            TARGETS["attach_intercept_ms"],
+        ),
         ("attach_cpu_slope_us", "  the same, thread CPU time, worst of L1..L3 (deferred)", None),
         ("attach_cpu_intercept_ms", "  its intercept (ms, thread CPU time, deferred)", None),
         ("comm_slope_us", "communication slope, worst level (us/elem, sync)", None),
         ("comm_intercept_ms", "communication intercept, worst level (ms, sync)", None),
-        ("leaf_t1_deferred_ms", "leaf MatchGrow 64 nodes, deferred attach (ms)", TARGETS["leaf_t1_deferred_ms"]),
-        ("leaf_t1_deferred_ready_ms", "  the leaf ready again, its own attach done (ms)", TARGETS["leaf_t1_deferred_ms"]),
+        (
+            "leaf_t1_deferred_ms",
+            "leaf MatchGrow 64 nodes, deferred attach (ms)",
+            TARGETS["leaf_t1_deferred_ms"],
+        ),
+        (
+            "leaf_t1_deferred_ready_ms",
+            "  the leaf ready again, its own attach done (ms)",
+            TARGETS["leaf_t1_deferred_ms"],
+        ),
         ("leaf_t1_sync_ms", "leaf MatchGrow 64 nodes, sync attach (ms)", None),
         ("leaf_t8_deferred_ms", "leaf MatchGrow 1 socket, deferred attach (ms)", None),
         ("leaf_t8_sync_ms", "leaf MatchGrow 1 socket, sync attach (ms)", None),
@@ -837,7 +864,11 @@ def compare_report(cmp: dict[str, Any]) -> str:
     nan = float("nan")
     for key, label, limit in names:
         a, b = this.get(key, nan), base.get(key, nan)
-        tgt = "" if limit is None else f"<={limit:g} " + {"met": "met", "NOT met": "NOT"}.get(verdict(a, limit), "n/a")
+        tgt = (
+            ""
+            if limit is None
+            else f"<={limit:g} " + {"met": "met", "NOT met": "NOT"}.get(verdict(a, limit), "n/a")
+        )
         lines.append(f"  {label:<58} {_f(a, 9)} {_f(b, 9)} {_f(_ratio(a, b), 6)} {tgt:>8}")
     per_round = cmp.get("per_round") or []
     if len(per_round) > 1:
@@ -853,7 +884,9 @@ def compare_report(cmp: dict[str, Any]) -> str:
             lines.append(f"  {label:<58} {span:>14}   " + " ".join(_f(x, 5) for x in rs))
     lines.append("")
     lines.append("  per level, sync run (this / baseline):")
-    lines.append(f"  {'level':<7} {'attach slope us':>16} {'attach icpt ms':>16} {'comm slope us':>16} {'comm icpt ms':>16}")
+    lines.append(
+        f"  {'level':<7} {'attach slope us':>16} {'attach icpt ms':>16} {'comm slope us':>16} {'comm icpt ms':>16}"
+    )
     for lv in LEVELS[:0:-1]:
         cells = []
         for q in ("attach_update", "comm"):
@@ -875,7 +908,9 @@ def compare_report(cmp: dict[str, Any]) -> str:
 def _run_child(cmd: list[str], cwd: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """Run one tree's measurement; if this process is stopped, stop it with SIGTERM (it then takes its
     instance processes down) rather than leaving it, or killing it with its instances left running."""
-    with subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+    with subprocess.Popen(
+        cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
         try:
             out, err = proc.communicate()
         except BaseException:
@@ -959,6 +994,13 @@ def _cli(argv: list[str] | None = None) -> int:
         "--rounds", type=int, default=3, help="with --baseline: turns per tree, --reps each (default 3)"
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar (with --baseline)")
+    p.add_argument(
+        "--state",
+        action="store_true",
+        help="every instance keeps a state file (--state of fluxlite instance serve, in the run's temporary "
+        "directory), as one that must survive a restart does: each grow and shrink also writes it "
+        "(a --baseline revision's bench must know this option too)",
+    )
     p.add_argument("--worker", help=argparse.SUPPRESS)
     try:
         a = p.parse_args(argv)
@@ -1009,11 +1051,23 @@ def _main(a: argparse.Namespace, prog: str, tmp: str) -> int:
         if a.skip_nested:
             raise InputError("--baseline compares the nested experiment: drop --skip-nested")
         cmp = run_against(a, bench, requests, a.out)
-        rows = [{k: v for k, v in r.items() if k not in ("tree", "round")} for r in cmp["rows"] if r["tree"] == "this"]
+        rows = [
+            {k: v for k, v in r.items() if k not in ("tree", "round")}
+            for r in cmp["rows"]
+            if r["tree"] == "this"
+        ]
     elif not a.skip_nested:
         for mode in modes:
             rows += run_nested(
-                bench, a.reps, a.warmup, a.transport, a.policy, requests, out, sync_attach=mode == "sync"
+                bench,
+                a.reps,
+                a.warmup,
+                a.transport,
+                a.policy,
+                requests,
+                out,
+                sync_attach=mode == "sync",
+                state=a.state,
             )
     single = [] if a.skip_single else run_single(bench, a.single_reps or a.reps)
     summary, fits = summarize(rows, requests)

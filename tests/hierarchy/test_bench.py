@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,6 +34,33 @@ def test_bench_smoke(
         rows = list(csv.DictReader(f))
     assert [r["level"] for r in rows] == ["L4", "L3", "L2", "L1", "L0"]
     assert int(rows[0]["n"]) == 19 + 18
+    assert "leaf MatchGrow total" in (out / "summary.txt").read_text()
+
+
+def test_bench_with_state_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--state``: every one of the five instances runs with a state file, and a grow and its shrink
+    go through (each writing it)."""
+    import hierarchy._launch as launch
+
+    started: list[list[dict]] = []
+    real = launch.start_tree
+
+    def spy(spec: Any, run_dir: Path) -> Any:
+        tree = real(spec, run_dir)
+        started.append(tree.records)
+        return tree
+
+    monkeypatch.setattr(launch, "start_tree", spy)
+    monkeypatch.setattr("fluxlite.cli.bench.find_bench_dir", lambda given=None: None)
+    out = tmp_path / "out"
+    rc = main(["--reps", "1", "--warmup", "0", "--requests", "T8", "--modes", "deferred", "--skip-single",
+               "--no-plots", "--state", "--out", str(out)])  # fmt: skip
+    assert rc == 0
+    assert "(unix transport, state files on)" in capsys.readouterr().out
+    (records,) = started
+    assert len(records) == 5 and all(r["state"] for r in records)
     assert "leaf MatchGrow total" in (out / "summary.txt").read_text()
 
 
@@ -121,8 +149,14 @@ def test_a_negative_fitted_figure_is_not_a_met_target() -> None:
         "rounds": 1,
         "reps": 1,
     }
-    lines = {ln.split("  ")[1].strip(): ln for ln in compare_report(cmp).splitlines() if ln.startswith("  attach+upd")}
-    assert lines["attach+update intercept, worst level (ms, sync)"].endswith(f"<={TARGETS['attach_intercept_ms']:g} n/a")
+    lines = {
+        ln.split("  ")[1].strip(): ln
+        for ln in compare_report(cmp).splitlines()
+        if ln.startswith("  attach+upd")
+    }
+    assert lines["attach+update intercept, worst level (ms, sync)"].endswith(
+        f"<={TARGETS['attach_intercept_ms']:g} n/a"
+    )
     assert lines["attach+update slope, worst level L1..L4 (us/elem, sync)"].endswith("NOT")
     leaf = next(ln for ln in compare_report(cmp).splitlines() if "64 nodes, deferred" in ln)
     assert leaf.endswith("<=20 met")
@@ -146,7 +180,10 @@ def test_compare_gives_the_ratio_round_by_round_and_its_range() -> None:
         {"this": head(3.0, leaf_t8_deferred_ms=11.0), "baseline": head(3.0, leaf_t8_deferred_ms=10.0)},
     ]
     cmp = {
-        "trees": {"this": {"headline": head(1.0), "fits": []}, "baseline": {"headline": head(3.0), "fits": []}},
+        "trees": {
+            "this": {"headline": head(1.0), "fits": []},
+            "baseline": {"headline": head(3.0), "fits": []},
+        },
         "labels": {"this": "a", "baseline": "b"},
         "loads": [1.0],
         "rounds": 3,

@@ -149,7 +149,10 @@ class _Starter:
     handler's last Python step would take the interpreter lock from it for
     the switch interval (5 ms) before the answer reached gRPC.  Entries are
     started in turn, each once its signal is set (or after ``_HANDED_WAIT_S``);
-    the instance's lock serialises the work they start anyway.
+    the instance's lock serialises the work they start anyway.  Work that
+    offers itself to run on the caller's thread (``start.run``, see
+    ``hierarchy.instance.core.DeferredStart``) runs on this one: no thread
+    to start (and wait for) between the answer and the work.
     """
 
     def __init__(self) -> None:
@@ -164,8 +167,12 @@ class _Starter:
             answered, start = self._queue.get()
             answered.wait(_HANDED_WAIT_S)
             try:
-                start()
-            except Exception:  # (start only starts a thread: keep serving the next one)
+                run = getattr(start, "run", None)
+                if run is not None:
+                    run()
+                else:
+                    start()
+            except Exception:  # (keep serving the next one)
                 _log.exception("starting deferred work failed")
 
 

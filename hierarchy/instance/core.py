@@ -81,6 +81,20 @@ def _lower_priority() -> None:
             os.setpriority(os.PRIO_PROCESS, tid, 19)
 
 
+class DeferredStart:
+    """Starts a locked section's deferred work: called, on a thread of its own; ``run`` is the work
+    itself, for a caller with a thread to spare that may block (the servicer's starter, see
+    ``hierarchy._service._Starter``), which saves the start of a thread before the work."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: Callable[[], None]) -> None:
+        self.run = run
+
+    def __call__(self) -> None:
+        threading.Thread(target=self.run, name="deferred", daemon=True).start()
+
+
 class _Hold:
     """What a locked section may leave to run after it returned (still under the lock)."""
 
@@ -213,9 +227,12 @@ class InstanceCore:
                             gc.enable()
                         self._lock.release()
 
-                def start() -> None:
+                def start_thread() -> None:
                     threading.Thread(target=run, name="deferred", daemon=True).start()
 
+                # (work at idle priority lowers its thread's priority for good: it never runs on a
+                # thread that serves anything else)
+                start: Callable[[], None] = start_thread if idle else DeferredStart(run)
                 if starter is None:
                     start()
                 else:

@@ -105,6 +105,32 @@ def test_the_starter_keeps_going_after_a_start_that_fails() -> None:
     assert started.wait(5)
 
 
+def test_work_that_offers_to_run_inline_runs_on_the_starters_thread() -> None:
+    """A start with ``run`` (an instance's own-job attach) has its work run on the starter's own
+    thread, not a thread started for it; a failing one does not stop the starter."""
+    from hierarchy.instance.core import DeferredStart
+
+    ran: list[str] = []
+    done = threading.Event()
+
+    def fail() -> None:
+        raise RuntimeError("the work failed")
+
+    def work() -> None:
+        ran.append(threading.current_thread().name)
+        done.set()
+
+    for fn in (fail, work):
+        after = _AfterReply(_Context(), STARTER)  # type: ignore[arg-type]
+        after.handed(DeferredStart(fn))
+        after.answered()
+    assert done.wait(5) and ran == ["after-answer"]
+    threads: list[str] = []
+    started = threading.Event()
+    DeferredStart(lambda: (threads.append(threading.current_thread().name), started.set()))()
+    assert started.wait(5) and threads == ["deferred"]  # (called: a thread of its own)
+
+
 def test_a_forked_child_gets_a_starter_of_its_own() -> None:
     """The parent's starter thread does not survive a fork: the child's first servicer starts one."""
     r, w = os.pipe()

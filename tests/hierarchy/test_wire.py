@@ -131,8 +131,14 @@ def test_roots_are_the_paths_with_one_slash(seed: int) -> None:
     rng = random.Random(seed)
     names = ["", "a", "cluster0", "node12", "x-y", "socket0", "n\u00e9ud\u2603", "\ud800"]
     for _ in range(40):
-        paths = ["/" + "/".join(rng.choice(names[1:]) if d else rng.choice(names) for d in range(rng.randint(1, 4)))]
-        paths += ["/" + "/".join(rng.choice(names) for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(0, 30))]
+        paths = [
+            "/"
+            + "/".join(rng.choice(names[1:]) if d else rng.choice(names) for d in range(rng.randint(1, 4)))
+        ]
+        paths += [
+            "/" + "/".join(rng.choice(names) for _ in range(rng.randint(1, 4)))
+            for _ in range(rng.randint(0, 30))
+        ]
         rng.shuffle(paths)
         text = "\n".join(paths)
         want = [text.count("\n", 0, m.start()) for m in re.finditer(r"^/[^/\n]*$", text, re.M)]
@@ -143,7 +149,9 @@ def test_roots_are_the_paths_with_one_slash(seed: int) -> None:
 
 def _child(lease: bytes) -> tuple[Engine, int]:
     eng = Engine(load_graph(lease, format="jgf"), policy="first")
-    return eng, eng.allocate(_spec("[{type: slot, count: 1, label: s, with: [{type: core, count: 1}]}]")).jobid
+    return eng, eng.allocate(
+        _spec("[{type: slot, count: 1, label: s, with: [{type: core, count: 1}]}]")
+    ).jobid
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -333,7 +341,14 @@ def test_garbage_and_missing_header_are_refused(version: int) -> None:
     payload, _, _ = _valid(version)
     head = payload[: len(wire.MAGIC)]
     other = wire.MAGICS[3 - version]  # (the message under the other version's header)
-    for bad in (b"", b"{}", payload[len(wire.MAGIC) :], head + b"\xff\xff\xff", payload[:-7], other + payload[len(head) :]):
+    for bad in (
+        b"",
+        b"{}",
+        payload[len(wire.MAGIC) :],
+        head + b"\xff\xff\xff",
+        payload[:-7],
+        other + payload[len(head) :],
+    ):
         with pytest.raises(WireError):
             wire.decode(bad)
         with pytest.raises(WireError):
@@ -450,7 +465,9 @@ def test_a_level_fed_columns_ends_in_the_state_of_a_level_fed_jgf(defer: bool) -
             outs[k].append(as_jgf(out.jgf))
             assert (out.vertices, out.edges) == wire.counts(out.jgf)
         # a retry of the first grow is answered from the request table, in the form the caller reads
-        again = mid.match_grow(lease.jobid, nodes_jobspec(1).encode(), request_id="g0", lease_token=lease.lease_token)
+        again = mid.match_grow(
+            lease.jobid, nodes_jobspec(1).encode(), request_id="g0", lease_token=lease.lease_token
+        )
         assert again.replayed and not is_columns(again.jgf) and again.jgf == outs[k][0]
         mid.shrink(lease.jobid, jgf=outs[k][1], lease_token=lease.lease_token)
         assert mid.info(recount=True)["recount_errors"] == []
@@ -500,7 +517,9 @@ def test_a_remote_grow_of_a_levels_own_job_is_answered_before_its_attach() -> No
     twins = []
     for defer in (False, True):
         root = _root()
-        mid = Instance.from_parent(DirectColumns(root), nodes_jobspec(1).encode(), name="mid", defer_attach=defer)
+        mid = Instance.from_parent(
+            DirectColumns(root), nodes_jobspec(1).encode(), name="mid", defer_attach=defer
+        )
         job = mid.match_allocate(nodes_jobspec(1).encode()).jobid
         started: list[Callable[[], None]] = []
         before = fingerprint(mid.engine)
@@ -546,20 +565,26 @@ class _Starts:
 
     def __init__(self) -> None:
         self.chosen: list[str] = []
+        #: whether each start offered its work to run on the caller's thread (``run``)
+        self.inline: list[bool] = []
 
     def __call__(self, start: Callable[[], None]) -> None:
         self.chosen.append("end")
+        self.inline.append(getattr(start, "run", None) is not None)
         start()
 
     def handed(self, start: Callable[[], None]) -> None:
         self.chosen.append("handed")
+        self.inline.append(getattr(start, "run", None) is not None)
         start()
 
 
 def test_an_own_jobs_attach_starts_when_the_answer_is_handed_over_a_childs_at_the_end() -> None:
     """The attach the caller's next call waits for (the level's own job) starts as soon as the
     answer is handed over (``handed``, where the caller offers it); a child's, whose grow goes on
-    below, once the RPC has ended.  A caller without ``handed`` starts both at the end."""
+    below, once the RPC has ended.  A caller without ``handed`` starts both at the end.  Only the
+    own job's work offers to run on the caller's thread: a child's runs at idle priority, which
+    would stay with the thread."""
     mid = Instance.from_parent(DirectColumns(_root()), nodes_jobspec(2).encode(), name="mid")
     own = mid.match_allocate(nodes_jobspec(1).encode()).jobid
     lease = mid.match_allocate(nodes_jobspec(1).encode(), lease=True, child_name="leaf")
@@ -570,7 +595,7 @@ def test_an_own_jobs_attach_starts_when_the_answer_is_handed_over_a_childs_at_th
         lease.jobid, nodes_jobspec(1).encode(), lease_token=lease.lease_token, accept_columns=True,
         request_id="child", after_reply=starts,
     )  # fmt: skip
-    assert out.timings[0].deferred and starts.chosen == ["handed", "end"]
+    assert out.timings[0].deferred and starts.chosen == ["handed", "end"] and starts.inline == [True, False]
     plain: list[Callable[[], None]] = []
     out = mid.match_grow(own, nodes_jobspec(1).encode(), request_id="own2", after_reply=plain.append)
     assert out.timings[0].deferred and len(plain) == 1
@@ -671,7 +696,9 @@ def test_columns_from_a_raw_parent_attach_and_bad_ones_change_nothing(
         before = fingerprint(inst.engine)
         failed = inst.counters["deferred_attach_failed"]
         try:
-            out = inst.match_grow(job, nodes_jobspec(1).encode(), request_id=f"bad{k}", after_reply=after_reply)
+            out = inst.match_grow(
+                job, nodes_jobspec(1).encode(), request_id=f"bad{k}", after_reply=after_reply
+            )
         except (WireError, StateError) as exc:
             assert not isinstance(exc, WireError) or not remote or "columns payload" in str(exc)
             after = fingerprint(inst.engine)
@@ -681,7 +708,9 @@ def test_columns_from_a_raw_parent_attach_and_bad_ones_change_nothing(
         assert out.timings[0].deferred == remote
         early += remote
         inst.info()  # (waits for an attach after the answer)
-        if inst.counters["deferred_attach_failed"] > failed:  # read, but did not attach: logged, nothing attached
+        if (
+            inst.counters["deferred_attach_failed"] > failed
+        ):  # read, but did not attach: logged, nothing attached
             after = fingerprint(inst.engine)
             after["outedges"] = before["outedges"]
             assert after == before
@@ -721,18 +750,24 @@ def test_real_instances_negotiate_the_form(mode: str) -> None:
             leaf = t.client("mid")
             job = leaf.match_allocate(nodes_jobspec(1)).jobid  # the leaf is full: grows go to the root
             got = [leaf.match_grow(job, nodes_jobspec(n)) for n in (1, 2)]
-            assert all(not is_columns(g.jgf) and [x.outcome for x in g.timings] == ["parent", "local"] for g in got)
+            assert all(
+                not is_columns(g.jgf) and [x.outcome for x in g.timings] == ["parent", "local"] for g in got
+            )
             counters = t.client("root").stat()["counters"]
             assert counters.get("grow_answered_columns", 0) == (2 if mode == "columns" else 0)
             leaf.shrink(job, jgf=got[1].jgf)
             for name in ("root", "mid"):
                 assert t.info(name)["recount_errors"] == []
-            paths = sorted(n["metadata"]["paths"]["containment"] for n in orjson.loads(got[0].jgf)["graph"]["nodes"])
+            paths = sorted(
+                n["metadata"]["paths"]["containment"] for n in orjson.loads(got[0].jgf)["graph"]["nodes"]
+            )
             assert len(paths) == 1 + 1 + 2 + 2 * CORES  # cluster, node, sockets, cores
             # a client of the root: JGF by default, columns when it asks
             rj = t.client("root").match_allocate(socket_jobspec(1)).jobid
             for accept in (False, True):
-                c = InstanceClient(t.address("root"), t.secret, credential=owner_credential(d), accept_columns=accept)
+                c = InstanceClient(
+                    t.address("root"), t.secret, credential=owner_credential(d), accept_columns=accept
+                )
                 try:
                     out = c.match_grow(rj, nodes_jobspec(1))
                 finally:
@@ -787,7 +822,10 @@ def test_an_own_job_answered_before_its_attach_is_attached_after_a_crash(tmp_pat
     )
     job = mid.match_allocate(nodes_jobspec(1).encode()).jobid
     out = mid.match_grow(
-        job, nodes_jobspec(1).encode(), request_id="r1", after_reply=lambda start: None  # dies first
+        job,
+        nodes_jobspec(1).encode(),
+        request_id="r1",
+        after_reply=lambda start: None,  # dies first
     )
     assert out.timings[0].deferred and not is_columns(out.jgf)
     (rec,) = [r for r in saved_records(tmp_path / "mid.state") if r["key"].startswith("grow:")]
@@ -863,7 +901,9 @@ def test_lazy_render_keeps_agfilter_ephemeral_and_the_emit_errors() -> None:
     assert set(lazy.extra) == {1, 2, 3}
     assert text is not None and lazy.render(g) == text
     nodes = orjson.loads(text)["graph"]["nodes"]
-    assert nodes[1]["metadata"]["agfilter"] == {"core": "2"} and nodes[2]["metadata"]["ephemeral"] == {"note": "x y"}
+    assert nodes[1]["metadata"]["agfilter"] == {"core": "2"} and nodes[2]["metadata"]["ephemeral"] == {
+        "note": "x y"
+    }
 
 
 def _grow_twice(accept: bool, tmp: Path, no_encode: bool = False) -> tuple[Instance, list[bytes]]:
@@ -982,7 +1022,11 @@ def test_a_level_with_a_state_file_converts_nothing_for_it(tmp_path: Path, monke
     recs = [r for r in saved_records(tmp_path / "mid.state") if r["key"].startswith("grow:")]
     assert all(map(is_columns, (r["jgf"] for r in recs)))
     assert sorted(as_jgf(r["jgf"]) for r in recs) == sorted(outs)
-    named = {r["jgf_ref"] for r in orjson.loads((tmp_path / "mid.state").read_bytes())["requests"] if "jgf_ref" in r}
+    named = {
+        r["jgf_ref"]
+        for r in orjson.loads((tmp_path / "mid.state").read_bytes())["requests"]
+        if "jgf_ref" in r
+    }
     assert set(os.listdir(tmp_path / "mid.state.payloads")) == named
     assert mid.info(recount=True)["recount_errors"] == []
     back = Instance.restore(tmp_path / "mid.state", parent=DirectColumns(root))
@@ -992,7 +1036,9 @@ def test_a_level_with_a_state_file_converts_nothing_for_it(tmp_path: Path, monke
 def _col_ints(col: Any) -> list[int]:
     """The entries of a column sent one per entry, at its width (version 1: 8 bytes)."""
     w = col.width or 8
-    return [int.from_bytes(col.values[k : k + w], "little", signed=True) for k in range(0, len(col.values), w)]
+    return [
+        int.from_bytes(col.values[k : k + w], "little", signed=True) for k in range(0, len(col.values), w)
+    ]
 
 
 def _plain_strs(col: Any, n: int, strings: list[str]) -> list[str]:

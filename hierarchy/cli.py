@@ -223,7 +223,11 @@ def _serve_parser(sub: Any) -> None:
         "--rpc-timeout", type=float, default=10.0, help="seconds per call to the parent (default 10)"
     )
     p.add_argument(
-        "--request-table-size", type=int, default=256, help="request ids remembered for retries (default 256)"
+        "--request-table-size",
+        type=int,
+        default=256,
+        help="answers kept for retries: each live job's last N, and the last N of ended jobs; an older "
+        "request id is refused, never served twice (default 256)",
     )
     p.add_argument(
         "--sync-attach",

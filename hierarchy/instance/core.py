@@ -152,7 +152,8 @@ class InstanceCore:
         self._origin_of: dict[str, int] = {}
         #: request key -> answer, for the requests of live jobs (dropped with the job)
         self.requests: dict[str, dict[str, Any]] = {}
-        self._job_requests: dict[int, set[str]] = {}
+        #: job -> its request keys, oldest first
+        self._job_requests: dict[int, dict[str, None]] = {}
         #: answers to requests of jobs that ended (the last ``request_table_size``)
         self.ended: OrderedDict[str, dict[str, Any]] = OrderedDict()
         #: the instance owner (admin): may act on every job; "" = nobody

@@ -72,10 +72,11 @@ class GrowMixin(InstanceCore):
             rec = self._lookup(key) if key else None
             if rec is not None and rec["state"] == "done":
                 r = rec["result"]
+                answer = self._answer(rec, key)
                 self.counters["allocate_replayed"] += 1
                 return MatchOutcome(
                     r["jobid"],
-                    rec["jgf"],
+                    answer,
                     [LevelTiming(self.name, self.depth, server_s=_now() - t0, outcome="replay")],
                     "",  # a lease token is only ever sent on the call that created it
                     self.child_grace,
@@ -166,11 +167,12 @@ class GrowMixin(InstanceCore):
             key = f"grow:{jobid}:{caller or ''}:{rid}"
             rec = self._lookup(key)
             if rec is not None and rec["state"] == "done":
+                answer = self._answer(rec, key)
                 self.counters["grow_replayed"] += 1
                 r = rec["result"]
                 return MatchOutcome(
                     jobid,
-                    rec["jgf"] if payload_version(rec["jgf"]) <= accept else as_jgf(rec["jgf"]),
+                    answer if payload_version(answer) <= accept else as_jgf(answer),
                     [LevelTiming(self.name, self.depth, server_s=_now() - t0, outcome="replay")],
                     replayed=True,
                     vertices=r["vertices"],

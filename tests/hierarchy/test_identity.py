@@ -13,7 +13,7 @@ import pytest
 
 from fluxlite.api import Engine
 from fluxlite.check import recount_errors
-from fluxlite.errors import InputError
+from fluxlite.errors import InputError, StateError
 from fluxlite.jobspec import parse_jobspec
 from fluxlite.readers.generate import generate_graph
 from hierarchy import Instance, NotAuthorizedError
@@ -217,26 +217,40 @@ def test_limits_refuse_with_the_limit_named_and_nothing_changed() -> None:
     assert recount_errors(inst.engine, [0]) == []
 
 
-def test_request_answers_live_as_long_as_the_job(tmp_path: Path) -> None:
-    """A retried grow is answered from the table however many requests came after it."""
+def test_a_jobs_last_answers_are_kept_and_older_ones_never_served_again(tmp_path: Path) -> None:
+    """A retried grow is answered from the table while it is among the job's last
+    ``request_table_size`` answers; an older one is refused, never served twice (its record stays,
+    without the resources), and the job's oldest records go past four times the size, so a job that
+    grows for weeks holds a bounded table."""
     inst = _instance(tmp_path, nodes=8, request_table_size=2)
     job = inst.match_allocate(nodes_jobspec(1), caller="alice", request_id="a1").jobid
-    first = inst.match_grow(job, socket_jobspec(1), caller="alice", request_id="g0")
-    for i in range(1, 6):
-        inst.match_grow(job, socket_jobspec(1), caller="alice", request_id=f"g{i}")
+    grows = [inst.match_grow(job, socket_jobspec(1), caller="alice", request_id=f"g{i}") for i in range(6)]
     held = inst.engine.save_state()
-    again = inst.match_grow(job, socket_jobspec(1), caller="alice", request_id="g0")
-    assert again.replayed and again.jgf == first.jgf
+    again = inst.match_grow(job, socket_jobspec(1), caller="alice", request_id="g5")
+    assert again.replayed and again.jgf == grows[5].jgf
+    with pytest.raises(StateError, match="no longer kept"):
+        inst.match_grow(job, socket_jobspec(1), caller="alice", request_id="g3")
     assert inst.engine.save_state() == held
+    kept = [r for r in inst.requests.values() if r["jobid"] == job]
+    assert len(kept) == 7 and sum("jgf" in r for r in kept) == 2  # (the allocation and six grows)
     # ... across a restart too, with owners and limit counters
     inst.grow_times["alice"] = [time.time()]
     inst.save()
     back = Instance.restore(tmp_path / "i.state", request_table_size=2)
     assert back.owner == "admin" and back.jobs[job].owner == "alice"
     assert back.grow_times == inst.grow_times
-    assert back.match_grow(job, socket_jobspec(1), caller="alice", request_id="g0").jgf == first.jgf
+    assert back.match_grow(job, socket_jobspec(1), caller="alice", request_id="g4").jgf == grows[4].jgf
+    with pytest.raises(StateError, match="no longer kept"):
+        back.match_grow(job, socket_jobspec(1), caller="alice", request_id="g0")
     with pytest.raises(NotAuthorizedError):
-        back.match_grow(job, socket_jobspec(1), caller="bob", request_id="g0")
+        back.match_grow(job, socket_jobspec(1), caller="bob", request_id="g4")
+    assert back.engine.save_state() == held
+    # past four records per kept answer the oldest go (a replay of one is then a new request)
+    for i in range(6, 10):
+        back.match_grow(job, socket_jobspec(1), caller="alice", request_id=f"g{i}")
+    kept = [r for r in back.requests.values() if r["jobid"] == job]
+    assert len(kept) == 8 and sum("jgf" in r for r in kept) == 2
+    assert not any(k.endswith(":a1") or k.endswith(":g0") for k in back.requests)
     # when the job ends its requests go (the last few answers are kept as "ended")
     back.release(job, caller="alice")
     assert not back.requests and not back._job_requests

@@ -61,9 +61,9 @@ READ_VERSIONS = frozenset({1, 2})
 _NAME = re.compile(r"[0-9a-f]{64}")
 
 
-def write_atomic(path: str | Path, data: bytes) -> None:
-    """Replace ``path`` by ``data`` atomically (temp file + fsync + rename + fsync of the directory)."""
-    path = Path(path)
+def _put_synced(path: Path, data: bytes) -> None:
+    """``data`` in place at ``path`` (mode 0600), complete or not at all: written to a temporary file
+    beside it, fsynced and renamed over it.  The caller fsyncs the directory."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
@@ -75,11 +75,13 @@ def write_atomic(path: str | Path, data: bytes) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    dfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+
+
+def write_atomic(path: str | Path, data: bytes) -> None:
+    """Replace ``path`` by ``data`` atomically (temp file + fsync + rename + fsync of the directory)."""
+    path = Path(path)
+    _put_synced(path, data)
+    _fsync_dir(path.parent)
 
 
 def read_state(path: str | Path) -> dict[str, Any]:
@@ -149,18 +151,7 @@ class PayloadStore:
             return
         self.dir.mkdir(mode=0o700, exist_ok=True)
         for name in new:
-            data = payloads[name]
-            tmp = self.dir / f".{name}.{os.getpid()}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            try:
-                view = memoryview(data)
-                while view:
-                    n = os.write(fd, view)
-                    view = view[n:]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.dir / name)
+            _put_synced(self.dir / name, payloads[name])
             present.add(name)
         _fsync_dir(self.dir)
 

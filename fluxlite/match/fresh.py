@@ -910,6 +910,56 @@ class FreshStage:
                 mask.append(False)
         return (mask, nd, xs)
 
+    @cython.locals(
+        e0=cython.Py_ssize_t,
+        m=cython.Py_ssize_t,
+        hi=cython.Py_ssize_t,
+        j=cython.Py_ssize_t,
+        k=cython.Py_ssize_t,
+        i=cython.Py_ssize_t,
+        n=cython.Py_ssize_t,
+        token=cython.Py_ssize_t,
+        t=cython.Py_ssize_t,
+        toks=list,
+        needs=list,
+        excl=list,
+        mask=list,
+        nd=list,
+        xs=list,
+    )
+    def _marks_same(self, marks: tuple, e0: int, m: int) -> bool:
+        """``self._marks_of(e0, m) == marks`` (a template's recorded marks), read in place: the
+        update of every replay asked it, and building the mask and the two lists of the marks cost
+        more than comparing them.  Typed passes over the edges."""
+        token = self.token
+        hi = e0 + m
+        toks = self.e_token
+        if marks[0] is True:
+            for j in range(e0, hi):
+                t = toks[j]
+                if t != token:
+                    return False
+            return bool(self.e_needs[e0:hi] == marks[1] and self.e_excl[e0:hi] == marks[2])
+        mask = marks[0]
+        nd = marks[1]
+        xs = marks[2]
+        n = len(nd)
+        if len(mask) != m or len(xs) != n:
+            return False
+        needs = self.e_needs
+        excl = self.e_excl
+        i = 0
+        for k in range(m):
+            j = e0 + k
+            t = toks[j]
+            if t == token:
+                if mask[k] is not True or i >= n or needs[j] != nd[i] or excl[j] != xs[i]:
+                    return False
+                i += 1
+            elif mask[k] is not False:
+                return False
+        return i == n
+
     def _upd_clean(self, shape: _Shape, b: int) -> bool:
         """Fresh, and no memoized marks wait inside (they are applied when the walk enters a vertex).
 
@@ -952,10 +1002,9 @@ class FreshStage:
                 shape = twins[0].shape
                 if not self._upd_clean(shape, u):
                     return None
-                marks = self._marks_of(e0, shape.m)
                 w = self.e_weight[e0 : e0 + shape.m] if self.stop_on_k else None
                 for tm in twins:
-                    if tm.marks == marks and (w is None or tm.w_before == w):
+                    if (w is None or tm.w_before == w) and self._marks_same(tm.marks, e0, shape.m):
                         return self._upd_replay(tm, u, e0, meta, writer, to_parent)
             if len(tms) >= _TMPLS_MAX:
                 return None

@@ -195,6 +195,74 @@ def _matches_typed(values: list[int], base: int, pat: tuple[bool, list]) -> bool
     return True
 
 
+@cython.locals(
+    start=cython.Py_ssize_t,
+    span=cython.Py_ssize_t,
+    have=cython.Py_ssize_t,
+    b=cython.Py_ssize_t,
+    n=cython.Py_ssize_t,
+    k=cython.Py_ssize_t,
+    lo=cython.Py_ssize_t,
+    hi=cython.Py_ssize_t,
+    v=cython.Py_ssize_t,
+    x=cython.Py_ssize_t,
+    y=cython.Py_ssize_t,
+    values=list,
+    data=list,
+    run=tuple,
+    job=tuple,
+    jobs=list,
+    lim=cython.Py_ssize_t,
+)
+def _matches_all_typed(jobs: list[tuple[list[int], int, int, int, tuple[bool, list]]]) -> bool:
+    """:func:`_matches_typed` of each ``(values, start, span, base, pattern)`` in ``jobs`` on the slice
+    ``values[start : start + span]`` (``span`` -1: to the end), read in place, all in one call: the
+    twin test makes five such compares per subtree, and the calls and slices cost more than the
+    compares.  The same answer as :func:`_matches` of each slice (all true), and OverflowError where
+    :func:`_matches_typed` raises it (the caller then takes :func:`_matches`)."""
+    lim = _TYPED_LIM  # (a C local: the global is an object, each compare with it a conversion)
+    for job in jobs:
+        values = job[0]
+        start = job[1]
+        span = job[2]
+        # the slice's length, as Python clips it
+        have = len(values) - start
+        if have < 0:
+            have = 0
+        if span >= 0 and span < have:
+            have = span
+        b = job[3]
+        if b >= lim or b <= -lim:
+            raise OverflowError("base too large for the typed compare")
+        as_runs, data = job[4]
+        n = len(data)
+        if not as_runs:
+            if have != n:
+                return False
+            for k in range(n):
+                x = values[start + k]
+                y = data[k]
+                if y >= lim or y <= -lim:
+                    raise OverflowError("pattern value too large for the typed compare")
+                if x != b + y:
+                    return False
+            continue
+        if have != (data[n - 1][1] if n else 0):
+            return False
+        for run in data:
+            lo = run[0]
+            hi = run[1]
+            v = run[2]
+            if v >= lim or v <= -lim:
+                raise OverflowError("pattern value too large for the typed compare")
+            v += b - lo
+            for k in range(lo, hi):
+                x = values[start + k]
+                if x != v + k:
+                    return False
+    return True
+
+
 def _wants_subtrees(resources: Sequence[Any]) -> bool:
     """Does some request (not a slot) have requests below it, so that it matches an internal vertex?"""
     for r in resources:
@@ -392,12 +460,29 @@ class FreshStage:
         if m != shape.m:
             return None
         e0 = out_b[0] - shape.kids[0][1][0]
-        if e0 < 0 or not _matches(g.e_dst[e0 : e0 + shape.m], b, shape.dst_rel):
+        if e0 < 0:
             return None
-        for i, pat in shape.kid_pats:
-            if not _matches(col[b + i], e0, pat):
-                return None
-        if self.stop_on_k and not _matches(g.v_uniq[b:hi], g.v_uniq[b], shape.uniq_rel):
+        ok = None
+        if cython.compiled:
+            # the five compares below in one typed call (see _matches_all_typed)
+            jobs = [(g.e_dst, e0, shape.m, b, shape.dst_rel)]
+            for i, pat in shape.kid_pats:
+                jobs.append((col[b + i], 0, -1, e0, pat))
+            if self.stop_on_k:
+                jobs.append((g.v_uniq, b, n, g.v_uniq[b], shape.uniq_rel))
+            try:
+                ok = _matches_all_typed(jobs)
+            except OverflowError:
+                ok = None  # a value past the C range: the object compares below
+        if ok is None:
+            ok = _matches(g.e_dst[e0 : e0 + shape.m], b, shape.dst_rel)
+            for i, pat in shape.kid_pats:
+                if not ok:
+                    break
+                ok = _matches(col[b + i], e0, pat)
+            if ok and self.stop_on_k:
+                ok = _matches(g.v_uniq[b:hi], g.v_uniq[b], shape.uniq_rel)
+        if not ok:
             return None
         self._fshape[b] = (shape, e0)
         return e0

@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from fluxlite.match.fresh import _matches, _matches_typed, _pattern
+from fluxlite.match.fresh import _matches, _matches_all_typed, _matches_typed, _pattern
 
 
 def _cases(rng: random.Random) -> list[tuple[list[int], int, list[int]]]:
@@ -51,6 +51,40 @@ def test_the_pattern_compare_is_the_list_compare() -> None:
         seen.add(want)
         if all(abs(x) < 2**62 for x in [*values, base]):
             assert _matches_typed(values, base, pat) == want, (values, base, rel)
+    assert seen == {True, False}
+
+
+def test_the_compares_in_one_call_are_those_of_the_slices() -> None:
+    """``_matches_all_typed`` on ``(values, start, span, base, pattern)`` jobs: all of them true exactly
+    when ``_matches`` of every slice ``values[start : start + span]`` is (span -1: to the end; starts
+    and spans past the list's end clip as slices do), and OverflowError only where a value is past
+    the range ``_matches_typed`` takes."""
+    rng = random.Random(11)
+    cases = _cases(rng)
+    seen = set()
+    for _ in range(300):
+        jobs = []
+        for _ in range(rng.randint(1, 4)):
+            values, base, rel = rng.choice(cases)
+            pad_l = [rng.randint(-9, 9) for _ in range(rng.randint(0, 3))]
+            pad_r = [rng.randint(-9, 9) for _ in range(rng.randint(0, 3))]
+            whole = pad_l + values + pad_r
+            start = len(pad_l)
+            span = rng.choice(
+                (len(values), -1 if not pad_r else len(values), len(values) + 1, len(values) - 1)
+            )
+            if rng.random() < 0.1:
+                start = len(whole) + rng.randint(0, 2)  # past the end: an empty slice
+            jobs.append((whole, start, span, base, _pattern(rel)))
+        want = all(_matches(w[s:] if n < 0 else w[s : s + n], b, pat) for w, s, n, b, pat in jobs)
+        big = any(abs(x) >= 2**61 for w, _s, _n, b, _p in jobs for x in [*w, b])
+        try:
+            got = _matches_all_typed(jobs)
+        except OverflowError:
+            assert big
+            continue
+        assert got == want, jobs
+        seen.add(want)
     assert seen == {True, False}
 
 

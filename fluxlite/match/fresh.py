@@ -321,8 +321,8 @@ class _SelTmpl:
         "evals",
         "factor",
         "ml",
-        "morder",
         "mruns",
+        "mslices",
         "post",
         "pre",
         "resources",
@@ -337,7 +337,7 @@ class _UpdTmpl:
     __slots__ = (
         "acc",
         "fmt",
-        "jv_rel",
+        "jv_pick",
         "marks",
         "n_ret",
         "okeys",
@@ -839,7 +839,27 @@ class FreshStage:
             runs.append((lo, hi, e_needs[e0 + lo : e0 + hi], e_excl[e0 + lo : e0 + hi]))
             i = j
         tm.mruns = runs
-        tm.morder = _runs([e - e0 for e in new])
+        # their order in _marked as slices of the sources' out-edge lists (a twin's lists are the
+        # same shifted, see _fresh_twin): replayed from those int objects, not made anew by ranges
+        # (runs of one list's neighbours, ascending or descending: a first fit marks in its order)
+        col = self.g.out[self.dom]
+        src = self.g.e_src
+        groups: list[list[int]] = []  # [source's position, first index, last index, step]
+        for e in new:
+            i = src[e] - u
+            j = col[u + i].index(e)
+            if groups and groups[-1][0] == i:
+                last = groups[-1]
+                step = j - last[2]
+                if (step == 1 or step == -1) and (last[1] == last[2] or step == last[3]):
+                    last[2] = j
+                    last[3] = step
+                    continue
+            groups.append([i, j, j, 1])
+        tm.mslices = [
+            (i, slice(j0, j1 + 1) if st == 1 else slice(j0, j1 - 1 if j1 > 0 else None, -1))
+            for i, j0, j1, st in groups
+        ]
         self._fresh_keep(self._fsel, self._ftries, key, tm)
         if fresh:
             self._fok.add(u)
@@ -926,9 +946,11 @@ class FreshStage:
             e_needs[lo:hi] = nds
             e_excl[lo:hi] = xs
             e_token[lo:hi] = [token] * (hi - lo)
-        ext = self._marked.extend
-        for lo, hi, step in tm.morder:
-            ext(range(e0 + lo, e0 + hi, step))
+        if tm.mslices:
+            ext = self._marked.extend
+            col = g.out[self.dom]
+            for i, sl in tm.mslices:
+                ext(col[u + i][sl])
         to_parent.avail = tm.avail
         to_parent.overall_score = tm.score_off + self.multilevel + vid
         if tm.shape.leafy:
@@ -1254,7 +1276,13 @@ class FreshStage:
         rel = [v - a for v in jv[jv0:]]
         if not rel or not all(0 <= r < n for r in rel):
             return None
-        tm.jv_rel = _runs(rel)
+        # the vertices as positions in the edges' targets, the root after them: a twin's
+        # e_dst[e0 + k] is its b + (this e_dst[e0 + k] - a) (see _fresh_twin), so the replay picks
+        # those int objects rather than making new ones from ranges
+        at_k = {g.e_dst[e0 + k] - a: k for k in range(shape.m)}
+        at_k[0] = shape.m
+        ks = [at_k[r] for r in rel]
+        tm.jv_pick = itemgetter(*ks) if len(ks) > 1 else (lambda vs, k=ks[0]: (vs[k],))
         lines = writer._out[out0:]
         if len(lines) != len(rel):
             return None
@@ -1323,9 +1351,9 @@ class FreshStage:
             oe = self._outedges
             for i, keys in tm.okeys:
                 oe[b + i] = [(k0, k1 - ub, k2 + e0) for k0, k1, k2 in keys]
-        ext = self._jv.extend
-        for lo, hi, step in tm.jv_rel:
-            ext(range(b + lo, b + hi, step))
+        vs = self.g.e_dst[e0 : e0 + tm.shape.m]
+        vs.append(b)
+        self._jv.extend(tm.jv_pick(vs))
         # one string for the subtree's lines (the writer joins its pieces: same text)
         parts = tm.fmt
         parts[1::3] = tm.pick(self.g.v_name[b : b + tm.shape.n])

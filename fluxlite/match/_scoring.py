@@ -190,6 +190,27 @@ class Dfu:
                 ev = self.evals[t] = Evals()
             ev.merge(oev)
 
+    def absorb(self, o: Dfu) -> None:
+        """:meth:`merge` of a Dfu its caller drops right after (a visit's own, see
+        ``SelectStage._resolve``): an :class:`Evals` of a type this one lacks is taken over rather
+        than copied into a new one, which is what the copy would hold (same counts, groups and keys;
+        none chosen yet: one chosen would have made the visit enforce instead of merge).  An Evals
+        made costs more than the rest of the merge; every successful visit merges into its parent.
+
+        Copied as :meth:`merge` does: an Evals with groups chosen, and one with bulk scores
+        (``keys``), whose group list may be one its producer keeps (the root cache's, see
+        ``rootcache.explore_root_cached``: the parent sorts what it takes over).  Nothing else may
+        hold ``o`` or its other Evals."""
+        evals = self.evals
+        for t, oev in o.evals.items():
+            ev = evals.get(t)
+            if ev is None:
+                if oev.keys is None and not oev.best_k and not oev.best_i:
+                    evals[t] = oev
+                    continue
+                ev = evals[t] = Evals()
+            ev.merge(oev)
+
     def choose_accum_best_k(self, t: str, k: int, descending: bool) -> None:
         ev = self.get(t)
         if ev.choose_best_k(k, descending):

@@ -195,6 +195,74 @@ def _matches_typed(values: list[int], base: int, pat: tuple[bool, list]) -> bool
     return True
 
 
+@cython.locals(
+    start=cython.Py_ssize_t,
+    span=cython.Py_ssize_t,
+    have=cython.Py_ssize_t,
+    b=cython.Py_ssize_t,
+    n=cython.Py_ssize_t,
+    k=cython.Py_ssize_t,
+    lo=cython.Py_ssize_t,
+    hi=cython.Py_ssize_t,
+    v=cython.Py_ssize_t,
+    x=cython.Py_ssize_t,
+    y=cython.Py_ssize_t,
+    values=list,
+    data=list,
+    run=tuple,
+    job=tuple,
+    jobs=list,
+    lim=cython.Py_ssize_t,
+)
+def _matches_all_typed(jobs: list[tuple[list[int], int, int, int, tuple[bool, list]]]) -> bool:
+    """:func:`_matches_typed` of each ``(values, start, span, base, pattern)`` in ``jobs`` on the slice
+    ``values[start : start + span]`` (``span`` -1: to the end), read in place, all in one call: the
+    twin test makes five such compares per subtree, and the calls and slices cost more than the
+    compares.  The same answer as :func:`_matches` of each slice (all true), and OverflowError where
+    :func:`_matches_typed` raises it (the caller then takes :func:`_matches`)."""
+    lim = _TYPED_LIM  # (a C local: the global is an object, each compare with it a conversion)
+    for job in jobs:
+        values = job[0]
+        start = job[1]
+        span = job[2]
+        # the slice's length, as Python clips it
+        have = len(values) - start
+        if have < 0:
+            have = 0
+        if span >= 0 and span < have:
+            have = span
+        b = job[3]
+        if b >= lim or b <= -lim:
+            raise OverflowError("base too large for the typed compare")
+        as_runs, data = job[4]
+        n = len(data)
+        if not as_runs:
+            if have != n:
+                return False
+            for k in range(n):
+                x = values[start + k]
+                y = data[k]
+                if y >= lim or y <= -lim:
+                    raise OverflowError("pattern value too large for the typed compare")
+                if x != b + y:
+                    return False
+            continue
+        if have != (data[n - 1][1] if n else 0):
+            return False
+        for run in data:
+            lo = run[0]
+            hi = run[1]
+            v = run[2]
+            if v >= lim or v <= -lim:
+                raise OverflowError("pattern value too large for the typed compare")
+            v += b - lo
+            for k in range(lo, hi):
+                x = values[start + k]
+                if x != v + k:
+                    return False
+    return True
+
+
 def _wants_subtrees(resources: Sequence[Any]) -> bool:
     """Does some request (not a slot) have requests below it, so that it matches an internal vertex?"""
     for r in resources:
@@ -253,8 +321,8 @@ class _SelTmpl:
         "evals",
         "factor",
         "ml",
-        "morder",
         "mruns",
+        "mslices",
         "post",
         "pre",
         "resources",
@@ -269,7 +337,7 @@ class _UpdTmpl:
     __slots__ = (
         "acc",
         "fmt",
-        "jv_rel",
+        "jv_pick",
         "marks",
         "n_ret",
         "okeys",
@@ -364,6 +432,7 @@ class FreshStage:
         got = self._fshape[a] = (shape, e0)
         return got
 
+    @cython.locals(j=cython.Py_ssize_t, hi=cython.Py_ssize_t, m=cython.Py_ssize_t, col=list)
     def _fresh_twin(self, shape: _Shape, b: int) -> int | None:
         """The first edge of ``b``'s subtree if it has exactly ``shape`` (shifted), else None.  Cached."""
         g = self.g
@@ -376,19 +445,44 @@ class FreshStage:
         out_b = col[b]
         if (
             not out_b
+            or hi > len(col)
             or g.v_type[b:hi] != shape.types
             or g.v_size[b:hi] != shape.sizes
             or g.v_id[b + 1 : hi] != shape.vid_inner
-            or sum(map(len, col[b:hi])) != shape.m
         ):
             return None
-        e0 = out_b[0] - shape.kids[0][1][0]
-        if e0 < 0 or not _matches(g.e_dst[e0 : e0 + shape.m], b, shape.dst_rel):
+        # the subtree's edge count by a typed loop (compiled): sum(map(len, col[b:hi])) costs a
+        # slice and a call of len per vertex, a quarter of this check, made once per node a match
+        # first visits (a first-fit match visits a new node each time)
+        m = 0
+        for j in range(b, hi):
+            m += len(col[j])
+        if m != shape.m:
             return None
-        for i, pat in shape.kid_pats:
-            if not _matches(col[b + i], e0, pat):
-                return None
-        if self.stop_on_k and not _matches(g.v_uniq[b:hi], g.v_uniq[b], shape.uniq_rel):
+        e0 = out_b[0] - shape.kids[0][1][0]
+        if e0 < 0:
+            return None
+        ok = None
+        if cython.compiled:
+            # the five compares below in one typed call (see _matches_all_typed)
+            jobs = [(g.e_dst, e0, shape.m, b, shape.dst_rel)]
+            for i, pat in shape.kid_pats:
+                jobs.append((col[b + i], 0, -1, e0, pat))
+            if self.stop_on_k:
+                jobs.append((g.v_uniq, b, n, g.v_uniq[b], shape.uniq_rel))
+            try:
+                ok = _matches_all_typed(jobs)
+            except OverflowError:
+                ok = None  # a value past the C range: the object compares below
+        if ok is None:
+            ok = _matches(g.e_dst[e0 : e0 + shape.m], b, shape.dst_rel)
+            for i, pat in shape.kid_pats:
+                if not ok:
+                    break
+                ok = _matches(col[b + i], e0, pat)
+            if ok and self.stop_on_k:
+                ok = _matches(g.v_uniq[b:hi], g.v_uniq[b], shape.uniq_rel)
+        if not ok:
             return None
         self._fshape[b] = (shape, e0)
         return e0
@@ -745,7 +839,27 @@ class FreshStage:
             runs.append((lo, hi, e_needs[e0 + lo : e0 + hi], e_excl[e0 + lo : e0 + hi]))
             i = j
         tm.mruns = runs
-        tm.morder = _runs([e - e0 for e in new])
+        # their order in _marked as slices of the sources' out-edge lists (a twin's lists are the
+        # same shifted, see _fresh_twin): replayed from those int objects, not made anew by ranges
+        # (runs of one list's neighbours, ascending or descending: a first fit marks in its order)
+        col = self.g.out[self.dom]
+        src = self.g.e_src
+        groups: list[list[int]] = []  # [source's position, first index, last index, step]
+        for e in new:
+            i = src[e] - u
+            j = col[u + i].index(e)
+            if groups and groups[-1][0] == i:
+                last = groups[-1]
+                step = j - last[2]
+                if (step == 1 or step == -1) and (last[1] == last[2] or step == last[3]):
+                    last[2] = j
+                    last[3] = step
+                    continue
+            groups.append([i, j, j, 1])
+        tm.mslices = [
+            (i, slice(j0, j1 + 1) if st == 1 else slice(j0, j1 - 1 if j1 > 0 else None, -1))
+            for i, j0, j1, st in groups
+        ]
         self._fresh_keep(self._fsel, self._ftries, key, tm)
         if fresh:
             self._fok.add(u)
@@ -832,9 +946,11 @@ class FreshStage:
             e_needs[lo:hi] = nds
             e_excl[lo:hi] = xs
             e_token[lo:hi] = [token] * (hi - lo)
-        ext = self._marked.extend
-        for lo, hi, step in tm.morder:
-            ext(range(e0 + lo, e0 + hi, step))
+        if tm.mslices:
+            ext = self._marked.extend
+            col = g.out[self.dom]
+            for i, sl in tm.mslices:
+                ext(col[u + i][sl])
         to_parent.avail = tm.avail
         to_parent.overall_score = tm.score_off + self.multilevel + vid
         if tm.shape.leafy:
@@ -901,6 +1017,56 @@ class FreshStage:
                 mask.append(False)
         return (mask, nd, xs)
 
+    @cython.locals(
+        e0=cython.Py_ssize_t,
+        m=cython.Py_ssize_t,
+        hi=cython.Py_ssize_t,
+        j=cython.Py_ssize_t,
+        k=cython.Py_ssize_t,
+        i=cython.Py_ssize_t,
+        n=cython.Py_ssize_t,
+        token=cython.Py_ssize_t,
+        t=cython.Py_ssize_t,
+        toks=list,
+        needs=list,
+        excl=list,
+        mask=list,
+        nd=list,
+        xs=list,
+    )
+    def _marks_same(self, marks: tuple, e0: int, m: int) -> bool:
+        """``self._marks_of(e0, m) == marks`` (a template's recorded marks), read in place: the
+        update of every replay asked it, and building the mask and the two lists of the marks cost
+        more than comparing them.  Typed passes over the edges."""
+        token = self.token
+        hi = e0 + m
+        toks = self.e_token
+        if marks[0] is True:
+            for j in range(e0, hi):
+                t = toks[j]
+                if t != token:
+                    return False
+            return bool(self.e_needs[e0:hi] == marks[1] and self.e_excl[e0:hi] == marks[2])
+        mask = marks[0]
+        nd = marks[1]
+        xs = marks[2]
+        n = len(nd)
+        if len(mask) != m or len(xs) != n:
+            return False
+        needs = self.e_needs
+        excl = self.e_excl
+        i = 0
+        for k in range(m):
+            j = e0 + k
+            t = toks[j]
+            if t == token:
+                if mask[k] is not True or i >= n or needs[j] != nd[i] or excl[j] != xs[i]:
+                    return False
+                i += 1
+            elif mask[k] is not False:
+                return False
+        return i == n
+
     def _upd_clean(self, shape: _Shape, b: int) -> bool:
         """Fresh, and no memoized marks wait inside (they are applied when the walk enters a vertex).
 
@@ -943,10 +1109,9 @@ class FreshStage:
                 shape = twins[0].shape
                 if not self._upd_clean(shape, u):
                     return None
-                marks = self._marks_of(e0, shape.m)
                 w = self.e_weight[e0 : e0 + shape.m] if self.stop_on_k else None
                 for tm in twins:
-                    if tm.marks == marks and (w is None or tm.w_before == w):
+                    if (w is None or tm.w_before == w) and self._marks_same(tm.marks, e0, shape.m):
                         return self._upd_replay(tm, u, e0, meta, writer, to_parent)
             if len(tms) >= _TMPLS_MAX:
                 return None
@@ -1111,7 +1276,13 @@ class FreshStage:
         rel = [v - a for v in jv[jv0:]]
         if not rel or not all(0 <= r < n for r in rel):
             return None
-        tm.jv_rel = _runs(rel)
+        # the vertices as positions in the edges' targets, the root after them: a twin's
+        # e_dst[e0 + k] is its b + (this e_dst[e0 + k] - a) (see _fresh_twin), so the replay picks
+        # those int objects rather than making new ones from ranges
+        at_k = {g.e_dst[e0 + k] - a: k for k in range(shape.m)}
+        at_k[0] = shape.m
+        ks = [at_k[r] for r in rel]
+        tm.jv_pick = itemgetter(*ks) if len(ks) > 1 else (lambda vs, k=ks[0]: (vs[k],))
         lines = writer._out[out0:]
         if len(lines) != len(rel):
             return None
@@ -1180,9 +1351,9 @@ class FreshStage:
             oe = self._outedges
             for i, keys in tm.okeys:
                 oe[b + i] = [(k0, k1 - ub, k2 + e0) for k0, k1, k2 in keys]
-        ext = self._jv.extend
-        for lo, hi, step in tm.jv_rel:
-            ext(range(b + lo, b + hi, step))
+        vs = self.g.e_dst[e0 : e0 + tm.shape.m]
+        vs.append(b)
+        self._jv.extend(tm.jv_pick(vs))
         # one string for the subtree's lines (the writer joins its pieces: same text)
         parts = tm.fmt
         parts[1::3] = tm.pick(self.g.v_name[b : b + tm.shape.n])

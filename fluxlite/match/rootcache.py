@@ -257,7 +257,8 @@ def explore_root_cached(
             ev = dfu.evals.get(t)
             if ev is None:
                 # the root's own Dfu is never chosen from or added to (its type is not
-                # requested): it may hold the cache's list, which its parent copies
+                # requested): it may hold the cache's list, which its parent copies (Dfu.absorb
+                # copies an Evals with keys: keep them set here)
                 ev = dfu.evals[t] = Evals()
                 ev.egroups = slot[0]
                 ev.keys = slot[1]

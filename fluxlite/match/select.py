@@ -430,12 +430,14 @@ class SelectStage:
         return (score, 1, True, False, tuple(edges))
 
     def _resolve(self, dfu: Dfu, to_parent: Dfu) -> int:
+        """Pass ``dfu``'s options up to ``to_parent``, or mark them chosen.  ``dfu`` is the caller's
+        own for one visit and dropped after this (its Evals may move to ``to_parent``)."""
         if dfu.overall_score > MATCH_UNMET:
             if dfu.hier_constrain_now:
                 for ss in self.subsystems:
                     self._enforce(ss, dfu, False)
             else:
-                to_parent.merge(dfu)
+                to_parent.absorb(dfu)
         return 0
 
     def _enforce(self, ss: str, dfu: Dfu, unconstrained: bool) -> None:

@@ -27,6 +27,12 @@ except ModuleNotFoundError:  # pure Python without Cython installed
     from fluxlite import _cyshim as cython
 
 
+#: ``-UINT64_MAX`` (the key of an edge never weighed) as ``_rank_set_typed`` compares it with ``sent``
+_NEG_U64 = -UINT64_MAX
+#: what it is compared as: below every other key value it lets through (they are >= -2**62)
+_SENT = -(2**63)
+
+
 @cython.locals(
     keys=list,
     t=tuple,
@@ -47,8 +53,11 @@ except ModuleNotFoundError:  # pure Python without Cython installed
     b2=cython.Py_ssize_t,
     lt=cython.bint,
     found=cython.bint,
+    sent=cython.bint,
+    w_sent=cython.bint,
+    sent_c=cython.Py_ssize_t,
 )
-def _rank_set_typed(keys: list, ow: int, nuq: int, e: int, w: int) -> bool:
+def _rank_set_typed(keys: list, ow: int, nuq: int, e: int, w: int, sent: bool = False) -> bool:
     """What :meth:`GraphStateStage._set_edge_weight` does to a ranked out-edge list ``keys`` (sorted
     ``(-weight, nuq, e)`` tuples) when edge ``e``'s weight goes from ``ow`` to ``w``, by C compares.
 
@@ -63,18 +72,35 @@ def _rank_set_typed(keys: list, ow: int, nuq: int, e: int, w: int) -> bool:
     ``n = len(keys)`` (a search's ``lo <= mid < hi <= n``, the neighbours' ``i > 0`` and
     ``i + 1 < n`` tests), and ``keys`` changes only after the last read, at the end.  Nothing in
     between runs Python code: an entry that is not a tuple raises at the typed ``t``, a value that
-    is not an ``int`` returns before it is converted."""
+    is not an ``int`` returns before it is converted.
+
+    ``sent``: the weight ``UINT64_MAX`` of an edge never weighed (every edge of a new graph: the
+    first update through each vertex meets it) is compared as ``_SENT``, below every other value
+    compared; any other value outside ``[-2**62, 2**62)`` then answers False, so the order of the
+    C values is that of the ints.  The callers try without it first: with it each
+    weight read costs an object compare."""
     try:
         if type(ow) is not int or type(nuq) is not int or type(e) is not int or type(w) is not int:
             return False
-        ow_c = ow
-        w_c = w
         a1 = nuq
         a2 = e
-        if (ow_c >> 62) not in (0, -1) or (w_c >> 62) not in (0, -1):  # outside [-2**62, 2**62)
-            return False  # (the two are negated in C below)
-        a0 = -ow_c
-        n0 = -w_c
+        neg = _NEG_U64  # (locals: a global is a dict lookup per read)
+        sent_c = _SENT
+        w_sent = sent and w == UINT64_MAX
+        if sent and ow == UINT64_MAX:
+            a0 = sent_c
+        else:
+            ow_c = ow
+            if (ow_c >> 62) not in (0, -1):  # outside [-2**62, 2**62)
+                return False  # (negated in C below)
+            a0 = -ow_c
+        if w_sent:
+            n0 = sent_c
+        else:
+            w_c = w
+            if (w_c >> 62) not in (0, -1):
+                return False
+            n0 = -w_c
         n = len(keys)
         # the old key's lower bound (bisect_left)
         lo = 0
@@ -86,7 +112,12 @@ def _rank_set_typed(keys: list, ow: int, nuq: int, e: int, w: int) -> bool:
             x0, x1, x2 = t[0], t[1], t[2]
             if type(x0) is not int or type(x1) is not int or type(x2) is not int:
                 return False
-            b0 = x0
+            if sent and x0 == neg:
+                b0 = sent_c
+            else:
+                b0 = x0
+                if sent and (b0 >> 62) not in (0, -1):
+                    return False
             b1 = x1
             b2 = x2
             if b0 < a0 or (b0 == a0 and (b1 < a1 or (b1 == a1 and b2 < a2))):
@@ -101,7 +132,12 @@ def _rank_set_typed(keys: list, ow: int, nuq: int, e: int, w: int) -> bool:
             x0, x1, x2 = t[0], t[1], t[2]
             if type(x0) is not int or type(x1) is not int or type(x2) is not int:
                 return False
-            b0 = x0
+            if sent and x0 == neg:
+                b0 = sent_c
+            else:
+                b0 = x0
+                if sent and (b0 >> 62) not in (0, -1):
+                    return False
             b1 = x1
             b2 = x2
             found = b0 == a0 and b1 == a1 and b2 == a2
@@ -116,7 +152,12 @@ def _rank_set_typed(keys: list, ow: int, nuq: int, e: int, w: int) -> bool:
                 x0, x1, x2 = t[0], t[1], t[2]
                 if type(x0) is not int or type(x1) is not int or type(x2) is not int:
                     return False
-                b0 = x0
+                if sent and x0 == neg:
+                    b0 = sent_c
+                else:
+                    b0 = x0
+                    if sent and (b0 >> 62) not in (0, -1):
+                        return False
                 b1 = x1
                 b2 = x2
                 lt = b0 < n0 or (b0 == n0 and (b1 < a1 or (b1 == a1 and b2 < a2)))
@@ -126,12 +167,17 @@ def _rank_set_typed(keys: list, ow: int, nuq: int, e: int, w: int) -> bool:
                 x0, x1, x2 = t[0], t[1], t[2]
                 if type(x0) is not int or type(x1) is not int or type(x2) is not int:
                     return False
-                b0 = x0
+                if sent and x0 == neg:
+                    b0 = sent_c
+                else:
+                    b0 = x0
+                    if sent and (b0 >> 62) not in (0, -1):
+                        return False
                 b1 = x1
                 b2 = x2
                 lt = n0 < b0 or (n0 == b0 and (a1 < b1 or (a1 == b1 and a2 < b2)))
             if lt:
-                keys[i] = (n0, nuq, e)
+                keys[i] = (-w if w_sent else n0, nuq, e)
                 return True
         # the new key's upper bound (bisect_right: insort's place)
         lo = 0
@@ -143,7 +189,12 @@ def _rank_set_typed(keys: list, ow: int, nuq: int, e: int, w: int) -> bool:
             x0, x1, x2 = t[0], t[1], t[2]
             if type(x0) is not int or type(x1) is not int or type(x2) is not int:
                 return False
-            b0 = x0
+            if sent and x0 == neg:
+                b0 = sent_c
+            else:
+                b0 = x0
+                if sent and (b0 >> 62) not in (0, -1):
+                    return False
             b1 = x1
             b2 = x2
             if n0 < b0 or (n0 == b0 and (a1 < b1 or (a1 == b1 and a2 < b2))):
@@ -155,7 +206,7 @@ def _rank_set_typed(keys: list, ow: int, nuq: int, e: int, w: int) -> bool:
             del keys[i]
             if pos > i:
                 pos -= 1  # the old key (before the new one) is gone
-        keys.insert(pos, (n0, nuq, e))
+        keys.insert(pos, (-w if w_sent else n0, nuq, e))
         return True
     except OverflowError:  # a key's value past the C range (nothing changed yet)
         return False
@@ -408,7 +459,13 @@ class GraphStateStage:
             self._undo.append((3, u, e, ow))  # update._UNDO_WEIGHT
         w = 0 if avail < 0 else avail
         # _set_edge_weight inlined (keys: u's list, as _set_edge_weight would find it)
-        if cython.compiled and _rank_set_typed(keys, ow, -g.v_uniq[g.e_dst[e]], e, w):
+        nuq = -g.v_uniq[g.e_dst[e]]
+        # with the sentinel when e was never weighed, and again with it when a sibling never was
+        # (the first matches on a new graph): the object compares below cost ten times more
+        if cython.compiled and (
+            _rank_set_typed(keys, ow, nuq, e, w, ow == UINT64_MAX)
+            or (ow != UINT64_MAX and _rank_set_typed(keys, ow, nuq, e, w, True))
+        ):
             ew[e] = w
         else:
             self._set_edge_weight(u, e, w)
@@ -420,7 +477,11 @@ class GraphStateStage:
         if keys is not None:
             g = self.g
             uq = -g.v_uniq[g.e_dst[e]]
-            if cython.compiled and _rank_set_typed(keys, ew[e], uq, e, w):
+            ow = ew[e]
+            if cython.compiled and (
+                _rank_set_typed(keys, ow, uq, e, w, ow == UINT64_MAX)
+                or (ow != UINT64_MAX and _rank_set_typed(keys, ow, uq, e, w, True))
+            ):
                 ew[e] = w
                 return
             old = (-ew[e], uq, e)

@@ -210,3 +210,38 @@ def test_rank_set_typed_at_the_ends_of_the_list() -> None:
         assert keys == ref(list(keys0), (-ow, -1, e), (-w, -1, e))
     keys: list[tuple[int, int, int]] = []
     assert _rank_set_typed(keys, 3, -1, 0, 4) is True and keys == [(-4, -1, 0)]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_rank_set_typed_sentinel_equals_delete_and_insort(seed: int) -> None:
+    """``_rank_set_typed(..., sent=True)``: ``UINT64_MAX`` (an edge never weighed, as on a new graph)
+    compared as a sentinel below every other weight.  When it answers True the list is the
+    delete-and-insort one (also when the new weight is ``UINT64_MAX``, or values near the sentinel's
+    C value ride along), when False it is unchanged; on lists of weights from {small, UINT64_MAX}
+    only, it always answers True."""
+    from fluxlite.match.state import _rank_set_typed
+
+    u64 = 2**64 - 1
+    rng = random.Random(3000 + seed)
+    n = rng.choice([1, 2, 3, 8, 40, 128])
+    odd = rng.random() < 0.3  # weights whose C value would be ambiguous with the sentinel's
+    dst = list(range(1, n + 1))
+    uniq = [rng.randrange(30) for _ in range(n + 1)]
+    pool = [0, 1, 4, 16, u64, u64] + ([2**62, 2**63, 2**63 - 1, u64 - 1] if odd else [])
+    weights = [rng.choice(pool) for _ in range(n)]
+    keys = sorted((-weights[e], -uniq[dst[e]], e) for e in range(n) if rng.random() < 0.85)
+    for _ in range(60):
+        e = rng.randrange(n)
+        cur = weights[e]
+        w = rng.choice([0, 1, 4, 16, 32, u64] + ([2**63, 2**62] if odd else []))
+        ref = list(keys)
+        ref_w = list(weights)
+        _plain(ref, ref_w, uniq, dst, e, w)
+        before = list(keys)
+        got = _rank_set_typed(keys, cur, -uniq[dst[e]], e, w, True)
+        if got:
+            assert keys == ref
+        else:
+            assert odd and keys == before
+            keys[:] = ref
+        weights[e] = w

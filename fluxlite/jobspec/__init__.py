@@ -39,8 +39,10 @@ from fluxlite.jobspec._parse import (
     MAX_EXPANDED_NODES,
     MAX_RESOURCES,
     load_jobspec,
+    loaded_jobspec,
     parse_constraint,
     parse_jobspec,
+    read_jobspec_file,
 )
 
 __all__ = [
@@ -62,6 +64,8 @@ __all__ = [
     "decode_hostlist",
     "decode_idset",
     "load_jobspec",
+    "loaded_jobspec",
     "parse_constraint",
     "parse_jobspec",
+    "read_jobspec_file",
 ]

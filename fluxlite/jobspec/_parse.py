@@ -1022,6 +1022,18 @@ def load_jobspec(path: str | PathLike[str]) -> Jobspec:
         data = _read_bytes(name)
     except OSError as exc:
         raise JobspecError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    return loaded_jobspec(name, data)
+
+
+def read_jobspec_file(path: str | PathLike[str]) -> bytes:
+    """The bytes of a jobspec file (OSError as the system says), for :func:`loaded_jobspec`."""
+    return _read_bytes(fspath(path))
+
+
+def loaded_jobspec(name: str, data: bytes) -> Jobspec:
+    """The jobspec of file ``name`` whose bytes are ``data`` (:func:`load_jobspec` without the read:
+    ``fluxlite query`` reads the file before its match timer starts, as Fluxion's resource-query
+    does); parsing is skipped when the same file had the same bytes on a recent load."""
     key = (name, data)
     got = _LOADED.get(key)
     if got is not None:

@@ -8,7 +8,9 @@ change nothing.  Every failure leaves the state exactly as it was.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +18,7 @@ from fluxlite.api import Engine
 from fluxlite.check import recount_errors
 from fluxlite.errors import InputError, MatchError
 from fluxlite.jobspec import load_jobspec
+from fluxlite.readers.generate import generate_graph
 from tests.conftest import RESOURCE, need
 from tests.fluxlite.helpers import snapshot
 from tests.fluxlite.repl_helpers import Session, outcome, state, write_jobspec
@@ -243,3 +246,31 @@ def test_a_type_the_graph_does_not_know_is_a_jobspec_error(tmp_path: Path) -> No
     known = write_jobspec(tmp_path / "ok.yaml", rack)
     out, _, err = sess.run(f"match allocate {known}")
     assert err == "" and outcome(out) == ("ALLOCATED", 1, "Now")
+
+
+def test_elapse_times_the_parse_and_match_not_the_file_read(tmp_path: Path, monkeypatch: Any) -> None:
+    """ELAPSE covers what Fluxion's covers: the jobspec's parse, the match and the writer, from the
+    bytes already read (resource-query reads the file before its timer starts).  A clock that
+    jumps 100 s while the file is read, and 1 s at each later reading, shows it."""
+    import fluxlite.cli.query as q
+    from fluxlite.jobspec import read_jobspec_file
+
+    clock = [0.0]
+
+    def tick() -> float:
+        clock[0] += 1.0
+        return clock[0]
+
+    def slow_read(path: Any) -> bytes:
+        clock[0] += 100.0
+        return read_jobspec_file(path)
+
+    monkeypatch.setattr(q.time, "perf_counter", tick)
+    monkeypatch.setattr("fluxlite.jobspec.read_jobspec_file", slow_read)
+    s = Session(Engine(generate_graph(nodes=2, sockets=2, cores=4), policy="first"))
+    s.ctx.elapse = True
+    js = write_jobspec(tmp_path / "j.yaml", CORE)
+    out, stdout, err = s.run(f"match allocate {js}")
+    assert "INFO: RESOURCES=ALLOCATED" in out and not err
+    (elapse,) = [float(x) for x in re.findall(r"ELAPSE=([0-9.]+)", stdout)]
+    assert 0 < elapse < 100

@@ -120,6 +120,7 @@ def test_a_version_1_file_restores_to_the_same_instance(tmp_path: Path) -> None:
     lease = mid.match_allocate(nodes_jobspec(1).encode(), lease=True, child_name="leaf")
     mid.match_grow(job, nodes_jobspec(1).encode(), request_id="g0")
     mid.match_grow(lease.jobid, nodes_jobspec(1).encode(), request_id="g1", lease_token=lease.lease_token)
+    mid.info()  # (waits for the child's deferred attach, which writes the state file when done)
     state = tmp_path / "mid.state"
     doc = orjson.loads(state.read_bytes())
     store = PayloadStore(state)

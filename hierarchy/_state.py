@@ -180,6 +180,16 @@ class PayloadStore:
                 with contextlib.suppress(OSError):
                     os.unlink(self.dir / n)
 
+    def record(self, rec: dict[str, Any], *, state_path: str | Path) -> dict[str, Any]:
+        """A record as read from a state file (either version), as kept in memory: a copy with its
+        resources as bytes in ``jgf`` (read from its payload file, or version 1's inline text)."""
+        rec = dict(rec)
+        if "jgf_ref" in rec:
+            rec["jgf"] = self.get(rec.pop("jgf_ref"), state_path=state_path)
+        elif isinstance(rec.get("jgf"), str):
+            rec["jgf"] = rec["jgf"].encode()
+        return rec
+
     def get(self, name: object, *, state_path: str | Path) -> bytes:
         """The payload named ``name`` in a state file read from disk (InputError if missing or damaged)."""
         if not isinstance(name, str) or not _NAME.fullmatch(name):

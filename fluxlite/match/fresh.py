@@ -145,54 +145,11 @@ def _matches(values: list[int], base: int, pat: tuple[bool, list]) -> bool:
 _TYPED_LIM = 1 << 61
 
 
-@cython.locals(
-    b=cython.Py_ssize_t,
-    n=cython.Py_ssize_t,
-    k=cython.Py_ssize_t,
-    lo=cython.Py_ssize_t,
-    hi=cython.Py_ssize_t,
-    v=cython.Py_ssize_t,
-    x=cython.Py_ssize_t,
-    y=cython.Py_ssize_t,
-    values=list,
-    data=list,
-    run=tuple,
-)
 def _matches_typed(values: list[int], base: int, pat: tuple[bool, list]) -> bool:
-    """:func:`_matches` by typed index.  OverflowError for a value past the C integer range, and for a
-    base or pattern value of 2**61 or more in size: their sums then stay inside it (C arithmetic
-    would wrap, and a wrapped sum could equal a value)."""
-    b = base
-    if b >= _TYPED_LIM or b <= -_TYPED_LIM:
-        raise OverflowError("base too large for the typed compare")
-    as_runs, data = pat
-    if not as_runs:
-        n = len(data)
-        if len(values) != n:
-            return False
-        for k in range(n):
-            x = values[k]
-            y = data[k]
-            if y >= _TYPED_LIM or y <= -_TYPED_LIM:
-                raise OverflowError("pattern value too large for the typed compare")
-            if x != b + y:
-                return False
-        return True
-    n = len(data)
-    if len(values) != (data[n - 1][1] if n else 0):
-        return False
-    for run in data:
-        lo = run[0]
-        hi = run[1]
-        v = run[2]
-        if v >= _TYPED_LIM or v <= -_TYPED_LIM:
-            raise OverflowError("pattern value too large for the typed compare")
-        v += b - lo
-        for k in range(lo, hi):
-            x = values[k]
-            if x != v + k:
-                return False
-    return True
+    """:func:`_matches` by typed index (:func:`_matches_all_typed` of the one compare).  OverflowError
+    for a value past the C integer range, and for a base or pattern value of 2**61 or more in size:
+    their sums then stay inside it (C arithmetic would wrap, and a wrapped sum could equal a value)."""
+    return _matches_all_typed([(values, 0, -1, base, pat)])
 
 
 @cython.locals(

@@ -146,19 +146,9 @@ class PersistMixin(InstanceCore):
             for path in origin.paths:
                 inst._origin_of[path] = origin.oid
         store = inst._payloads = PayloadStore(state_path)
-
-        def payload(r: dict[str, Any]) -> dict[str, Any]:
-            """A record as kept in memory: its resources as bytes (read from its payload file)."""
-            r = dict(r)
-            if "jgf_ref" in r:
-                r["jgf"] = store.get(r.pop("jgf_ref"), state_path=state_path)
-            elif isinstance(r.get("jgf"), str):  # (version 1: inline)
-                r["jgf"] = r["jgf"].encode()
-            return r
-
         for name, table in (("requests", None), ("ended_requests", inst.ended)):
             for r in doc.get(name, ()):
-                r = payload(r)
+                r = store.record(r, state_path=state_path)
                 key = r.pop("key")
                 if table is None:
                     inst._remember(key, r)
@@ -167,7 +157,7 @@ class PersistMixin(InstanceCore):
         if not inst.owner:
             inst.owner = doc.get("owner", "")
         inst.grow_times = {u: list(ts) for u, ts in doc.get("grow_times", {}).items()}
-        inst.returning = [payload(r) for r in doc.get("returning", [])]
+        inst.returning = [store.record(r, state_path=state_path) for r in doc.get("returning", [])]
         inst._next_oid = doc.get("next_oid", len(inst.origins) + 1)
         inst.node_events = list(doc.get("node_events") or [])[-256:]
         inst.lease_down = {

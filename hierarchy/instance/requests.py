@@ -51,12 +51,13 @@ class RequestsMixin(InstanceCore):
             k for k in keys if (r := reqs.get(k)) is not None and r.get("state") == "done" and "jgf" in r
         ]
         for k in answered[: max(0, len(answered) - keep)]:
-            r = reqs[k]
-            reqs[k] = {**{f: v for f, v in r.items() if f != "jgf"}, "answer_dropped": True}
+            reqs[k] = {f: v for f, v in reqs[k].items() if f != "jgf"}
         extra = len(keys) - RECORDS_PER_ANSWER * keep
         if extra > 0:
-            old = [k for k in keys if (r := reqs.get(k)) is None or r.get("answer_dropped") or "jgf" not in r]
-            old = [k for k in old if (r := reqs.get(k)) is None or r.get("state") == "done"]
+            # done and without resources: an answer dropped above, or a request that had none (a shrink)
+            old = [
+                k for k in keys if (r := reqs.get(k)) is None or (r.get("state") == "done" and "jgf" not in r)
+            ]
             for k in old[:extra]:
                 reqs.pop(k, None)
                 del keys[k]

@@ -53,13 +53,7 @@ def saved_records(state_path: str | Path, table: str = "requests") -> list[dict[
 
     doc = orjson.loads(Path(state_path).read_bytes())
     store = PayloadStore(state_path)
-    out = []
-    for r in doc[table]:
-        r = dict(r)
-        if "jgf_ref" in r:
-            r["jgf"] = store.get(r.pop("jgf_ref"), state_path=state_path)
-        out.append(r)
-    return out
+    return [store.record(r, state_path=state_path) for r in doc[table]]
 
 
 @contextmanager

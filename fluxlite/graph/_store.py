@@ -306,6 +306,54 @@ def _is_run(xs: list[int], lo: int) -> bool:
     return True
 
 
+@cython.locals(
+    got=list, src=list, dst=list, ssc=list, relc=list, a=list, b=list, c=list, d=list, q=list,
+    k=cython.Py_ssize_t, m=cython.Py_ssize_t, e=cython.Py_ssize_t,
+)  # fmt: skip
+def _scatter_edges(
+    got: list[int], sources: Any, targets: Any, ss_col: list[str], rel_col: list[str], g: Any, seq0: int
+) -> bool:
+    """Write new edge ``k``'s columns at handle ``got[k]`` (handles that refill removed edges in another
+    order), one typed pass (compiled: C stores, where a map per column calls a method per edge);
+    False, having written nothing, unless every column is a list (then the caller maps them).
+    The handles are in range (the caller checked them).  O(len(got))."""
+    cols = (got, sources, targets, ss_col, rel_col, g.e_src, g.e_dst, g.e_ss, g.e_rel, g.e_seq)
+    if any(type(x) is not list for x in cols):
+        return False
+    got, src, dst, ssc, relc, a, b, c, d, q = cols
+    m = len(got)
+    for k in range(m):
+        e = got[k]
+        a[e] = src[k]
+        b[e] = dst[k]
+        c[e] = ssc[k]
+        d[e] = relc[k]
+        q[e] = seq0 + k
+    return True
+
+
+def _guess(free: list[int], n: int) -> list[int] | None:
+    """The ``n`` handles expected from rustworkx's next additions (``free``: the guessed free slots,
+    the next one last), or None when fewer are known."""
+    if n == 0 or len(free) < n:
+        return None
+    return free[: len(free) - n - 1 : -1] if len(free) > n else free[::-1]
+
+
+def _take_guess(free: list[int], got: list[int], guess: list[int] | None = None) -> bool:
+    """Drop the slots ``got`` used from ``free``; return whether ``got`` is ``guess`` (the payloads
+    given are the handles).  A guess that failed, or additions off the guessed slots, empty ``free``
+    (it is no longer known)."""
+    n = len(got)
+    if guess is None:
+        guess = _guess(free, n)
+    if guess is not None and got == guess:
+        del free[len(free) - n :]
+        return True
+    free.clear()
+    return False
+
+
 class GraphObserver(Protocol):
     """Something that keeps per-vertex columns aligned with a graph."""
 
@@ -385,12 +433,14 @@ class ResourceGraph:
     """
 
     __slots__ = (
+        "_efree",
         "_eseq",
         "_fluxion_ids",
         "_interned",
         "_live",
         "_next_uniq",
         "_observers",
+        "_vfree",
         "by_path",
         "by_rank",
         "e_dst",
@@ -468,6 +518,12 @@ class ResourceGraph:
         #: subsystem -> per-vertex first in-edge id (-1: none)
         self.parent_edge: dict[str, list[int]] = {}
         self._observers: list[GraphObserver] = []
+        #: the slots of removed vertices / edges rustworkx is expected to hand back next, the next one
+        #: last (it reuses a freed slot last-freed first): new vertices and edges are added with
+        #: these handles as their payloads, which is checked against the handles rustworkx gives
+        #: (a wrong guess costs a relabelling pass, as no guess does); see :meth:`remove_vertices`
+        self._vfree: list[int] = []
+        self._efree: list[int] = []
         self._interned: dict[str, str] = {}
         self._next_uniq = 0
         #: bumped on every structural change (attach/remove); caches key on it
@@ -528,6 +584,7 @@ class ResourceGraph:
                     raise GraphFormatError(f"duplicate vertex path {p}", name=name)
         vid = self.rx.add_node(None)
         self.rx[vid] = vid
+        _take_guess(self._vfree, [vid])
         self._forget_text(vid)
         if uniq_id is None:
             uniq_id = self._next_uniq
@@ -680,8 +737,11 @@ class ResourceGraph:
             else:
                 vids = expected
         else:
-            vids = list(self.rx.add_nodes_from([None] * n))  # as add_node n times: holes first
-            self._label_nodes(vids)
+            # as add_node n times: holes first (labelled with the handles expected back, checked)
+            guess = _guess(self._vfree, n)
+            vids = list(self.rx.add_nodes_from(guess if guess is not None else [None] * n))
+            if not _take_guess(self._vfree, vids, guess):
+                self._label_nodes(vids)
         for vcache in (self.jgf_vcache, self.wire_vcache):
             if not contiguous and vcache:
                 for v in vcache.keys() & vids:  # (a set built in C, not a step per new vertex)
@@ -928,12 +988,18 @@ class ResourceGraph:
         expected = list(range(e0, e0 + m))
         if self.rx.num_edges() == e0:  # no holes: new handles are e0.. in order
             got = list(self.rx.add_edges_from(list(zip(sources, targets, expected))))
-        else:
-            got = list(self.rx.add_edges_from_no_data(list(zip(sources, targets))))
-        in_order = _is_run(got, e0)
-        if not in_order:
+            labelled = _is_run(got, e0)
+        else:  # holes first, labelled with the handles expected back (checked)
+            guess = _guess(self._efree, m)
+            if guess is None:
+                got = list(self.rx.add_edges_from_no_data(list(zip(sources, targets))))
+            else:
+                got = list(self.rx.add_edges_from(list(zip(sources, targets, guess))))
+            labelled = _take_guess(self._efree, got, guess)
+        if not labelled:
             for e in got:
                 self.rx.update_edge_by_index(e, e)
+        in_order = _is_run(got, e0)
         seq0 = self._eseq
         self._eseq += m
         if in_order:
@@ -955,7 +1021,7 @@ class ResourceGraph:
                 self.e_ss[sl] = ss_col
                 self.e_rel[sl] = rel_col
                 self.e_seq[sl] = range(seq0, seq0 + m)
-            else:
+            elif not _scatter_edges(got, sources, targets, ss_col, rel_col, self, seq0):
                 order = _inverse(got, lo)
                 self.e_src[sl] = map(list(sources).__getitem__, order)
                 self.e_dst[sl] = map(list(targets).__getitem__, order)
@@ -1075,6 +1141,7 @@ class ResourceGraph:
         self._ensure_subsystem(ss)
         eid = self.rx.add_edge(src, dst, None)
         self.rx.update_edge_by_index(eid, eid)
+        _take_guess(self._efree, [eid])
         rel = self._intern(relation)
         seq = self._eseq
         self._eseq += 1
@@ -1129,10 +1196,20 @@ class ResourceGraph:
         vids = list(vids)
         dead = set(vids)
         self._tell_observers("vertices_removed", "vertex_removed", vids)
+        # removed highest handle first: rustworkx reuses a freed slot last-freed first, so the next
+        # vertices added get these slots back lowest first, in order (a run: an attach refills the
+        # columns with one slice each).  Its edges go as rustworkx frees them, each with the first
+        # of its ends removed: a vertex's outgoing edges, then its incoming ones, each list in
+        # rustworkx's order; that order is what the next edges added are expected to get back.
+        gone = sorted(dead, reverse=True)
         eids: set[int] = set()
-        for vid in vids:
-            eids.update(self.rx.out_edge_indices(vid))
-            eids.update(self.rx.in_edge_indices(vid))
+        freed: list[int] = []
+        for vid in gone:
+            for es in (self.rx.out_edge_indices(vid), self.rx.in_edge_indices(vid)):
+                for e in es:
+                    if e not in eids:
+                        eids.add(e)
+                        freed.append(e)
         for eid in sorted(eids):
             self._forget_edge(eid, dead)
         for vid in vids:
@@ -1156,7 +1233,9 @@ class ResourceGraph:
                 lst[:] = filterfalse(dead.__contains__, lst)
                 if not lst:
                     del self.by_rank[r]
-        self.rx.remove_nodes_from(list(dict.fromkeys(vids)))  # in the order given, as remove_node each
+        self.rx.remove_nodes_from(gone)  # (in this order, as remove_node each)
+        self._vfree.extend(gone)  # (guesses: the additions check them)
+        self._efree.extend(freed)
         self.version += 1
 
     def _forget_edge(self, eid: int, dead: set[int]) -> None:

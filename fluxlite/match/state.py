@@ -252,6 +252,8 @@ class GraphStateStage:
         m=cython.Py_ssize_t,
         hi=cython.Py_ssize_t,
         lo=cython.Py_ssize_t,
+        first=cython.Py_ssize_t,
+        run=cython.bint,
     )
     def vertices_added(self, vids: Sequence[int]) -> None:
         """Bulk form of :meth:`vertex_added`.  O(len(vids)): typed loops (compiled, C reads of the
@@ -262,15 +264,18 @@ class GraphStateStage:
         n = len(ids)
         types: set[str] = set()
         last: Any = None
-        hi = lo = -1  # (max / min of the ids, found in this loop: C compares, where max() and min() compare objects)
-        if n:
-            hi = lo = ids[0]
+        # lo, hi: min and max of the ids, found in this loop (C compares, where max() and min() compare
+        # objects); run: the ids are lo, lo+1, ..., in order (a subtree refilling the holes its removal left)
+        run = n > 0
+        first = hi = lo = ids[0] if n else -1
         for k in range(n):
             v = ids[k]
             if v > hi:
                 hi = v
             elif v < lo:
                 lo = v
+            if run and v != first + k:
+                run = False
             t = vt[v]
             if t is not last:
                 types.add(t)
@@ -284,6 +289,9 @@ class GraphStateStage:
                 col.extend([None] * (hi + 1 - m))
             if lo >= m:
                 continue  # every new vertex is in the part just added, None already (the usual attach)
+            if run and hi < m:
+                col[lo : hi + 1] = [None] * n  # (one slice: a step per entry in C)
+                continue
             for k in range(n):
                 v = ids[k]
                 if col[v] is not None:

@@ -42,7 +42,15 @@ from typing import Any
 from google.protobuf.message import DecodeError
 
 from fluxlite.errors import InputError
-from fluxlite.graph._store import has_empty, int_bounds, ints_distinct, max_len, path_roots
+from fluxlite.graph._store import (
+    has_empty,
+    int_bounds,
+    ints_distinct,
+    max_len,
+    path_roots,
+    positions_of,
+    rows_columns,
+)
 from hierarchy._pb import fluxlite_instance_pb2 as pb
 from jgf import Columns, columns_jgf
 from jgf._columns import _digits  # list(map(str, ints)) in C: a str() per id is 3x slower
@@ -112,6 +120,12 @@ def payload_version(payload: bytes) -> int:
 # ------------------------------------------------------------------ encoding
 
 
+
+
+def _distinct(xs: list[Any]) -> Any:
+    """The distinct entries of ``xs`` (not empty): the first alone when every entry is the same (counted
+    in C with an identity test first, the usual case of a column), else a set."""
+    return (xs[0],) if xs.count(xs[0]) == len(xs) else set(xs)
 
 
 def _put(col: Any, xs: Sequence[int], version: int, top: int | None = None) -> None:
@@ -218,19 +232,18 @@ def encode(
             if room > 0:
                 cache[vids[k]] = row
                 room -= 1
-    paths, types, bases, names, ids, uniqs, ranks, units, props = zip(*rows)
+    # (one typed pass per column where compiled, where zip(*rows) makes an iterator per row)
+    paths, types, bases, names, ids, uniqs, ranks, units, props = rows_columns(rows, 9)
     ptext = "\n".join(paths)
-    if len(set(uniqs)) != n or min(uniqs) < 0 or -2 in ids:
+    if not ints_distinct(uniqs) or int_bounds(uniqs)[0] < 0 or -2 in ids:
         return None
-    e_src, e_dst = g.e_src, g.e_dst
     ess = list(map(g.e_ss.__getitem__, eids))
-    get = pos.get
-    src = list(map(get, map(e_src.__getitem__, eids)))
-    dst = list(map(get, map(e_dst.__getitem__, eids)))
+    src = positions_of(eids, g.e_src, pos)
+    dst = positions_of(eids, g.e_dst, pos)
     if None in src or None in dst:
         return None
     table: dict[str, int] = {}
-    for s in (*set(types), *set(bases), *set(units), ss, *set(ess)):
+    for s in (*_distinct(types), *_distinct(bases), *_distinct(units), ss, *_distinct(ess)):
         if s not in table and s is not None:
             table[s] = len(table)
     if len(table) > MAX_STRINGS or max(map(len, table)) > MAX_STRING:

@@ -241,6 +241,43 @@ def path_roots(paths: Sequence[str]) -> list[int] | None:
     return roots
 
 
+@cython.locals(lst=list, row=tuple, col=list, out=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t, j=cython.Py_ssize_t)
+def rows_columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
+    """``[list(c) for c in zip(*rows)]`` (``width`` empty lists for no rows): the columns of rows of
+    ``width`` entries (rows of other lengths: the zip's, up to the shortest).  Compiled, for a list of
+    exact tuples of that length: a typed pass per column, where the star call makes an iterator per
+    row; anything else takes the zip."""
+    if cython.compiled and type(rows) is list and all(type(r) is tuple and len(r) == width for r in rows):
+        lst = rows
+        n = len(lst)
+        out = []
+        for j in range(width):
+            col = []
+            for k in range(n):
+                row = lst[k]
+                col.append(row[j])
+            out.append(col)
+        return out
+    return [list(c) for c in zip(*rows)] if len(rows) else [[] for _ in range(width)]
+
+
+@cython.locals(lst=list, c=list, d=dict, out=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t)
+def positions_of(ids: Sequence[int], col: Sequence[int], pos: dict[int, int]) -> list[int | None]:
+    """``[pos.get(col[i]) for i in ids]``: where each id's entry of ``col`` sits (None: nowhere), as the
+    hierarchy's encoder finds an edge's ends among the nodes sent.  Compiled, for lists: one typed
+    loop (C reads, a dict lookup each), where two maps call a method per entry."""
+    if cython.compiled and type(ids) is list and type(col) is list and type(pos) is dict:
+        lst = ids
+        c = col
+        d = pos
+        n = len(lst)
+        out = []
+        for k in range(n):
+            out.append(d.get(c[lst[k]]))
+        return out
+    return list(map(pos.get, map(col.__getitem__, ids)))
+
+
 def _inverse(handles: list[int], lo: int) -> list[int]:
     """For ``handles`` a permutation of ``lo..lo+n-1``: the position of ``lo + j`` at ``j`` (in C)."""
     order = [0] * len(handles)

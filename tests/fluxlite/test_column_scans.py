@@ -1,5 +1,5 @@
 """The whole-column scans of a bulk attach (fluxlite.graph._store: int_bounds, ints_distinct, has_none, has_empty,
-max_len, path_roots; fluxlite.match.update: _fits_all, _where_false) against the builtin expressions
+max_len, path_roots, and the encoder's rows_columns and positions_of; fluxlite.match.update: _fits_all, _where_false) against the builtin expressions
 they stand for, on random columns and on every entry kind that leaves the typed loops (bools, floats,
 ints past the C range, non-lists, str subclasses).  Compiled, these run the typed loops; run pure
 (FLUXLITE_PURE=1) the builtins themselves."""
@@ -13,7 +13,16 @@ from operator import not_
 import pytest
 
 from fluxlite.graph import _store
-from fluxlite.graph._store import has_empty, has_none, int_bounds, ints_distinct, max_len, path_roots
+from fluxlite.graph._store import (
+    has_empty,
+    has_none,
+    int_bounds,
+    ints_distinct,
+    max_len,
+    path_roots,
+    positions_of,
+    rows_columns,
+)
 from fluxlite.match.update import _fits_all, _where_false
 
 #: the typed loops run (else path_roots always answers None)
@@ -156,3 +165,31 @@ def test_scans_at_the_edges_of_their_unchecked_reads() -> None:
         assert got == (want if _COMPILED else None)
     for paths in ([""], ["a"], ["/a", ""], ["/a", "b/c"], ["/a", _Str("/b")]):
         assert path_roots(paths) is None
+
+
+class _Tuple(tuple):
+    pass
+
+
+def test_rows_columns_and_positions_of_are_the_builtins() -> None:
+    rng = random.Random(5)
+    for _ in range(200):
+        n = rng.choice([0, 1, 2, 10, 300])
+        width = rng.choice([1, 3, 9])
+        rows = [tuple(rng.choice([None, k, f"s{k}", (k, "x")]) for k in range(width)) for _ in range(n)]
+        kind = rng.randrange(4)
+        if kind == 1 and n:  # a tuple subclass among the rows: the zip's way
+            rows[rng.randrange(n)] = _Tuple(rows[0])
+        elif kind == 2 and n:  # a row of another length: the zip stops at the shortest (as zip(*rows) does)
+            rows[rng.randrange(n)] = rows[0][:-1] if width > 1 else ()
+        got_rows = rows if kind != 3 else tuple(rows)  # (not a list: the zip)
+        want = [list(c) for c in zip(*got_rows)] if n else [[] for _ in range(width)]
+        assert rows_columns(got_rows, width) == want
+        # positions: edge ends among the nodes sent (ids into a column; some ends not sent)
+        col = [rng.randrange(50) for _ in range(60)]
+        ids = [rng.randrange(60) for _ in range(rng.choice([0, 1, 40]))]
+        pos = {v: k for k, v in enumerate(rng.sample(range(50), 30))}
+        expect = [pos.get(col[i]) for i in ids]
+        assert positions_of(ids, col, pos) == expect
+        assert positions_of(tuple(ids), col, pos) == expect  # (not lists: the maps)
+        assert positions_of(ids, col, dict(pos)) == expect

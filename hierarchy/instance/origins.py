@@ -22,9 +22,6 @@ from hierarchy.instance.core import InstanceCore
 from hierarchy.instance.records import JobRecord, Origin
 from jgf import Columns, columns_jgf
 
-#: columns payloads whose JGF text an instance keeps
-_JGF_MEMO = 16
-
 
 class OriginsMixin(InstanceCore):
     """See the module docstring."""
@@ -32,9 +29,6 @@ class OriginsMixin(InstanceCore):
     #: the last columns payload attached and its columns (the JGF of it for a caller that reads JGF
     #: is written from these, not from a second decoding)
     _decoded: tuple[bytes, Columns] | None = None
-    #: the JGF text of the last columns payloads converted (the state file writes every kept request
-    #: record as JGF at each save: without it a save converted each one again)
-    _jgf_memo: dict[bytes, bytes] | None = None
 
     def _attach_for(
         self, job: JobRecord, jgf: bytes, source: str, upstream_id: str, *, hand_back: bool = True
@@ -69,30 +63,17 @@ class OriginsMixin(InstanceCore):
             self._origin_of.update(dict.fromkeys(paths, oid))
 
     def _jgf_of(self, payload: bytes, *, keep: bool = False) -> bytes:
-        """``payload`` as JGF text (:func:`hierarchy._wire.as_jgf`): the text already written for it
-        (the state file's), else from the columns already read when it is the payload just attached.
-        ``keep``: the payload is attached next (a deferred attach), which reads the columns decoded
-        here.  Under the instance lock."""
+        """``payload`` as JGF text (:func:`hierarchy._wire.as_jgf`), from the columns already read when
+        it is the payload just attached.  ``keep``: the payload is attached next (a deferred attach),
+        which reads the columns decoded here.  Under the instance lock."""
         got = self._decoded
         if not keep:
             self._decoded = None
-        memo = self._jgf_memo
-        if memo is not None and (text := memo.get(payload)) is not None:
-            return text
         if got is None or got[0] is not payload:
             if not keep:
-                return self._remember_jgf(payload, as_jgf(payload))
+                return as_jgf(payload)
             got = self._decoded = (payload, decode(payload))
-        return self._remember_jgf(payload, columns_jgf(got[1]))
-
-    def _remember_jgf(self, payload: bytes, text: bytes) -> bytes:
-        memo = self._jgf_memo
-        if memo is None:
-            memo = self._jgf_memo = {}
-        if len(memo) >= _JGF_MEMO:
-            del memo[next(iter(memo))]  # the oldest (used under the instance lock)
-        memo[payload] = text
-        return text
+        return columns_jgf(got[1])
 
     def _free_origin_roots(self, candidates: Iterable[int]) -> dict[str, list[int]]:
         """Roots of the subtrees that came from above and are now wholly free, by source.

@@ -724,12 +724,18 @@ def _writer_text(cols: Columns) -> bytes | None:
     ):
         return None
     ids = _digits(cols.id)
-    if cols.name != list(map(str.__add__, cols.type, ids)):
+    if not _names_are_defaults(cols.name, cols.type, ids):
         return None
     units = cols.unit
-    text = "".join((*set(cols.type), *set(units), *ps))
+    # (the few distinct types and units, and the paths: every character printable ASCII, no quote or
+    # backslash; one C pass over the paths' bytes deleting the allowed ones, where isprintable()
+    # looks each character up)
+    text = "".join((*set(cols.type), *set(units)))
     if not (text.isascii() and text.isprintable()) or '"' in text or "\\" in text:
         return None  # (would need escapes: the general writer below)
+    ptext = "".join(ps)
+    if not ptext.isascii() or ptext.encode().translate(None, _PLAIN):
+        return None
     uq = _digits(cols.uniq_id)
     # a node: these columns' entries in turn (a str column is the same piece for every node)
     node_cols: list[str | list[str]] = [', {"id": "', uq, '", "metadata": {"type": "', cols.type]
@@ -750,6 +756,25 @@ def _writer_text(cols: Columns) -> bytes | None:
     parts += _interleave([', {"source": "', src, '", "target": "', dst, '"}'], ne)
     parts.append("]}}\n")
     return "".join(parts).encode()
+
+
+#: the printable ASCII characters a JGF string holds unescaped (all but the quote and the backslash)
+_PLAIN = bytes(c for c in range(0x20, 0x7F) if c not in b'"\\')
+
+
+def _names_are_defaults(names: list[str], types: list[str], ids: list[str]) -> bool:
+    """``names == list(map(str.__add__, types, ids))`` (``ids``: digits): compared as two texts with a
+    newline between nodes when no name or type holds one (two joins, where the map builds a string
+    per node), else entry by entry."""
+    n = len(names)
+    text = "\n".join(names)
+    if text.count("\n") != n - 1 or "\n" in "".join(set(types)) or len(types) != n or len(ids) != n:
+        return names == list(map(str.__add__, types, ids))
+    parts = ["\n"] * (3 * n)
+    parts[0::3] = types
+    parts[1::3] = ids
+    parts.pop()  # (no newline after the last node)
+    return "".join(parts) == text
 
 
 def _interleave(columns: Sequence[str | list[str]], n: int) -> list[str]:

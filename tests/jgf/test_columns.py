@@ -450,3 +450,42 @@ def test_columns_are_written_back_in_the_match_writers_layout_at_the_smallest_si
     cols = jgf.read_columns(text)
     assert cols is not None and len(cols) in (1, 2)
     assert jgf.columns_jgf(cols) == text.encode()
+
+
+@pytest.mark.parametrize(
+    "change, layout",
+    [
+        (None, True),
+        (lambda c: c.paths["containment"].__setitem__(1, '/node0/me"m0'), False),  # a quote
+        (lambda c: c.paths["containment"].__setitem__(1, "/node0/me\\m0"), False),  # a backslash
+        (lambda c: c.paths["containment"].__setitem__(1, "/node0/mem\t0"), False),  # a control character
+        (lambda c: c.paths["containment"].__setitem__(1, "/node0/mém0"), False),  # not ASCII
+        (lambda c: c.paths["containment"].__setitem__(1, "/node0/mem~0 "), True),  # printable: as is
+        (lambda c: c.name.__setitem__(1, "memory1"), False),  # a name that is not type + id
+        (lambda c: c.name.__setitem__(0, "node\n0"), False),  # a newline in a name
+        (lambda c: (c.type.__setitem__(0, "no\nde"), c.basename.__setitem__(0, "no\nde")), False),
+    ],
+)
+def test_the_writer_layout_is_taken_only_for_plain_strings_and_default_names(
+    change: Any, layout: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """columns_jgf writes the match writer's layout only when no string needs an escape and every name
+    is its type and id; otherwise the general writer, and either way the document says the same."""
+    from jgf import _columns
+
+    text = '{"graph": {"nodes": [' + _NODE + ", " + _MEM % "" + '], "edges": [{"source": "8", "target": "9"}]}}\n'
+    cols = jgf.read_columns(text)
+    assert cols is not None
+    if change is not None:
+        change(cols)
+    got = jgf.columns_jgf(cols)
+    assert (_columns._writer_text(cols) is not None) is layout
+    monkeypatch.setattr(_columns, "_writer_text", lambda c: None)
+    general = jgf.columns_jgf(cols)
+    for doc in (got, general):  # either text says the same: each node's strings and numbers as written
+        nodes = orjson.loads(doc)["graph"]["nodes"]
+        md = [nd["metadata"] for nd in nodes]
+        assert [m["paths"]["containment"] for m in md] == cols.paths["containment"]
+        assert [m["type"] for m in md] == cols.type
+        assert [m.get("name", m["type"] + str(m["id"])) for m in md] == cols.name
+        assert [m["id"] for m in md] == cols.id and [nd["id"] for nd in nodes] == list(map(str, cols.uniq_id))

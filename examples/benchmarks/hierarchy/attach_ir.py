@@ -1,6 +1,6 @@
 """Instruction counts (callgrind) of one level's attach of a 64-node grow from the columns wire form, two trees.
 
-    python examples/benchmarks/hierarchy/attach_ir.py --bench-dir ../shared/bench --a TREE_A --b TREE_B
+    python examples/benchmarks/hierarchy/attach_ir.py --bench-dir ../shared/bench --a TREE_A --b TREE_B [--request T8] [--refill]
 
 What ``fluxlite bench hierarchy`` calls a level's attach+update, in process and without gRPC:
 L0 (``graphs/L0.graphml``) answers REQUEST (default T1, 64 nodes) with the ``jgf`` writer and the
@@ -32,18 +32,25 @@ from fluxlite.jobspec import parse_jobspec
 from fluxlite.readers import load_graph
 from fluxlite.writers.jgf import JgfColumnsWriter
 from hierarchy import _wire
-bench, k, do, req = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
+bench, k, do, req, refill = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4], sys.argv[5] == "1"
 spec = {t: parse_jobspec((bench / "jobspecs" / f"{t}.yaml").read_text()) for t in {req, "T4"}}
 parent = Engine.from_file(bench / "graphs" / "L0.graphml", format="grug", policy="first")
 lease = parent.allocate(spec["T4"], fmt="jgf").text
-kids = []
-for _ in range(k):
-    child = Engine(load_graph(lease, format="jgf"), policy="first")
-    kids.append((child, child.allocate(spec["T4"], fmt="jgf").jobid))
 writer = JgfColumnsWriter()
 parent.set_writer("jgf", writer)
 parent.allocate(spec[req], fmt="jgf")
 payload = _wire.encode(parent.graph, writer.emitted)
+kids = []
+for _ in range(k):
+    child = Engine(load_graph(lease, format="jgf"), policy="first")
+    kids.append((child, child.allocate(spec["T4"], fmt="jgf").jobid))
+    if refill:  # the same subgraph attached, shrunk and removed before: the measured attach refills its holes
+        g, dom = child.graph, child.dom
+        new = child.attach(_wire.decode(payload), allocate_to=kids[-1][1], at=0, duration=3600)
+        inside = set(new)
+        roots = [v for v in new if g.parent(v, dom) not in inside]
+        child.shrink(kids[-1][1], jgf=_wire.as_jgf(payload))
+        child.remove_subgraph(paths=[g.path(r, dom) for r in roots])
 import gc
 gc.collect()
 gc.disable()
@@ -56,7 +63,7 @@ os._exit(0)  # (the interpreter's teardown is not counted)
 """
 
 
-def _ir(tree: Path, bench: Path, k: int, do: bool, req: str) -> int:
+def _ir(tree: Path, bench: Path, k: int, do: bool, req: str, refill: bool) -> int:
     # (one BLAS thread: NumPy's OpenBLAS workers spin while idle, and callgrind counts every thread)
     env = {**os.environ, "PYTHONPATH": str(tree.resolve()), "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
     # address randomisation off where setarch can (CPython's type-attribute cache is indexed by
@@ -64,7 +71,7 @@ def _ir(tree: Path, bench: Path, k: int, do: bool, req: str) -> int:
     norand = ["setarch", platform.machine(), "-R"] if shutil.which("setarch") else []
     p = subprocess.run(
         [*norand, "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", CHILD,
-         str(bench), str(k), "1" if do else "0", req],
+         str(bench), str(k), "1" if do else "0", req, "1" if refill else "0"],
         capture_output=True, text=True, env=env, cwd=tree, check=True,
     )  # fmt: skip
     m = re.search(r"refs:\s+([0-9,]+)", p.stderr)
@@ -80,14 +87,20 @@ def main() -> None:
     ap.add_argument("--b", type=Path, default=Path("."), help="the tree measured against it (built)")
     ap.add_argument("--children", type=int, default=10, help="attaches measured per tree (default 10)")
     ap.add_argument("--request", default="T1", help="the jobspec L0 answers (default T1: 64 nodes)")
+    ap.add_argument(
+        "--refill",
+        action="store_true",
+        help="each child attached, shrank and removed the same subgraph first: the measured attach refills "
+        "the holes that left (what every grow after the first of `fluxlite bench hierarchy` does)",
+    )
     a = ap.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian package valgrind)")
     bench = a.bench_dir.resolve()
     per = {}
     for name, tree in (("a", a.a), ("b", a.b)):
-        base = _ir(tree, bench, a.children, False, a.request)
-        full = _ir(tree, bench, a.children, True, a.request)
+        base = _ir(tree, bench, a.children, False, a.request, a.refill)
+        full = _ir(tree, bench, a.children, True, a.request, a.refill)
         per[name] = (full - base) / a.children
         print(f"{name}: {tree}: {per[name] / 1e6:.2f} M instructions per attach", flush=True)
     print(f"b / a: {per['b'] / per['a']:.3f}x")

@@ -5,7 +5,8 @@
 On the shared L0 graph (``graphs/L0.graphml``, GRUG), each request T1..T8 is matched with the
 ``jgf`` writer as an instance's grow is (lazily: only what it emitted recorded), then encoded in
 version 1 (every varying integer column 8 bytes per entry) and version 2 (the narrowest of 1, 2,
-4 or 8 bytes that holds the column), and decoded again.  Times are the best of ``--reps`` runs of
+4 or 8 bytes that holds the column), and decoded again; ``jgf`` is the JGF text written from the
+decoded columns (``jgf.columns_jgf``: what the leaf answers a client that reads JGF).  Times are the best of ``--reps`` runs of
 each (thread CPU time, so that the machine's load moves them little); the bytes are exact.  The
 bytes are what every level of a nested grow sends on to the next (``fluxlite bench hierarchy``'s
 communication slope).
@@ -22,6 +23,7 @@ from fluxlite.api import Engine
 from fluxlite.jobspec import parse_jobspec
 from fluxlite.writers.jgf import JgfColumnsWriter
 from hierarchy import _wire
+from jgf import columns_jgf
 
 
 def _best(fn: Callable[[], object], reps: int) -> float:
@@ -42,7 +44,7 @@ def main() -> None:
     eng = Engine.from_file(bench / "graphs" / "L0.graphml", format="grug", policy="first")
     w = JgfColumnsWriter()
     eng.set_writer("jgf", w)
-    print("request  vertices  edges  | v1 bytes  v2 bytes  v2/v1 | encode ms v1  v2 | decode ms v1  v2")
+    print("request  vertices  edges  | v1 bytes  v2 bytes  v2/v1 | encode ms v1  v2 | decode ms v1  v2 | jgf ms")
     for name in [f"T{k}" for k in range(1, 9)]:
         js = parse_jobspec((bench / "jobspecs" / f"{name}.yaml").read_text())
         w.lazy = True
@@ -58,10 +60,12 @@ def main() -> None:
             continue
         enc = {v: _best(lambda v=v, e=emitted: _wire.encode(eng.graph, e, v), args.reps) for v in (1, 2)}
         dec = {v: _best(lambda p=pay[v]: _wire.decode(p), args.reps) for v in (1, 2)}
+        cols = _wire.decode(pay[2])
+        text = _best(lambda c=cols: columns_jgf(c), args.reps)
         nv, ne = _wire.counts(pay[2])
         print(
             f"{name:8} {nv:8d} {ne:6d}  | {len(pay[1]):8d}  {len(pay[2]):8d}  {len(pay[2]) / len(pay[1]):5.2f} |"
-            f"       {enc[1]:6.3f} {enc[2]:6.3f} |       {dec[1]:6.3f} {dec[2]:6.3f}"
+            f"       {enc[1]:6.3f} {enc[2]:6.3f} |       {dec[1]:6.3f} {dec[2]:6.3f} | {text:6.3f}"
         )
         eng.cancel(r.jobid)
 

@@ -1023,7 +1023,8 @@ class ResourceGraph:
             self._ensure_subsystem(ss)
         e0 = len(self.e_src)
         expected = list(range(e0, e0 + m))
-        if self.rx.num_edges() == e0:  # no holes: new handles are e0.. in order
+        holes = self.rx.num_edges() != e0
+        if not holes:  # new handles are e0.. in order
             got = list(self.rx.add_edges_from(list(zip(sources, targets, expected))))
             labelled = _is_run(got, e0)
         else:  # holes first, labelled with the handles expected back (checked)
@@ -1036,7 +1037,7 @@ class ResourceGraph:
         if not labelled:
             for e in got:
                 self.rx.update_edge_by_index(e, e)
-        in_order = _is_run(got, e0)
+        in_order = labelled and not holes  # (with holes the first handle is one of them, below e0)
         seq0 = self._eseq
         self._eseq += m
         if in_order:

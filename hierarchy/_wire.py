@@ -53,7 +53,10 @@ from fluxlite.graph._store import (
 )
 from hierarchy._pb import fluxlite_instance_pb2 as pb
 from jgf import Columns, columns_jgf
-from jgf._columns import _digits  # list(map(str, ints)) in C: a str() per id is 3x slower
+from jgf._columns import (  # (_digits: list(map(str, ints)) in C, 3x faster than str() per id)
+    _digits,
+    _joined_names,
+)
 
 __all__ = [
     "MAGIC",
@@ -367,17 +370,11 @@ def _strs(col: Any, n: int, what: str, strings: list[str], version: int) -> list
 
 
 def _names(bases: list[str], digits: list[str], strings: list[str]) -> list[str]:
-    """``list(map(str.__add__, bases, digits))``: the pieces interleaved with newlines, joined once and
-    split again (a third of the cost of the slot wrapper per node), unless a table string (every base
-    is one) holds a newline."""
+    """``list(map(str.__add__, bases, digits))``: the names joined once and split again
+    (:func:`jgf._columns._joined_names`), unless a table string (every base is one) holds a newline."""
     if "\n" in "".join(strings):
         return list(map(str.__add__, bases, digits))
-    parts = ["\n"] * (3 * len(bases))
-    parts[0::3] = bases
-    parts[1::3] = digits
-    out = "".join(parts).split("\n")
-    out.pop()  # (after the last newline)
-    return out
+    return _joined_names(bases, digits).split("\n") if bases else []
 
 
 #: every byte but a newline and "/" (what :func:`_root_lines` deletes)

@@ -72,6 +72,7 @@ except ModuleNotFoundError:  # pure Python without Cython installed (see fluxlit
 from fluxlite.graph import UP
 from fluxlite.match._common import AT_ALLOC, JobMeta, _request_sig, _Shared
 from fluxlite.match._scoring import MATCH_MET, Dfu, Evals
+from fluxlite.writers.jgf import JgfColumnsWriter
 from fluxlite.writers.simple import SimpleWriter
 
 #: subtrees with fewer vertices are walked plainly (a replay would not pay for its checks)
@@ -302,6 +303,7 @@ class _UpdTmpl:
         "own",
         "pick",
         "plans",
+        "rec",
         "runs",
         "seq_delta",
         "shape",
@@ -1104,7 +1106,14 @@ class FreshStage:
         w_before = self.e_weight[e0 : e0 + shape.m]
         seq0 = self._span_seq
         jv = self._jv
-        jv0, out0 = len(jv), len(writer._out)
+        # where the writer's output of this subtree starts: the simple writer's lines, or the lazy
+        # JGF writer's records (vertices, edges, and its extras, which a template cannot hold)
+        jv0 = len(jv)
+        out0: Any
+        if type(writer) is SimpleWriter:
+            out0 = len(writer._out)
+        else:
+            out0 = (len(writer._rv), len(writer._re), len(writer._extra))
         acc0 = dict(to_parent)
         ep = self._epoch
         ep0 = [ep.get(a + i, 0) for i in shape.internal]
@@ -1132,7 +1141,7 @@ class FreshStage:
         writer: Any,
         seq0: int,
         jv0: int,
-        out0: int,
+        out0: Any,
         acc0: dict[str, int],
         ep0: list[int],
         log0: int,
@@ -1240,6 +1249,11 @@ class FreshStage:
         at_k[0] = shape.m
         ks = [at_k[r] for r in rel]
         tm.jv_pick = itemgetter(*ks) if len(ks) > 1 else (lambda vs, k=ks[0]: (vs[k],))
+        tm.acc = [(t, c - acc0.get(t, 0)) for t, c in to_parent.items() if c != acc0.get(t, 0)]
+        if type(writer) is not SimpleWriter:
+            tm.rec = self._upd_extract_rec(writer, out0, a, e0, n, shape.m, at_k)
+            return tm if tm.rec is not None else None
+        tm.rec = None
         lines = writer._out[out0:]
         if len(lines) != len(rel):
             return None
@@ -1256,8 +1270,26 @@ class FreshStage:
             fmt.append(line[k + len(name) :])
         tm.fmt = fmt
         tm.pick = itemgetter(*rel) if len(rel) > 1 else (lambda names, r=rel[0]: (names[r],))
-        tm.acc = [(t, c - acc0.get(t, 0)) for t, c in to_parent.items() if c != acc0.get(t, 0)]
         return tm
+
+    @staticmethod
+    def _upd_extract_rec(
+        writer: Any, out0: tuple[int, int, int], a: int, e0: int, n: int, m: int, at_k: dict[int, int]
+    ) -> tuple[Any, list[int], list[bool], list[int]] | None:
+        """What the lazy JGF writer recorded of the subtree at ``a`` (see :meth:`_upd_record`), as
+        (a pick of the vertices from the edges' targets and the root, as ``jv_pick``; their needs;
+        their exclusivity; the edges relative to ``e0``); None if a record is not the subtree's
+        own or a vertex has extras (an agfilter or ephemeral: a template holds none)."""
+        v0, ed0, x0 = out0
+        if len(writer._extra) != x0:
+            return None
+        rel = [v - a for v in writer._rv[v0:]]
+        erel = [e - e0 for e in writer._re[ed0:]]
+        if not rel or not all(0 <= r < n for r in rel) or not all(0 <= k < m for k in erel):
+            return None
+        ks = [at_k[r] for r in rel]
+        pick = itemgetter(*ks) if len(ks) > 1 else (lambda vs, k=ks[0]: (vs[k],))
+        return pick, writer._rn[v0:], writer._rx[v0:], erel
 
     def _upd_replay(
         self, tm: _UpdTmpl, b: int, e0: int, meta: JobMeta, writer: Any, to_parent: dict[str, int]
@@ -1311,6 +1343,17 @@ class FreshStage:
         vs = self.g.e_dst[e0 : e0 + tm.shape.m]
         vs.append(b)
         self._jv.extend(tm.jv_pick(vs))
+        rec = tm.rec
+        if rec is not None:
+            # the lazy JGF writer's records, as its emit_vtx / emit_edg calls append them
+            writer._rv.extend(rec[0](vs))
+            writer._rn.extend(rec[1])
+            writer._rx.extend(rec[2])
+            writer._re.extend(map(e0.__add__, rec[3]))
+            for t, c in tm.acc:
+                to_parent[t] = to_parent.get(t, 0) + c
+            self.fresh_stats[1] += 1
+            return tm.n_ret
         # one string for the subtree's lines (the writer joins its pieces: same text)
         parts = tm.fmt
         parts[1::3] = tm.pick(self.g.v_name[b : b + tm.shape.n])
@@ -1321,11 +1364,13 @@ class FreshStage:
         return tm.n_ret
 
     def _fresh_upd_ready(self, writer: Any) -> bool:
-        """May this update walk use templates?  (Only if its select replayed some subtree.)"""
+        """May this update walk use templates?  (Only if its select replayed some subtree, and only
+        for a writer whose output a template can replay: the simple format's lines, or the records
+        of a lazy :class:`~fluxlite.writers.jgf.JgfColumnsWriter`.)"""
         return (
             bool(self._fhint)
             and self.fresh
-            and type(writer) is SimpleWriter
+            and (type(writer) is SimpleWriter or (type(writer) is JgfColumnsWriter and writer.lazy))
             and len(self.g.out) == 1
             and len(self.subsystems) == 1
         )

@@ -138,8 +138,15 @@ class UpdateStage:
         )
         emit_shadow = self.g.v_type[root] in self.exclusive_types
         if self._fresh_upd_ready(writer):
+            # (a template keeps its writer's output: the simple writer's and the JGF records' apart)
             self._fupd, self._futries = self._fresh_lib(
-                ("update", meta.alloc_type, frozenset(self.exclusive_types), len(self.prune.total))
+                (
+                    "update",
+                    type(writer) is SimpleWriter,
+                    meta.alloc_type,
+                    frozenset(self.exclusive_types),
+                    len(self.prune.total),
+                )
             )
         try:
             n = self._upd_dfv_plain(root, writer, needs, excl, meta, True, {}, emit_shadow)

@@ -359,3 +359,42 @@ def test_a_twin_is_exactly_the_shape_shifted(tamper: str) -> None:
         assert tr._fresh_twin(shape, b) == got  # cached
     else:
         assert got is None
+
+
+@pytest.mark.parametrize("policy", ["first", "low", "high"])
+def test_a_lazy_jgf_writer_is_replayed_with_the_records_of_the_plain_walk(policy: str) -> None:
+    """The lazy JGF writer (a hierarchy's columns answer) takes update templates as the simple one
+    does: its records (vertices, needs, exclusivity, edges), the text it renders and the state are
+    the plain walk's, while the update replays subtrees; an eager writer still walks plainly."""
+    from fluxlite.writers.jgf import JgfColumnsWriter
+
+    engines, writers = [], []
+    for fresh in (True, False):
+        eng = engine(policy, nodes=12, fresh=fresh)
+        w = JgfColumnsWriter()
+        w.lazy = True
+        eng.set_writer("jgf", w)
+        engines.append(eng)
+        writers.append(w)
+    fast, plain = engines
+    held: list[int] = []
+    for k, req in enumerate([ONE, nodes_req(3), SOCKET, ONE, nodes_req(4), EXCL, ONE, nodes_req(2)] * 2):
+        a, b = fast.match(req, fmt="jgf"), plain.match(req, fmt="jgf")
+        assert (a.ok, a.jobid, a.text) == (b.ok, b.jobid, b.text), k
+        if a.ok:
+            assert writers[0].emitted == writers[1].emitted, k
+            assert writers[0].render(fast.graph) == writers[1].render(plain.graph), k
+            held.append(a.jobid)
+        assert full_state(fast) == full_state(plain), k
+        if len(held) > 2:
+            j = held.pop(0)
+            fast.cancel(j)
+            plain.cancel(j)
+            assert full_state(fast) == full_state(plain), k
+    assert replays(fast)[1] >= 8, replays(fast)
+    # the same session with the eager writer: the update is walked plainly (its text is written per vertex)
+    eager = engine(policy, nodes=12)
+    eager.set_writer("jgf", JgfColumnsWriter())
+    for req in (ONE, ONE, nodes_req(3)):
+        assert eager.match(req, fmt="jgf").ok
+    assert replays(eager)[1] == 0

@@ -343,6 +343,8 @@ def _is_run(xs: list[int], lo: int) -> bool:
     return True
 
 
+@cython.boundscheck(False)  # (every handle is in range, checked by the caller; every k is below m)
+@cython.wraparound(False)
 @cython.locals(
     got=list, src=list, dst=list, ssc=list, relc=list, a=list, b=list, c=list, d=list, q=list,
     k=cython.Py_ssize_t, m=cython.Py_ssize_t, e=cython.Py_ssize_t,
@@ -369,6 +371,23 @@ def _scatter_edges(
     return True
 
 
+@cython.locals(
+    a=list, b=list, k=cython.Py_ssize_t, n=cython.Py_ssize_t, x=cython.Py_ssize_t, y=cython.Py_ssize_t
+)
+def _same_ints(a: list[int], b: list[int]) -> bool:
+    """``a == b`` for two lists of ints (compiled: a C compare per entry, where ``==`` compares two
+    int objects per entry)."""
+    n = len(a)
+    if len(b) != n:
+        return False
+    for k in range(n):
+        x = a[k]
+        y = b[k]
+        if x != y:
+            return False
+    return True
+
+
 def _guess(free: list[int], n: int) -> list[int] | None:
     """The ``n`` handles expected from rustworkx's next additions (``free``: the guessed free slots,
     the next one last), or None when fewer are known."""
@@ -384,7 +403,7 @@ def _take_guess(free: list[int], got: list[int], guess: list[int] | None = None)
     n = len(got)
     if guess is None:
         guess = _guess(free, n)
-    if guess is not None and got == guess:
+    if guess is not None and (_same_ints(got, guess) if type(got) is list else got == guess):
         del free[len(free) - n :]
         return True
     free.clear()

@@ -269,3 +269,68 @@ def test_whole_node_grows_and_refills_leave_the_reference_state(seed: int, monke
             held.append((r.jobid, [g.path(v) for v in got[0] if g.parent(v) not in newset]))
         same(*engines)
         assert recount_errors(engines[0]) == []
+
+
+def test_prime_new_leaves_a_vertex_with_two_new_parents_to_the_recursive_priming() -> None:
+    """``_prime_new`` primes only new subtrees that are trees: a new leaf reached from two new
+    parents, with a new vertex no new root reaches (so that the counts agree), makes it answer None,
+    having set nothing."""
+    eng = Engine(generate_graph(nodes=1, sockets=1, cores=2), policy="first")
+    g, tr = eng.graph, eng.traverser
+    root = g.roots["containment"]
+
+    def plans() -> list[Any]:
+        return [
+            None if p is None else (p.resource_types, [p.resource_total_at(i) for i in range(len(p))])
+            for p in tr.subplan["containment"]
+        ]
+
+    before = plans()
+    # a new node with two sockets and one core below both, and a core no new root reaches (its own
+    # parent): as many vertices reached as there are new ones, one of them twice
+    new = g.add_vertices_bulk(
+        ["node", "socket", "socket", "core", "core"],
+        ["node", "socket", "socket", "core", "core"],
+        ["node9", "socket90", "socket91", "core900", "core901"],
+        [9, 90, 91, 900, 901],
+        [-1] * 5,
+        [1] * 5,
+        [""] * 5,
+        paths={
+            "containment": [
+                "/c/node9",
+                "/c/node9/socket90",
+                "/c/node9/socket91",
+                "/c/node9/socket90/core900",
+                "/c/node9/socket91/core901",
+            ]
+        },
+    )
+    n9, s0, s1, c, z = new
+    g.add_edges_bulk([root, n9, n9, s0, s1, z], [n9, s0, s1, c, c, z], "containment", "contains")
+    tr._sync_edges()
+    n = len(g.v_type)
+    for col in tr.subplan.values():
+        col.extend([None] * (n - len(col)))
+    assert tr._prime_new("containment", new, set(new)) is None
+    assert plans()[: len(before)] == before
+    assert all(p is None for p in tr.subplan["containment"][len(before) :])
+    # the same subtree without the second edge into the core is primed
+    g.remove_vertices(new)
+    new = g.add_vertices_bulk(
+        ["node", "socket", "core"],
+        ["node", "socket", "core"],
+        ["node9", "socket90", "core900"],
+        [9, 90, 900],
+        [-1] * 3,
+        [1] * 3,
+        [""] * 3,
+        paths={"containment": ["/c/node9", "/c/node9/socket90", "/c/node9/socket90/core900"]},
+    )
+    g.add_edges_bulk([root, new[0], new[1]], new, "containment", "contains")
+    tr._sync_edges()
+    n = len(g.v_type)
+    for col in tr.subplan.values():
+        col.extend([None] * (n - len(col)))
+    got = tr._prime_new("containment", new, set(new))
+    assert got is not None and got[1] == [new[0]]

@@ -193,3 +193,30 @@ def test_rows_columns_and_positions_of_are_the_builtins() -> None:
         assert positions_of(ids, col, pos) == expect
         assert positions_of(tuple(ids), col, pos) == expect  # (not lists: the maps)
         assert positions_of(ids, col, dict(pos)) == expect
+
+
+def test_same_ints_and_once_each_are_the_builtins() -> None:
+    """``_same_ints`` is ``==`` on two lists of ints, ``_once_each`` the count of a set of both lists
+    (handles below a bound), on random lists with and without a difference or a repeat."""
+    from fluxlite.graph._store import _same_ints
+    from fluxlite.match.update import _once_each
+
+    rng = random.Random(11)
+    for _ in range(400):
+        n = rng.choice([0, 1, 2, 5, 100, 2000])
+        a = [rng.randrange(1 << 40) for _ in range(n)]
+        b = list(a)
+        if n and rng.random() < 0.5:
+            b[rng.randrange(n)] += rng.choice([1, -1, 1 << 33])
+        if rng.random() < 0.2:
+            b = b[: rng.randrange(n + 1)] if n else [1]
+        assert _same_ints(a, b) is (a == b)
+        bound = max(n, 1) * 2
+        xs = rng.sample(range(bound), min(n, bound))
+        cut = rng.randrange(len(xs) + 1)
+        left, right = xs[:cut], xs[cut:]
+        if xs and rng.random() < 0.5:
+            (left if rng.random() < 0.5 else right).append(rng.choice(xs))
+        assert _once_each(left, right, bound) is (len(set(left) | set(right)) == len(left) + len(right))
+    assert _once_each([], [], 0)
+    assert not _once_each([3], [3], 4) and not _once_each([0, 0], [], 1)

@@ -44,6 +44,7 @@ from hierarchy._limits import Limits
 from hierarchy._logging import SafeFormatter, escape
 from hierarchy._service import InstanceServicer, build_server
 from hierarchy._state import read_state, write_atomic
+from hierarchy.base import IDLE_WAIT_S
 from hierarchy.instance import Instance, settle_memory
 
 __all__ = ["SWITCH_INTERVAL_S", "ServeOptions", "default_listen", "serve"]
@@ -88,6 +89,8 @@ class ServeOptions:
     rpc_timeout: float = 10.0
     request_table_size: int = 256
     defer_attach: bool = True
+    #: seconds a child's deferred attach waits for the grow below to finish (a call starts it at once)
+    idle_wait: float = IDLE_WAIT_S
     #: what MatchGrow asks the parent for: "columns" (the columns wire form when the parent speaks
     #: it, else JGF) or "jgf" (always JGF, as an older instance does)
     wire: str = "columns"
@@ -161,9 +164,7 @@ def provider_upkeep(inst: Instance, stop: threading.Event, log: logging.Logger) 
                 log.info("provider %s: reconciled with the cloud", name)
             reconciled, delay = True, interval
         except FluxliteError as exc:
-            log.warning(
-                "provider %s: %s (retrying in %.0fs)", name, " ".join(str(exc).split())[:500], delay
-            )
+            log.warning("provider %s: %s (retrying in %.0fs)", name, " ".join(str(exc).split())[:500], delay)
             delay = min(delay * 2, 60.0) if not reconciled else interval
         except Exception:  # keep the loop alive, say what happened
             log.exception("provider %s: upkeep failed", name)
@@ -209,6 +210,7 @@ def _build(
         "rpc_timeout": opts.rpc_timeout,
         "request_table_size": opts.request_table_size,
         "defer_attach": opts.defer_attach,
+        "idle_wait": opts.idle_wait,
         "address": address,
         "log": log,
         "owner": owner,

@@ -25,6 +25,12 @@ from typing import Any, Protocol
 __all__ = ["LevelTiming", "MatchOutcome", "Parent", "ReleaseOutcome", "ShrinkOutcome"]
 
 
+#: how long a child's deferred attach waits, by default, for the grow below to finish before it starts
+#: (seconds; ``hierarchy.instance.core.TurnLock``): about five times a 64-node grow's way down from a
+#: level on the machines measured (docs/hierarchy.md, "Deferred attach")
+IDLE_WAIT_S = 0.05
+
+
 @dataclass
 class LevelTiming:
     """Server-side times of one instance for one call, in seconds (see the proto)."""

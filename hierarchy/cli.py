@@ -28,7 +28,7 @@ from hierarchy._address import TlsConfig, read_secret_file
 from hierarchy._client import InstanceClient, new_request_id
 from hierarchy._errors import InstanceUnavailableError
 from hierarchy._identity import Credential, current_user, read_user_key_file
-from hierarchy.base import LevelTiming
+from hierarchy.base import IDLE_WAIT_S, LevelTiming
 
 __all__ = ["main_grow", "main_hierarchy", "main_instance", "main_shrink"]
 
@@ -236,6 +236,15 @@ def _serve_parser(sub: Any) -> None:
         "right after, still before serving any other call)",
     )
     p.add_argument(
+        "--idle-wait",
+        type=float,
+        default=IDLE_WAIT_S,
+        metavar="SECONDS",
+        help="how long an attach for a child, after answering it, waits for the grow below to finish "
+        "before it starts, so as not to slow it (any call to this instance starts it at once; 0: start "
+        f"at once; default {IDLE_WAIT_S:g})",
+    )
+    p.add_argument(
         "--wire",
         choices=("columns", "jgf"),
         default="columns",
@@ -302,6 +311,8 @@ def _cmd_serve(a: argparse.Namespace) -> int:
         raise InputError("--jobspec is for a child (with --from-parent)")
     if a.child_grace <= 0 or a.rpc_timeout <= 0 or (a.heartbeat is not None and a.heartbeat <= 0):
         raise InputError("--child-grace, --heartbeat and --rpc-timeout must be positive")
+    if not 0 <= a.idle_wait <= 10:
+        raise InputError(f"--idle-wait {a.idle_wait:g}: seconds from 0 to 10")
     opts = ServeOptions(
         secret_file=a.secret_file,
         listen=a.listen,
@@ -320,6 +331,7 @@ def _cmd_serve(a: argparse.Namespace) -> int:
         rpc_timeout=a.rpc_timeout,
         request_table_size=a.request_table_size,
         defer_attach=not a.sync_attach,
+        idle_wait=a.idle_wait,
         wire=a.wire,
         ready_file=a.ready_file,
         log_level=a.log_level,

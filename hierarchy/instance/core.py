@@ -32,7 +32,7 @@ from fluxlite.jobspec import Jobspec, parse_jobspec
 from fluxlite.writers.jgf import JgfColumnsWriter
 from hierarchy._errors import InstanceUnavailableError
 from hierarchy._limits import Limits
-from hierarchy.base import Parent
+from hierarchy.base import IDLE_WAIT_S, Parent
 from hierarchy.instance.records import JobRecord, Origin
 from providers.base import ExternalAPI
 
@@ -81,6 +81,56 @@ def _lower_priority() -> None:
             os.setpriority(os.PRIO_PROCESS, tid, 19)
 
 
+class TurnLock:
+    """The instance lock: a :class:`threading.Lock` that also counts the threads waiting for it.
+
+    A child's deferred attach holds the lock and waits, for up to
+    ``idle_wait`` seconds, for the grow that goes on below to finish before
+    it starts (:meth:`wait_wanted`); a thread that wants the lock meanwhile
+    ends that wait at once, so no call waits longer than it would for the
+    attach itself.  Uncontended, an acquire is the plain lock's.
+    """
+
+    __slots__ = ("_cond", "_lock", "_wanting")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(threading.Lock())
+        self._wanting = 0
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if self._lock.acquire(False):
+            return True
+        if not blocking:
+            return False
+        with self._cond:
+            self._wanting += 1
+            self._cond.notify_all()
+        try:
+            return self._lock.acquire(True, timeout)
+        finally:
+            with self._cond:
+                self._wanting -= 1
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+    def wait_wanted(self, timeout: float) -> bool:
+        """Wait (holding the lock) until another thread wants it, at most ``timeout`` seconds;
+        whether one does."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._wanting > 0, timeout)
+
+
 class DeferredStart:
     """Starts a locked section's deferred work: called, on a thread of its own; ``run`` is the work
     itself, for a caller with a thread to spare that may block (the servicer's starter, see
@@ -127,6 +177,7 @@ class InstanceCore:
         request_table_size: int = 256,
         address: str = "",
         defer_attach: bool = True,
+        idle_wait: float = IDLE_WAIT_S,
         log: logging.Logger | None = None,
         owner: str = "",
         limits: Limits | None = None,
@@ -176,7 +227,7 @@ class InstanceCore:
         #: dead nodes of this instance's own lease that the parent told of and were handled
         self.told_down: set[str] = set()
         self._next_oid = 1
-        self._lock = threading.Lock()
+        self._lock = TurnLock()
         self.counters: Counter[str] = Counter()
         self.started = time.monotonic()
         #: the parent no longer knows this instance's lease
@@ -186,6 +237,8 @@ class InstanceCore:
         self._parent_silent = False
         #: attach a subgraph for a child after answering it (off the child's critical path)
         self.defer_attach = defer_attach
+        #: seconds a child's deferred attach waits for quiet before it starts (see TurnLock)
+        self.idle_wait = max(0.0, float(idle_wait))
         #: the most recent deferred attach: upstream request id and attach+update seconds
         self.last_deferred: dict[str, Any] = {}
 
@@ -220,6 +273,11 @@ class InstanceCore:
                     try:
                         if idle:
                             _lower_priority()
+                            if self.idle_wait > 0:
+                                # the grow goes on below (the child decodes, answers, attaches): this
+                                # work, on the other CPU, would slow it; it starts once the grow is
+                                # likely done, or at once when a call wants this instance
+                                self._lock.wait_wanted(self.idle_wait)
                         after()
                     except Exception:
                         self.log.exception("deferred work failed")

@@ -509,6 +509,65 @@ def test_a_childs_deferred_attach_runs_at_idle_priority() -> None:
     assert policies == [os.SCHED_IDLE]
 
 
+def test_a_childs_deferred_attach_waits_for_quiet_and_any_call_starts_it() -> None:
+    """The attach for a child's lease waits up to ``idle_wait`` for the grow below to finish (the
+    instance stays locked meanwhile); a call that needs the instance starts it at once (it waits for
+    the attach, never for the rest of the wait), and without a call it starts when the wait is over."""
+    import time
+
+    for wait, call in ((30.0, True), (0.3, False)):
+        mid = Instance.from_parent(DirectColumns(_root()), nodes_jobspec(1).encode(), name="mid", idle_wait=wait)
+        lease = mid.match_allocate(nodes_jobspec(1).encode(), lease=True, child_name="leaf")
+        policies = _record_policy(mid)
+        t0 = time.monotonic()
+        out = mid.match_grow(
+            lease.jobid, nodes_jobspec(1).encode(), lease_token=lease.lease_token, accept_columns=True,
+            after_reply=lambda start: start(), request_id="g",
+        )  # fmt: skip
+        assert out.timings[0].deferred
+        key = next(k for k in mid.requests if k.endswith(":g"))
+        time.sleep(0.1)
+        assert mid.requests[key]["state"] == "received" and policies == []  # still waiting, locked
+        if call:
+            assert mid.info()["last_deferred"]["attach_update_s"] > 0  # (Info wants the lock)
+            assert time.monotonic() - t0 < 10
+        else:
+            deadline = time.monotonic() + 20
+            while mid.requests[key]["state"] != "done" and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert time.monotonic() - t0 >= wait
+        assert mid.requests[key]["state"] == "done" and policies == [os.SCHED_IDLE]
+        assert mid.info(recount=True)["recount_errors"] == []
+
+
+def test_the_instance_lock_tells_a_waiting_holder_that_a_turn_is_wanted() -> None:
+    """``TurnLock``: a plain lock (a timed acquire fails while it is held) whose holder can wait until
+    another thread wants it (at once when one does, after the timeout when none does)."""
+    import time
+
+    from hierarchy.instance.core import TurnLock
+
+    lock = TurnLock()
+    assert lock.acquire() and lock.locked()
+    assert not lock.acquire(blocking=False) and not lock.acquire(timeout=0.05)
+    t0 = time.monotonic()
+    assert not lock.wait_wanted(0.2)  # nobody wants it
+    assert time.monotonic() - t0 >= 0.2
+    got: list[bool] = []
+    th = threading.Thread(target=lambda: got.append(lock.acquire(timeout=30)))
+    th.start()
+    t0 = time.monotonic()
+    assert lock.wait_wanted(30)
+    assert time.monotonic() - t0 < 10
+    lock.release()
+    th.join(10)
+    assert got == [True] and lock.locked()
+    lock.release()
+    with lock:
+        assert lock.locked()
+    assert not lock.locked()
+
+
 def test_a_remote_grow_of_a_levels_own_job_is_answered_before_its_attach() -> None:
     """root -> mid -> a client job at mid, as a remote caller asks (``after_reply``): with columns from
     above, mid answers before attaching (the answer is the text a level that attached first gives)

@@ -47,6 +47,7 @@ from fluxlite.graph._store import (
     int_bounds,
     ints_distinct,
     max_len,
+    pack_ints,
     path_roots,
     positions_of,
     rows_columns,
@@ -144,6 +145,10 @@ def _put(col: Any, xs: Sequence[int], version: int, top: int | None = None) -> N
         lo, hi = (0, top) if top is not None else int_bounds(xs if isinstance(xs, list) else list(xs))
         width = next(w for w in (1, 2, 4, 8) if _WIDTH_BOUNDS[w][0] <= lo and hi <= _WIDTH_BOUNDS[w][1])
         col.width = width
+    packed = pack_ints(xs, width)  # (compiled: the bytes written by one typed pass)
+    if packed is not None:
+        col.values = packed
+        return
     a = array(_TYPECODE[width], xs)
     if _BIG_ENDIAN:  # pragma: no cover - the wire is little-endian
         a.byteswap()

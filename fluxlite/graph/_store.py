@@ -111,6 +111,45 @@ def int_bounds(xs: Sequence[int]) -> tuple[int, int]:
     return got if got is not None else (min(xs), max(xs))
 
 
+@cython.boundscheck(False)  # lst[k] for k < n, buf[k * w + j] for j < w: the buffer holds n * w bytes
+@cython.wraparound(False)
+@cython.locals(
+    lst=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t, j=cython.Py_ssize_t, w=cython.Py_ssize_t,
+    x=cython.longlong, u=cython.ulonglong, buf=cython.uchar[:],
+)  # fmt: skip
+def pack_ints(xs: Sequence[int], width: int) -> bytes | None:
+    """``array(typecode of width, xs).tobytes()`` on a little-endian machine: each entry as ``width``
+    bytes (1, 2, 4 or 8), little-endian two's complement, for entries the caller knows fit that width
+    (their bounds chose it).  Compiled, one typed pass over a list of ints (bools count as 0 / 1)
+    within the C range writing the bytes, where the array converts each entry by the object
+    protocol; None for any other entry or sequence, or run pure (the caller builds the array)."""
+    if not cython.compiled or type(xs) is not list or width not in (1, 2, 4, 8):
+        return None
+    lst = xs
+    n = len(lst)
+    w = width
+    out = bytearray(n * w)
+    if n == 0:
+        return b""
+    buf = out
+    try:
+        for k in range(n):
+            o = lst[k]
+            if type(o) is int:
+                x = o
+            elif type(o) is bool:
+                x = 1 if o is True else 0
+            else:
+                return None
+            u = x
+            for j in range(w):
+                buf[k * w + j] = u & 0xFF
+                u >>= 8
+    except OverflowError:
+        return None
+    return bytes(out)
+
+
 @cython.boundscheck(False)  # lst[k] for k in range(len(lst)), an identity test each: see "column scans"
 @cython.wraparound(False)
 @cython.locals(lst=list, n=cython.Py_ssize_t, k=cython.Py_ssize_t)

@@ -220,3 +220,29 @@ def test_same_ints_and_once_each_are_the_builtins() -> None:
         assert _once_each(left, right, bound) is (len(set(left) | set(right)) == len(left) + len(right))
     assert _once_each([], [], 0)
     assert not _once_each([3], [3], 4) and not _once_each([0, 0], [], 1)
+
+
+def test_pack_ints_is_the_array_bytes() -> None:
+    """``pack_ints`` writes what ``array(typecode, xs).tobytes()`` writes little-endian, for every
+    width and entries within it (negative ones in two's complement, bools as 0 / 1); None (the
+    caller's array then) for entries it does not take, a tuple, or run pure."""
+    import sys
+    from array import array
+
+    from fluxlite.graph._store import pack_ints
+
+    codes = {1: "b", 2: "h", 4: "i", 8: "q"}
+    rng = random.Random(5)
+    for _ in range(300):
+        w = rng.choice([1, 2, 4, 8])
+        lo, hi = -(1 << (8 * w - 1)), (1 << (8 * w - 1)) - 1
+        xs = [rng.choice([lo, hi, 0, -1, 1, rng.randint(lo, hi)]) for _ in range(rng.choice([0, 1, 7, 300]))]
+        if xs and rng.random() < 0.2:
+            xs[rng.randrange(len(xs))] = rng.random() < 0.5  # a bool
+        want = array(codes[w], xs)
+        if sys.byteorder == "big":
+            want.byteswap()
+        got = pack_ints(xs, w)
+        assert got == want.tobytes() if _COMPILED else got is None
+    assert pack_ints((1, 2), 1) is None and pack_ints([1.0], 8) is None and pack_ints([1 << 70], 8) is None
+    assert pack_ints([1, 2], 3) is None

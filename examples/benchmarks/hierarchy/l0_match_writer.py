@@ -5,7 +5,9 @@
 An instance answers a MatchGrow with the match writer's JGF (the child attaches it), while
 ``fluxlite bench match`` and Fluxion's recorded figures use the ``simple`` writer.  On the
 shared L0 graph (128 nodes) T1 (64 nodes, 2 sockets x 16 cores each) is allocated and
-cancelled with no writer, with ``simple`` and with ``jgf``, in ROUNDS rounds of 10 matches
+cancelled with no writer, with ``simple``, with ``jgf`` and with ``jgf`` recorded lazily (``jgf-lazy``:
+the ``JgfColumnsWriter`` an instance installs, as it matches for a caller that reads the columns wire
+form: records only, no text; where the tree has no ``lazy`` writer this row is the eager one), in ROUNDS rounds of 10 matches
 (best thread CPU time of each round, so the machine's load moves it little); then the JGF text
 alone (``vertex_json`` / ``edge_json`` over the job's vertices and edges) is timed, warm (as an
 instance writes its graph's vertices again and again) and, where the writer keeps a per-graph
@@ -23,6 +25,7 @@ from pathlib import Path
 
 from fluxlite.api import Engine
 from fluxlite.jobspec import parse_jobspec
+from fluxlite.writers import jgf as jgf_writers
 from fluxlite.writers.jgf import edge_json, vertex_json
 
 
@@ -33,14 +36,23 @@ def main() -> None:
     g = eng.graph
     js = parse_jobspec((bench / "jobspecs" / "T1.yaml").read_text())
     best: dict[str, list[float]] = {}
+    cols_writer = getattr(jgf_writers, "JgfColumnsWriter", None)
+    plain_writer = eng.writer("jgf")
     for _ in range(rounds):
-        for fmt in ("none", "simple", "jgf"):
+        for fmt in ("none", "simple", "jgf", "jgf-lazy"):
+            lazy = fmt == "jgf-lazy" and cols_writer is not None
+            if lazy:
+                w = cols_writer()
+                w.lazy = True
+                eng.set_writer("jgf", w)
             cpu = []
             for _ in range(10):
                 c = time.thread_time()
-                job = eng.allocate(js) if fmt == "none" else eng.allocate(js, fmt=fmt)
+                job = eng.allocate(js) if fmt == "none" else eng.allocate(js, fmt=fmt[:3] if lazy else fmt)
                 cpu.append(time.thread_time() - c)
                 eng.cancel(job.jobid)
+            if lazy and plain_writer is not None:
+                eng.set_writer("jgf", plain_writer)
             best.setdefault(fmt, []).append(min(cpu) * 1e3)
     print(
         f"L0 ({len(g.v_rank)} vertices), T1 (64 nodes), policy first: allocate + cancel, {rounds} rounds of 10"

@@ -61,6 +61,8 @@ def test_help(args: list[str]) -> None:
         (["hierarchy", "launch", "/nonexistent.yaml"], "cannot read tree spec"),
         (["hierarchy", "stop", "/nonexistent"], "instances.json"),
         (["instance", "info", "--instance", "bad address"], "secret"),
+        (["instance", "serve", "--jgf", "/nonexistent.json", "--secret-file", "/nonexistent/s", "--idle-wait", "11"], "--idle-wait"),
+        (["instance", "serve", "--jgf", "/nonexistent.json", "--secret-file", "/nonexistent/s", "--idle-wait", "-1"], "--idle-wait"),
     ],
 )
 def test_bad_input_is_one_line(args: list[str], needle: str) -> None:

@@ -53,8 +53,8 @@ process attaches first, so that an attach failure is the caller's error
 and the subgraph goes back.  An attach after the answer that fails is
 logged as an inconsistency and counted (``deferred_attach_failed``): the
 subgraph stays leased above, never given to two holders.
-``defer_attach=False`` (``--sync-attach``) attaches first.  A child's
-attach also waits, holding the lock, up to ``idle_wait`` seconds
+``defer_attach=False`` (``--sync-attach``) attaches first.  A remote
+child's attach (one answered over RPC) also waits, holding the lock, up to ``idle_wait`` seconds
 (``--idle-wait``, default 0.05) for the grow below to finish: idle
 priority keeps it off the critical path's CPU, not off the other CPU,
 where it still slowed the leaf (memory and caches shared; measured in

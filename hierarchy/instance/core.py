@@ -148,7 +148,7 @@ class DeferredStart:
 class _Hold:
     """What a locked section may leave to run after it returned (still under the lock)."""
 
-    __slots__ = ("after", "idle", "starter")
+    __slots__ = ("after", "idle", "starter", "wait")
 
     def __init__(self) -> None:
         self.after: Callable[[], None] | None = None
@@ -156,6 +156,8 @@ class _Hold:
         self.starter: Callable[[Callable[[], None]], None] | None = None
         #: run ``after`` at idle CPU priority (work that the grow continuing below must not wait for)
         self.idle = True
+        #: seconds the idle work waits for quiet first (see TurnLock); 0: it starts at once
+        self.wait = 0.0
 
 
 class InstanceCore:
@@ -267,17 +269,17 @@ class InstanceCore:
                 self._lock.release()
                 upkeep().poke()  # fluxlite.gcpolicy: young generations collected and frozen, off this thread
             else:
-                after, starter, idle = hold.after, hold.starter, hold.idle
+                after, starter, idle, quiet = hold.after, hold.starter, hold.idle, hold.wait
 
                 def run() -> None:
                     try:
                         if idle:
                             _lower_priority()
-                            if self.idle_wait > 0:
+                            if quiet > 0:
                                 # the grow goes on below (the child decodes, answers, attaches): this
                                 # work, on the other CPU, would slow it; it starts once the grow is
                                 # likely done, or at once when a call wants this instance
-                                self._lock.wait_wanted(self.idle_wait)
+                                self._lock.wait_wanted(quiet)
                         after()
                     except Exception:
                         self.log.exception("deferred work failed")

@@ -306,6 +306,9 @@ class GrowMixin(InstanceCore):
                     # is handed over (``after_reply.handed``, where the caller offers it)
                     hold.idle = job.kind == "child"
                     hold.starter = after_reply if hold.idle else getattr(after_reply, "handed", after_reply)
+                    # a remote child's grow goes on in its own process, beside this attach: it waits
+                    # for quiet first (a caller in process, with no after_reply, has it at once)
+                    hold.wait = self.idle_wait if hold.idle and after_reply is not None else 0.0
                     deferred = True
                 else:
                     ta = _now()

@@ -510,9 +510,10 @@ def test_a_childs_deferred_attach_runs_at_idle_priority() -> None:
 
 
 def test_a_childs_deferred_attach_waits_for_quiet_and_any_call_starts_it() -> None:
-    """The attach for a child's lease waits up to ``idle_wait`` for the grow below to finish (the
-    instance stays locked meanwhile); a call that needs the instance starts it at once (it waits for
-    the attach, never for the rest of the wait), and without a call it starts when the wait is over."""
+    """The attach for a remote child's lease waits up to ``idle_wait`` for the grow below to finish
+    (the instance stays locked meanwhile); a call that needs the instance starts it at once (it waits
+    for the attach, never for the rest of the wait), and without a call it starts when the wait is
+    over.  A caller in process has it start at once."""
     import time
 
     for wait, call in ((30.0, True), (0.3, False)):
@@ -538,6 +539,15 @@ def test_a_childs_deferred_attach_waits_for_quiet_and_any_call_starts_it() -> No
             assert time.monotonic() - t0 >= wait
         assert mid.requests[key]["state"] == "done" and policies == [os.SCHED_IDLE]
         assert mid.info(recount=True)["recount_errors"] == []
+    # a caller in this process (no after_reply) has the attach start at once, whatever the wait
+    mid = Instance.from_parent(DirectColumns(_root()), nodes_jobspec(1).encode(), name="mid", idle_wait=30.0)
+    lease = mid.match_allocate(nodes_jobspec(1).encode(), lease=True, child_name="leaf")
+    t0 = time.monotonic()
+    mid.match_grow(lease.jobid, nodes_jobspec(1).encode(), lease_token=lease.lease_token, request_id="h")
+    key = next(k for k in mid.requests if k.endswith(":h"))
+    while mid.requests[key]["state"] != "done" and time.monotonic() - t0 < 20:
+        time.sleep(0.01)
+    assert time.monotonic() - t0 < 10
 
 
 def test_the_instance_lock_tells_a_waiting_holder_that_a_turn_is_wanted() -> None:

@@ -92,15 +92,20 @@ def _tree(proxy: FaultProxy, tmp_path: Path, **kw: Any) -> tuple[Instance, Insta
 
 
 def _snapshot(*insts: Instance) -> list[Any]:
-    return [
-        (
-            sorted(i.engine.jobs.items()),
-            {j: sorted(i.engine.traverser.job_vertices(j)) for j in i.engine.jobs},
-            len(i.engine.graph),
-            len(i.returning),
-        )
-        for i in insts
-    ]
+    """Each instance's jobs, their vertices, its graph size and pending hand-backs, read under its
+    lock (as any call reads them: a deferred attach for a child is done first)."""
+    out = []
+    for i in insts:
+        with i._lock:
+            out.append(
+                (
+                    sorted(i.engine.jobs.items()),
+                    {j: sorted(i.engine.traverser.job_vertices(j)) for j in i.engine.jobs},
+                    len(i.engine.graph),
+                    len(i.returning),
+                )
+            )
+    return out
 
 
 def test_partial_shrink_of_a_cloud_node_is_refused_at_every_level(

@@ -108,7 +108,6 @@ def _where_false(vs: Sequence[int], flags: Sequence[Any]) -> set[int]:
     return set(compress(vs, map(not_, flags)))
 
 
-
 @cython.locals(
     a=list, b=list, xs=list, seen=bytearray, k=cython.Py_ssize_t, v=cython.Py_ssize_t, n=cython.Py_ssize_t
 )
@@ -123,6 +122,7 @@ def _once_each(a: list[int], b: list[int], n: int) -> bool:
                 return False
             seen[v] = 1
     return True
+
 
 class UpdateStage:
     """The update stage of :class:`~fluxlite.match.Traverser` (a mixin over its state)."""

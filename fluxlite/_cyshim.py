@@ -24,7 +24,6 @@ from typing import Any, TypeVar
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-
 class _CScalar(type):
     """A C integer type run pure: the Python ``int``; ``T[:]`` (a typed memoryview of it) is
     ``memoryview``."""
@@ -33,18 +32,11 @@ class _CScalar(type):
         return memoryview
 
 
-class longlong(int, metaclass=_CScalar):
-    """C ``long long``; run pure, an int."""
+class _CInt(int, metaclass=_CScalar):
+    """A C integer type (``long long``, ``unsigned char``, ...); run pure, an int."""
 
 
-class ulonglong(int, metaclass=_CScalar):
-    """C ``unsigned long long``; run pure, an int."""
-
-
-class uchar(int, metaclass=_CScalar):
-    """C ``unsigned char`` (``uchar[:]``: a typed memoryview of bytes); run pure, an int."""
-
-
+longlong = ulonglong = uchar = _CInt
 #: C types, as their Python counterparts when run pure
 Py_ssize_t = int
 bint = bool

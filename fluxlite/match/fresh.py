@@ -1350,14 +1350,11 @@ class FreshStage:
             writer._rn.extend(rec[1])
             writer._rx.extend(rec[2])
             writer._re.extend(map(e0.__add__, rec[3]))
-            for t, c in tm.acc:
-                to_parent[t] = to_parent.get(t, 0) + c
-            self.fresh_stats[1] += 1
-            return tm.n_ret
-        # one string for the subtree's lines (the writer joins its pieces: same text)
-        parts = tm.fmt
-        parts[1::3] = tm.pick(self.g.v_name[b : b + tm.shape.n])
-        writer._add("".join(parts))
+        else:
+            # one string for the subtree's lines (the writer joins its pieces: same text)
+            parts = tm.fmt
+            parts[1::3] = tm.pick(self.g.v_name[b : b + tm.shape.n])
+            writer._add("".join(parts))
         for t, c in tm.acc:
             to_parent[t] = to_parent.get(t, 0) + c
         self.fresh_stats[1] += 1

@@ -197,6 +197,7 @@ def _build(
             wait_for_ready=True,
             credential=credential,
             accept_columns=opts.wire == "columns",
+            wire_columns=False,  # (--wire jgf: the JGF text on the wire, as asked)
         )
     provider = None
     if opts.provider:

@@ -801,10 +801,21 @@ def test_columns_from_a_raw_parent_attach_and_bad_ones_change_nothing(
     _cols_equal(jgf.read_columns(out.jgf), jgf.read_columns(text))
     assert inst.info(recount=True)["recount_errors"] == []
     # a client that did not ask gets columns from a misbehaving parent as JGF
-    plain = InstanceClient(address, "s" * 32, timeout=5.0, instance_name="root")
+    plain = InstanceClient(address, "s" * 32, timeout=5.0, instance_name="root", wire_columns=False)
     got = plain.match_grow(1, nodes_jobspec(1).encode())
     assert orjson.loads(got.jgf)["graph"]["nodes"] and fake.asked[-1] is False
     plain.close()
+    # a user's client (the default) asks for the columns and hands its caller their JGF, written
+    # here, as the instance would have written it; corrupted columns are its caller's WireError
+    user = InstanceClient(address, "s" * 32, timeout=5.0, instance_name="root")
+    try:
+        got = user.match_grow(1, nodes_jobspec(1).encode())
+        assert fake.asked[-1] is True and got.jgf == as_jgf(payload) and not is_columns(got.jgf)
+        fake.reply = pb.MatchReply(jobid=1, columns=good[: len(good) // 2], columns_version=said)
+        with pytest.raises(WireError):
+            user.match_grow(1, nodes_jobspec(1).encode())
+    finally:
+        user.close()
     inst.parent.close()
 
 

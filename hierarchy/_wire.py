@@ -127,9 +127,14 @@ def payload_version(payload: bytes) -> int:
 
 
 def _distinct(xs: list[Any]) -> Any:
-    """The distinct entries of ``xs`` (not empty): the first alone when every entry is the same (counted
-    in C with an identity test first, the usual case of a column), else a set."""
-    return (xs[0],) if xs.count(xs[0]) == len(xs) else set(xs)
+    """The distinct entries of ``xs`` (not empty) other than None: the first alone when every entry is
+    the same (counted in C with an identity test first, the usual case of a column), else sorted, so
+    that the string table, and with it the payload, is the same bytes in every process (a set's order
+    follows the string hash, which differs between processes)."""
+    first = xs[0]
+    if xs.count(first) == len(xs):
+        return () if first is None else (first,)
+    return sorted(set(xs).difference((None,)))
 
 
 def _put(col: Any, xs: Sequence[int], version: int, top: int | None = None) -> None:

@@ -1173,3 +1173,39 @@ def test_string_columns_and_default_names_as_read_plainly(case: str, version: in
     ]
     if case == "newline in a type":
         assert any("\n" in x for x in cols.name)
+
+
+_ENCODE_IN_A_PROCESS = """
+import sys
+from fluxlite.api import Engine
+from fluxlite.jobspec import parse_jobspec
+from fluxlite.readers.generate import generate_graph
+from fluxlite.writers.jgf import JgfColumnsWriter
+from hierarchy import _wire
+eng = Engine(generate_graph(racks=2, nodes=2, sockets=2, cores=int(sys.argv[2])), policy="first")
+w = JgfColumnsWriter()
+eng.set_writer("jgf", w)
+eng.allocate(parse_jobspec(sys.argv[1]), fmt="jgf")
+for version in (1, 2):
+    print(_wire.encode(eng.graph, w.emitted, version).hex())
+"""
+
+
+def test_a_match_encodes_to_the_same_bytes_in_every_process(tmp_path: Path) -> None:
+    """The string table's order does not follow the process's string hash: the same match is the same
+    payload under any PYTHONHASHSEED (and decodes to its JGF's columns, as every payload does)."""
+    import subprocess
+    import sys
+
+    spec = nodes_jobspec(3)  # (across both racks: cluster, racks, nodes, sockets, cores)
+    outs = []
+    for seed in ("1", "2", "3", "4"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        got = subprocess.run([sys.executable, "-c", _ENCODE_IN_A_PROCESS, spec, str(CORES)], capture_output=True,
+                             text=True, env=env, cwd=tmp_path, timeout=120, check=True)  # fmt: skip
+        outs.append(got.stdout.split())
+    assert len(outs[0]) == 2 and all(o == outs[0] for o in outs)
+    for version, text in zip((1, 2), outs[0], strict=True):
+        cols = wire.decode(bytes.fromhex(text))
+        assert wire.payload_version(bytes.fromhex(text)) == version
+        assert len(set(cols.type)) >= 5 and cols.strings  # (several strings: an order to get wrong)

@@ -184,7 +184,8 @@ class InstanceClient:
         #: without ``accept_columns``: still ask MatchGrow for the columns wire form and write its JGF
         #: here, in the caller's process, so that the instance answers without writing it (a 64-node
         #: grow's JGF is about 1.4 ms of the instance's time before it answers and takes up its next
-        #: call, and twice the bytes); the caller gets the same JGF either way.  False asks for JGF
+        #: call, and twice the bytes); the caller gets the same JGF document either way (a grow the instance
+        #: matched itself laid out as ``as_jgf`` writes it).  False asks for JGF
         self.wire_columns = bool(wire_columns) and not self.accept_columns
         self._channel = open_channel(self.addr, tls)
         self._stub = pb_grpc.InstanceStub(self._channel)

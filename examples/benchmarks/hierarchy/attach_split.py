@@ -1,7 +1,7 @@
 """A level's attach inside the running tree, step by step: what the per-level intercept is made of.
 
     python examples/benchmarks/hierarchy/attach_split.py [--bench-dir ../shared/bench] [--request T8]
-        [--reps 30] [--no-upkeep]
+        [--reps 30] [--no-upkeep] [--deferred]
 
 Starts the five levels of ``fluxlite bench hierarchy`` with every level attaching before it answers
 (``--sync-attach``, the run whose fits give the attach+update intercept), as ``hop_stamps.py`` does
@@ -17,6 +17,9 @@ by side say how much of a level's attach is the cost of running among the other 
 work between two grows evicts this one's code and data from the CPU caches) rather than of the
 instructions.  ``--no-upkeep``: no level runs its garbage-collector upkeep thread (collections are off
 altogether), to see whether that thread, which runs beside the grow on the other CPU, slows it.
+``--deferred``: the default mode instead, where every level answers before it attaches; the leaf's
+row is then the attach that "leaf ready again" waits for, and L1..L3's rows are their idle-priority
+attaches of the child's subgraph.
 Loopback only; the run directory is a temporary one.
 """
 
@@ -82,6 +85,7 @@ def main() -> None:
     ap.add_argument("--request", default="T8")
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--no-upkeep", action="store_true", help="no garbage-collector upkeep in any level")
+    ap.add_argument("--deferred", action="store_true", help="the default mode: levels answer, then attach")
     a = ap.parse_args()
     if a.no_upkeep:
         os.environ["ATTACH_SPLIT_NO_UPKEEP"] = "1"
@@ -89,7 +93,7 @@ def main() -> None:
     js = {n: (jobspecs / f"{n}.yaml").read_bytes() for n in {a.request, *FILLER.values()}}
     root = Path(__file__).resolve().parents[3]
     with stamped_tree(
-        STEPPER, "ATTACH_SPLIT_OUT", a.bench_dir, root, js, sync_attach=True, prefix="split-"
+        STEPPER, "ATTACH_SPLIT_OUT", a.bench_dir, root, js, sync_attach=not a.deferred, prefix="split-"
     ) as (
         clients,
         job,
@@ -99,7 +103,7 @@ def main() -> None:
             clients["L4"].shrink(job, jgf=clients["L4"].match_grow(job, js[a.request]).jgf)
         recs = collect()
     print(
-        f"{a.request}: a level's sync attach inside the tree, {a.reps} grows"
+        f"{a.request}: a level's {'deferred' if a.deferred else 'sync'} attach inside the tree, {a.reps} grows"
         f"{', no upkeep' if a.no_upkeep else ''}; medians, thread CPU / wall ms"
     )
     print(f"  {'level':<6}" + "".join(f"{s:>16}" for s in STEPS))

@@ -257,7 +257,7 @@ def encode(
         return None
     table: dict[str, int] = {}
     for s in (*_distinct(types), *_distinct(bases), *_distinct(units), ss, *_distinct(ess)):
-        if s not in table and s is not None:
+        if s not in table:  # (_distinct leaves None out)
             table[s] = len(table)
     if len(table) > MAX_STRINGS or max(map(len, table)) > MAX_STRING:
         return None

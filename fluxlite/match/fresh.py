@@ -60,7 +60,7 @@ C-level slice operations plus O(internal vertices) in Python.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -92,6 +92,11 @@ _KEYS_MAX = 256
 #: request signatures numbered (see _fresh_sig) before the table starts over
 _SIGS_MAX = 1024
 _NOPE = object()
+
+
+def _picker(ks: list[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """``itemgetter(*ks)`` that returns a tuple for one position too (``ks`` not empty)."""
+    return itemgetter(*ks) if len(ks) > 1 else (lambda xs, k=ks[0]: (xs[k],))
 
 
 def _runs(rel: list[int]) -> list[tuple[int, int, int]]:
@@ -1248,7 +1253,7 @@ class FreshStage:
         at_k = {g.e_dst[e0 + k] - a: k for k in range(shape.m)}
         at_k[0] = shape.m
         ks = [at_k[r] for r in rel]
-        tm.jv_pick = itemgetter(*ks) if len(ks) > 1 else (lambda vs, k=ks[0]: (vs[k],))
+        tm.jv_pick = _picker(ks)
         tm.acc = [(t, c - acc0.get(t, 0)) for t, c in to_parent.items() if c != acc0.get(t, 0)]
         if type(writer) is not SimpleWriter:
             tm.rec = self._upd_extract_rec(writer, out0, a, e0, n, shape.m, at_k)
@@ -1269,7 +1274,7 @@ class FreshStage:
             fmt.append(name)
             fmt.append(line[k + len(name) :])
         tm.fmt = fmt
-        tm.pick = itemgetter(*rel) if len(rel) > 1 else (lambda names, r=rel[0]: (names[r],))
+        tm.pick = _picker(rel)
         return tm
 
     @staticmethod
@@ -1287,9 +1292,7 @@ class FreshStage:
         erel = [e - e0 for e in writer._re[ed0:]]
         if not rel or not all(0 <= r < n for r in rel) or not all(0 <= k < m for k in erel):
             return None
-        ks = [at_k[r] for r in rel]
-        pick = itemgetter(*ks) if len(ks) > 1 else (lambda vs, k=ks[0]: (vs[k],))
-        return pick, writer._rn[v0:], writer._rx[v0:], erel
+        return _picker([at_k[r] for r in rel]), writer._rn[v0:], writer._rx[v0:], erel
 
     def _upd_replay(
         self, tm: _UpdTmpl, b: int, e0: int, meta: JobMeta, writer: Any, to_parent: dict[str, int]

@@ -17,6 +17,7 @@ from operator import ge, itemgetter, le, not_
 from typing import Any
 
 from fluxlite.graph import UP
+from fluxlite.graph._store import ints_distinct
 from fluxlite.match._common import (
     AT_ALLOC,
     AT_RESERVE,
@@ -106,22 +107,6 @@ def _where_false(vs: Sequence[int], flags: Sequence[Any]) -> set[int]:
                 out.add(vl[k])
         return out
     return set(compress(vs, map(not_, flags)))
-
-
-@cython.locals(
-    a=list, b=list, xs=list, seen=bytearray, k=cython.Py_ssize_t, v=cython.Py_ssize_t, n=cython.Py_ssize_t
-)
-def _once_each(a: list[int], b: list[int], n: int) -> bool:
-    """Whether no handle (each in [0, ``n``)) is in ``a`` and ``b`` together more than once
-    (compiled: a byte per handle, where a set of them hashes and resizes)."""
-    seen = bytearray(n)
-    for xs in (a, b):
-        for k in range(len(xs)):
-            v = xs[k]
-            if seen[v]:
-                return False
-            seen[v] = 1
-    return True
 
 
 class UpdateStage:
@@ -1930,7 +1915,7 @@ class UpdateStage:
                     leaves.append(k)
                 else:
                     return None
-        if len(order) + len(leaves) != len(newset) or not _once_each(order, leaves, len(vt)):
+        if len(order) + len(leaves) != len(newset) or not ints_distinct(order + leaves):
             return None  # a vertex with two parents, or new vertices no new root reaches
         types_for = self.prune.types_for
         plans = self.subplan[ss]

@@ -195,11 +195,11 @@ def test_rows_columns_and_positions_of_are_the_builtins() -> None:
         assert positions_of(ids, col, dict(pos)) == expect
 
 
-def test_same_ints_and_once_each_are_the_builtins() -> None:
-    """``_same_ints`` is ``==`` on two lists of ints, ``_once_each`` the count of a set of both lists
-    (handles below a bound), on random lists with and without a difference or a repeat."""
-    from fluxlite.graph._store import _same_ints
-    from fluxlite.match.update import _once_each
+def test_same_ints_and_distinct_handles_are_the_builtins() -> None:
+    """``_same_ints`` is ``==`` on two lists of ints, and ``ints_distinct`` of two lists of handles
+    below a bound joined (what ``_prime_new`` checks) the count of a set of both, on random lists
+    with and without a difference or a repeat."""
+    from fluxlite.graph._store import _same_ints, ints_distinct
 
     rng = random.Random(11)
     for _ in range(400):
@@ -217,9 +217,9 @@ def test_same_ints_and_once_each_are_the_builtins() -> None:
         left, right = xs[:cut], xs[cut:]
         if xs and rng.random() < 0.5:
             (left if rng.random() < 0.5 else right).append(rng.choice(xs))
-        assert _once_each(left, right, bound) is (len(set(left) | set(right)) == len(left) + len(right))
-    assert _once_each([], [], 0)
-    assert not _once_each([3], [3], 4) and not _once_each([0, 0], [], 1)
+        assert ints_distinct(left + right) is (len(set(left) | set(right)) == len(left) + len(right))
+    assert ints_distinct([])
+    assert not ints_distinct([3, 3]) and not ints_distinct([0, 0])
 
 
 def test_pack_ints_is_the_array_bytes() -> None:

@@ -58,6 +58,8 @@ for _ in range(k):
         roots = [v for v in new if g.parent(v, dom) not in inside]
         child.shrink(kids[-1][1], jgf=_wire.as_jgf(payload))
         child.remove_subgraph(paths=[g.path(r, dom) for r in roots])
+cols = _wire.decode(payload)  # (the subgraph's size, read in both runs: not in the difference)
+n_el = len(cols) + len(cols.e_src)
 import gc
 gc.collect()
 gc.disable()
@@ -67,8 +69,7 @@ if do:
         return child.attach(_wire.decode(payload), allocate_to=job, at=0, duration=3600)
     for new in itertools.starmap(one, kids):
         pass
-    cols = _wire.decode(payload)
-    print("new", len(new), "n", len(cols) + len(cols.e_src))
+    print("new", len(new), "n", n_el)
 sys.stdout.flush()
 os._exit(0)  # (the interpreter's teardown is not counted)
 """

@@ -31,6 +31,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hierarchy.bench import fit_line
+
 CHILD = r"""
 import os, sys
 from pathlib import Path
@@ -151,10 +153,7 @@ def _sizes(tree: Path, bench: Path, k: int, reqs: list[str], refill: bool) -> No
         ir, n = _ir(tree, bench, k, True, req, refill, toggle=True)
         pts.append((n, ir / k))
         print(f"{req:>8} {n:6d} {ir / k:13.0f} {ir / k / n:12.0f}", flush=True)
-    xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    slope = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x in xs)
-    fixed = my - slope * mx
+    slope, fixed, _ = fit_line([p[0] for p in pts], [p[1] for p in pts])
     print(f"fit: {fixed / 1e3:.0f} K instructions per attach + {slope / 1e3:.2f} K per vertex+edge")
     for n, y in pts:
         print(f"  n {n:6d}: the fixed part is {fixed / y:.0%} of the attach")
